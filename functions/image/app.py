@@ -1,0 +1,16 @@
+"""Image stage: draw the dish and store it; a failure degrades the job, never fails it."""
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from chuixiang import stages
+from chuixiang.models import ImageEvent
+from chuixiang.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context(correlation_id_path="jobId")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=ImageEvent)
+def lambda_handler(event: ImageEvent, context: LambdaContext) -> dict:
+    return stages.run_image(event, context.get_remaining_time_in_millis()).model_dump()

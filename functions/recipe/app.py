@@ -1,0 +1,16 @@
+"""Recipe stage: stream the model inside min(total limit, Lambda time left, job deadline)."""
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from chuixiang import stages
+from chuixiang.models import RecipeEvent
+from chuixiang.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context(correlation_id_path="jobId")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=RecipeEvent)
+def lambda_handler(event: RecipeEvent, context: LambdaContext) -> dict:
+    return stages.run_recipe(event, context.get_remaining_time_in_millis()).model_dump()

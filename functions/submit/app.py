@@ -1,0 +1,16 @@
+"""Submit stage: validate the dish, mark the job RUNNING, fix its deadline, check the cache."""
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from chuixiang import stages
+from chuixiang.models import SubmitEvent
+from chuixiang.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context(correlation_id_path="jobId")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=SubmitEvent)
+def lambda_handler(event: SubmitEvent, context: LambdaContext) -> dict:
+    return stages.submit(event).model_dump()

@@ -1,0 +1,115 @@
+"""The public HTTP API, built on one Powertools resolver class or another.
+
+``functions/api/app.py`` builds it on ``APIGatewayHttpResolver`` for Lambda;
+``chuixiang serve`` builds the very same routes on ``HttpResolverLocal`` for
+uvicorn. Validation errors, unknown jobs and upstream AWS trouble all become
+JSON errors with a code - never a stack trace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from functools import lru_cache
+from typing import Annotated, Any, TypeVar
+
+import boto3
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .errors import ErrorCode, message_for
+from .images import ImageStore
+from .jobs import JobStore, past_deadline, render
+from .models import CreateRecipeRequest, CreateRecipeResponse, JobDocument
+from .observability import logger
+from .settings import get_settings
+
+R = TypeVar("R", bound=ApiGatewayResolver)
+JOB_ID = re.compile(r"^[0-9a-f-]{8,64}$")
+POLL_AFTER_MS = 3000
+
+
+@lru_cache(maxsize=1)
+def _sfn() -> Any:
+    return boto3.client("stepfunctions")
+
+
+def error_response(status: int, code: str, reason: str | None = None, message: str | None = None) -> Response:
+    body = {"error": {"code": code, "message": message or message_for(code), "reason": reason}}
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
+                    body=json.dumps(body, ensure_ascii=False))
+
+
+def _reason(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts) or "invalid request"
+
+
+def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
+    app = resolver_cls(enable_validation=True, **kwargs)
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(exc: RequestValidationError) -> Response:
+        if app.current_event.path.rstrip("/").endswith("/recipes"):
+            return error_response(400, ErrorCode.INVALID_DISH, _reason(exc))
+        return error_response(400, "BAD_REQUEST", _reason(exc), "请求格式不对。")
+
+    @app.exception_handler((ClientError, BotoCoreError))
+    def _aws_down(exc: Exception) -> Response:
+        logger.exception("AWS call failed")
+        return error_response(503, ErrorCode.INTERNAL, "service dependency unavailable")
+
+    @app.post("/recipes")
+    def create_recipe(request: Annotated[CreateRecipeRequest, Body()]) -> Response:
+        settings = get_settings()
+        store = JobStore(settings)
+        job_id = str(uuid.uuid4())
+        logger.append_keys(jobId=job_id)
+        store.create(job_id, request.dish)
+        try:
+            _sfn().start_execution(
+                stateMachineArn=settings.state_machine_arn,
+                name=job_id,
+                input=json.dumps({"jobId": job_id, "dish": request.dish}, ensure_ascii=False),
+            )
+        except (ClientError, BotoCoreError) as exc:
+            logger.exception("StartExecution failed")
+            store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
+            return error_response(503, ErrorCode.INTERNAL, "could not start the job")
+        body = CreateRecipeResponse(jobId=job_id, status="PENDING", pollAfterMs=POLL_AFTER_MS)
+        return Response(status_code=202, content_type=content_types.APPLICATION_JSON,
+                        body=body.model_dump_json(), headers={"Location": f"/recipes/{job_id}"})
+
+    @app.get("/recipes/<jobId>")
+    def get_recipe(jobId: Annotated[str, Path(max_length=64)]) -> Response:  # noqa: N803
+        if not JOB_ID.match(jobId):
+            return error_response(404, "JOB_NOT_FOUND", "no such job", "没有找到这个任务。")
+        doc = load_job_document(jobId)
+        if doc is None:
+            return error_response(404, "JOB_NOT_FOUND", "no such job", "没有找到这个任务。")
+        return Response(status_code=200, content_type=content_types.APPLICATION_JSON,
+                        body=doc.model_dump_json(), headers={"Cache-Control": "no-store"})
+
+    return app
+
+
+def load_job_document(job_id: str) -> JobDocument | None:
+    """Read a job; one found past its deadline and still not terminal is failed first."""
+    settings = get_settings()
+    store = JobStore(settings)
+    item = store.get(job_id)
+    if item is None:
+        return None
+    if past_deadline(item, settings.job_timeout_s):
+        store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled by GET after deadlineAt")
+        item = store.get(job_id) or item
+    url = ImageStore(settings).url(item["imageKey"]) if item.get("imageKey") else None
+    return render(item, url)

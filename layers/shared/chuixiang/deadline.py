@@ -1,0 +1,58 @@
+"""Deadline arithmetic: how long an attempt may run, given every enclosing limit.
+
+An attempt's budget is the smallest of its own limit, what the Lambda has left
+minus a finishing margin, and what the job has left before ``deadlineAt``. The
+deadline is kept on the monotonic clock so a wall-clock jump cannot stretch it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from .clock import now_utc
+from .ladder_rules import finish_margin_ms
+
+
+@dataclass(frozen=True)
+class Deadline:
+    at: float  #: time.monotonic() value
+    bound_by: str  #: which limit is the tightest: "total", "lambda" or "job"
+    budget_ms: float
+
+    def remaining_ms(self) -> float:
+        return (self.at - time.monotonic()) * 1000
+
+    @property
+    def expired(self) -> bool:
+        return time.monotonic() >= self.at
+
+
+class Budget:
+    """What a Lambda invocation may spend; hands out per-attempt deadlines."""
+
+    def __init__(self, lambda_remaining_ms: float, job_deadline_at: datetime | None) -> None:
+        self.started = time.monotonic()
+        self.margin_ms = finish_margin_ms(lambda_remaining_ms)
+        self.lambda_end = self.started + (lambda_remaining_ms - self.margin_ms) / 1000
+        self.job_end = (
+            self.started + (job_deadline_at - now_utc()).total_seconds()
+            if job_deadline_at
+            else None
+        )
+
+    def remaining_ms(self) -> float:
+        ends = [self.lambda_end] + ([self.job_end] if self.job_end is not None else [])
+        return (min(ends) - time.monotonic()) * 1000
+
+    def attempt(self, total_ms: float | None) -> Deadline:
+        now = time.monotonic()
+        limits = {"lambda": self.lambda_end}
+        if total_ms is not None:
+            limits["total"] = now + total_ms / 1000
+        if self.job_end is not None:
+            limits["job"] = self.job_end
+        bound_by = min(limits, key=lambda k: limits[k])
+        at = limits[bound_by]
+        return Deadline(at=at, bound_by=bound_by, budget_ms=(at - now) * 1000)

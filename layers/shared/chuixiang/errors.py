@@ -1,0 +1,67 @@
+"""Stable error codes and the user-facing messages that go with them.
+
+The mini-program switches on ``code``; ``message`` is what a user reads, so it
+is a short Chinese sentence that says what to do. The catalogue is the single
+source of messages: the state machine stores only codes (plus an internal
+``detail``), and the job document is rendered from this table.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    INVALID_DISH = "INVALID_DISH"
+    RECIPE_TIMEOUT = "RECIPE_TIMEOUT"
+    RECIPE_UPSTREAM_ERROR = "RECIPE_UPSTREAM_ERROR"
+    RECIPE_INVALID = "RECIPE_INVALID"
+    RECIPE_EMPTY = "RECIPE_EMPTY"
+    JOB_TIMED_OUT = "JOB_TIMED_OUT"
+    INTERNAL = "INTERNAL"
+    IMAGE_TIMEOUT = "IMAGE_TIMEOUT"
+    IMAGE_UPSTREAM_ERROR = "IMAGE_UPSTREAM_ERROR"
+    IMAGE_INVALID = "IMAGE_INVALID"
+
+
+#: code -> (message, retryable by default)
+CATALOGUE: dict[ErrorCode, tuple[str, bool]] = {
+    ErrorCode.INVALID_DISH: ("菜名需要是 1 到 40 个字，不能含控制字符，换个写法再试。", False),
+    ErrorCode.RECIPE_TIMEOUT: ("搭配师走神了，再试一次。", True),
+    ErrorCode.RECIPE_UPSTREAM_ERROR: ("菜谱服务暂时不可用，请稍后再试。", True),
+    ErrorCode.RECIPE_INVALID: ("这次写出的菜谱不完整，再试一次。", True),
+    ErrorCode.RECIPE_EMPTY: ("模型这次没有写出菜谱内容，再试一次。", True),
+    ErrorCode.JOB_TIMED_OUT: ("这道菜做得太久，已经停下了，再试一次。", True),
+    ErrorCode.INTERNAL: ("系统出了点问题，请稍后再试。", True),
+    ErrorCode.IMAGE_TIMEOUT: ("成品图画得太慢，先把菜谱给你。", True),
+    ErrorCode.IMAGE_UPSTREAM_ERROR: ("成品图服务暂时不可用，先把菜谱给你。", True),
+    ErrorCode.IMAGE_INVALID: ("成品图没有画好，先把菜谱给你。", True),
+}
+
+
+def message_for(code: str) -> str:
+    try:
+        return CATALOGUE[ErrorCode(code)][0]
+    except ValueError:
+        return CATALOGUE[ErrorCode.INTERNAL][0]
+
+
+def retryable_default(code: str) -> bool:
+    try:
+        return CATALOGUE[ErrorCode(code)][1]
+    except ValueError:
+        return True
+
+
+class StageError(Exception):
+    """A classified failure of a stage: carries the stable code and an internal detail.
+
+    ``detail`` is for logs and the job item, never shown to users. ``retryable``
+    tells the *client* whether trying the same dish again may help.
+    """
+
+    def __init__(self, code: ErrorCode, detail: str, *, retryable: bool | None = None) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+        self.retryable = retryable_default(code) if retryable is None else retryable

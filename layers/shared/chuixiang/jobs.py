@@ -1,0 +1,183 @@
+"""The jobs table: job items, the recipe cache, and rendering the public job document.
+
+One table holds both kinds of item (``pk = JOB#<id>`` and ``pk = DISH#<dish>``).
+Terminal transitions are conditional on the job not being terminal yet, so
+whichever of the state machine, the EventBridge reconciler or ``GET`` gets there
+first wins and the others become no-ops.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from .clock import iso, now_utc, parse_iso
+from .errors import ErrorCode, message_for, retryable_default
+from .models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
+from .settings import Settings
+
+TERMINAL = ("SUCCEEDED", "FAILED")
+
+
+def job_key(job_id: str) -> dict[str, str]:
+    return {"pk": f"JOB#{job_id}"}
+
+
+def dish_key(dish: str) -> dict[str, str]:
+    return {"pk": f"DISH#{dish}"}
+
+
+def to_dynamo(value: Any) -> Any:
+    """Plain JSON -> what the DynamoDB resource accepts (floats become Decimal)."""
+    return json.loads(json.dumps(value), parse_float=Decimal)
+
+
+def from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_dynamo(v) for v in value]
+    return value
+
+
+class JobStore:
+    def __init__(self, settings: Settings, table: Any | None = None) -> None:
+        self.settings = settings
+        self.table = table or boto3.resource("dynamodb").Table(settings.jobs_table)
+
+    # --- writes --------------------------------------------------------------------------
+
+    def create(self, job_id: str, dish: str) -> dict[str, Any]:
+        now = now_utc()
+        item = {
+            **job_key(job_id),
+            "jobId": job_id,
+            "dish": dish,
+            "status": "PENDING",
+            "stage": "submit",
+            "createdAt": iso(now),
+            "updatedAt": iso(now),
+            "metrics": {},
+            "expiresAt": int((now + timedelta(days=self.settings.job_ttl_days)).timestamp()),
+        }
+        self.table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)")
+        return item
+
+    def update(self, job_id: str, only_if_active: bool = True, **fields: Any) -> bool:
+        """SET the given top-level fields (plus ``updatedAt``); False if the job is terminal."""
+        fields["updatedAt"] = iso(now_utc())
+        names = {f"#f{i}": k for i, k in enumerate(fields)}
+        values = {f":v{i}": to_dynamo(v) for i, v in enumerate(fields.values())}
+        expr = "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields)))
+        kwargs: dict[str, Any] = {}
+        if only_if_active:
+            names["#status"] = "status"
+            values[":succeeded"], values[":failed"] = TERMINAL
+            kwargs["ConditionExpression"] = (
+                "attribute_exists(pk) AND NOT #status IN (:succeeded, :failed)"
+            )
+        try:
+            self.table.update_item(
+                Key=job_key(job_id),
+                UpdateExpression=expr,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                **kwargs,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def set_metrics(self, job_id: str, stage: str, metrics: dict[str, Any]) -> None:
+        """Record a stage's measurements (kept even when the job has ended)."""
+        self.table.update_item(
+            Key=job_key(job_id),
+            UpdateExpression="SET metrics.#s = :m",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#s": stage},
+            ExpressionAttributeValues={":m": to_dynamo(metrics)},
+        )
+
+    def fail(self, job_id: str, code: ErrorCode, detail: str) -> bool:
+        """Make a non-terminal job FAILED; a terminal one is left as it is."""
+        return self.update(
+            job_id,
+            status="FAILED",
+            error={"code": code.value, "detail": detail[:500], "retryable": retryable_default(code)},
+        )
+
+    # --- the recipe cache ----------------------------------------------------------------
+
+    def cached(self, dish: str) -> dict[str, Any] | None:
+        item = self.table.get_item(Key=dish_key(dish), ConsistentRead=True).get("Item")
+        return from_dynamo(item) if item and item.get("recipe") else None
+
+    def put_cache(self, dish: str, **fields: Any) -> None:
+        fields["updatedAt"] = iso(now_utc())
+        names = {f"#f{i}": k for i, k in enumerate(fields)}
+        values = {f":v{i}": to_dynamo(v) for i, v in enumerate(fields.values())}
+        self.table.update_item(
+            Key=dish_key(dish),
+            UpdateExpression="SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields))),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        item = self.table.get_item(Key=job_key(job_id), ConsistentRead=True).get("Item")
+        return from_dynamo(item) if item else None
+
+
+def render(item: dict[str, Any], image_url: str | None) -> JobDocument:
+    """The public job document of DESIGN §5 from a stored item (internals dropped)."""
+    error = item.get("error")
+    image_error = item.get("imageError")
+    key = item.get("imageKey")
+    return JobDocument(
+        jobId=item["jobId"],
+        dish=item["dish"],
+        status=item["status"],
+        stage=item.get("stage", "submit"),
+        recipe=item.get("recipe"),
+        image=ImageRef(url=image_url, key=key) if key and image_url else None,
+        imageError=(
+            ImageErrorInfo(code=image_error["code"], message=message_for(image_error["code"]))
+            if image_error
+            else None
+        ),
+        error=(
+            ErrorInfo(
+                code=error["code"],
+                message=message_for(error["code"]),
+                retryable=bool(error.get("retryable", retryable_default(error["code"]))),
+            )
+            if error
+            else None
+        ),
+        createdAt=item["createdAt"],
+        updatedAt=item.get("updatedAt", item["createdAt"]),
+        deadlineAt=item.get("deadlineAt"),
+        metrics=JobMetrics.model_validate(item.get("metrics") or {}),
+    )
+
+
+def past_deadline(item: dict[str, Any], job_timeout_s: int) -> bool:
+    """A non-terminal job whose time is up: its ``deadlineAt``, or (never started) creation + timeout."""
+    if item.get("status") in TERMINAL:
+        return False
+    if item.get("deadlineAt"):
+        deadline = parse_iso(item["deadlineAt"])
+    else:
+        deadline = parse_iso(item["createdAt"]) + timedelta(seconds=job_timeout_s)
+    return now_utc() > deadline

@@ -1,0 +1,147 @@
+"""Pydantic models at every boundary: the API body, stage events, the job document."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .dish import normalize_dish
+
+JobStatus = Literal["PENDING", "RUNNING", "SUCCEEDED", "FAILED"]
+Stage = Literal["submit", "recipe", "image", "done"]
+
+
+class CreateRecipeRequest(BaseModel):
+    """Body of ``POST /recipes``."""
+
+    model_config = ConfigDict(extra="forbid")
+    dish: str = Field(max_length=400, description="Dish name, 1-40 characters after normalisation")
+
+    @field_validator("dish")
+    @classmethod
+    def _normalise(cls, value: str) -> str:
+        return normalize_dish(value)
+
+
+class CreateRecipeResponse(BaseModel):
+    jobId: str
+    status: JobStatus
+    pollAfterMs: int
+    deadlineAt: str | None = None
+
+
+class ApiError(BaseModel):
+    code: str
+    message: str
+    reason: str | None = None
+
+
+class ErrorBody(BaseModel):
+    error: ApiError
+
+
+# --- stage events (what the state machine passes between Lambdas) -------------------------
+
+
+class SubmitEvent(BaseModel):
+    jobId: str = Field(min_length=1, max_length=80)
+    dish: Any
+    executionStartTime: str | None = None
+
+
+class SubmitResult(BaseModel):
+    jobId: str
+    dish: str | None = None
+    valid: bool
+    cached: bool = False
+    deadlineAt: str | None = None
+    error: dict[str, Any] | None = None
+    stateTimeouts: dict[str, int] = Field(default_factory=dict)
+
+
+class RecipeEvent(BaseModel):
+    jobId: str
+    dish: str
+    deadlineAt: str | None = None
+
+
+class StageFailure(BaseModel):
+    code: str
+    detail: str
+    retryable: bool
+
+
+class RecipeResult(BaseModel):
+    ok: bool
+    imagePrompt: str | None = None
+    error: StageFailure | None = None
+
+
+class ImageEvent(BaseModel):
+    jobId: str
+    dish: str | None = None
+    imagePrompt: str
+    deadlineAt: str | None = None
+
+
+class ImageResult(BaseModel):
+    ok: bool
+    key: str | None = None
+    error: StageFailure | None = None
+
+
+# --- the job document (GET /recipes/{jobId}) -----------------------------------------------
+
+
+class RecipeMetrics(BaseModel):
+    attempts: int = 0
+    firstByteMs: int | None = None
+    firstContentMs: int | None = None
+    maxGapMs: int | None = None
+    chunks: int = 0
+    totalMs: int = 0
+    finishReason: str | None = None
+    promptTokens: int | None = None
+    completionTokens: int | None = None
+
+
+class ImageMetrics(BaseModel):
+    attempts: int = 0
+    totalMs: int = 0
+
+
+class JobMetrics(BaseModel):
+    recipe: RecipeMetrics | None = None
+    image: ImageMetrics | None = None
+
+
+class ErrorInfo(BaseModel):
+    code: str
+    message: str
+    retryable: bool
+
+
+class ImageErrorInfo(BaseModel):
+    code: str
+    message: str
+
+
+class ImageRef(BaseModel):
+    url: str
+    key: str
+
+
+class JobDocument(BaseModel):
+    jobId: str
+    dish: str
+    status: JobStatus
+    stage: Stage
+    recipe: dict[str, Any] | None = None
+    image: ImageRef | None = None
+    imageError: ImageErrorInfo | None = None
+    error: ErrorInfo | None = None
+    createdAt: str
+    updatedAt: str
+    deadlineAt: str | None = None
+    metrics: JobMetrics = Field(default_factory=JobMetrics)

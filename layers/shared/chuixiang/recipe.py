@@ -1,0 +1,101 @@
+"""The recipe the model is asked for, and how its text becomes one.
+
+Hard validation is only what the product cannot show without: the shape and
+types, 6-12 steps, at least one main ingredient, an image prompt. Lengths are
+prompt guidance, not rules, so a slightly chatty model does not fail a job.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from .errors import ErrorCode, StageError
+
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Ingredient(_Strict):
+    name: NonEmpty
+    amount: str = ""
+
+
+class Ingredients(_Strict):
+    main: list[Ingredient] = Field(min_length=1)
+    auxiliary: list[Ingredient] = Field(default_factory=list)
+    seasoning: list[Ingredient] = Field(default_factory=list)
+
+
+class Step(_Strict):
+    order: int = Field(ge=1)
+    text: NonEmpty
+
+
+class Pairings(_Strict):
+    side: str = ""
+    soup: str = ""
+    staple: str = ""
+    drink: str = ""
+
+
+class Nutrition(_Strict):
+    caloriesKcal: float = Field(ge=0)
+    proteinG: float = Field(ge=0)
+    fatG: float = Field(ge=0)
+    carbsG: float = Field(ge=0)
+
+
+class Recipe(_Strict):
+    name: NonEmpty
+    summary: str = ""
+    ingredients: Ingredients
+    steps: list[Step] = Field(min_length=6, max_length=12)
+    pairings: Pairings
+    nutrition: Nutrition
+    imagePrompt: NonEmpty
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json_text(text: str) -> str:
+    """Return the JSON object inside ``text``: fenced, or the outermost braces."""
+    fenced = _FENCE.search(text)
+    if fenced:
+        text = fenced.group(1)
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return text.strip()
+    return text[start : end + 1]
+
+
+def parse_recipe(text: str) -> Recipe:
+    """Parse model output into a :class:`Recipe` or raise ``RECIPE_INVALID``."""
+    candidate = extract_json_text(text)
+    try:
+        data = json.loads(candidate)
+    except json.JSONDecodeError as exc:
+        raise StageError(ErrorCode.RECIPE_INVALID, f"not JSON: {exc.msg} at {exc.pos}") from None
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise StageError(ErrorCode.RECIPE_INVALID, f"{where}: {first['msg']}") from None
+
+
+SYSTEM_PROMPT = """你是一位中餐菜谱作者。用户给出菜名，你只输出一个 JSON 对象，不要任何解释或代码块标记。
+JSON 结构：
+{"name": 菜名, "summary": 40~80 字简介,
+ "ingredients": {"main": [{"name": 食材, "amount": 用量}], "auxiliary": [...], "seasoning": [...]},
+ "steps": [{"order": 1, "text": 60~160 字}]  (6~12 步),
+ "pairings": {"side": 配菜, "soup": 汤品, "staple": 主食, "drink": 饮品},
+ "nutrition": {"caloriesKcal": 数字, "proteinG": 数字, "fatG": 数字, "carbsG": 数字},
+ "imagePrompt": 80~120 个英文单词的成品图描述}"""

@@ -1,0 +1,221 @@
+"""``chuixiang``: cook a dish, serve the API, invoke one function, check the ladder - locally.
+
+Exit codes: 0 success (SUCCEEDED), 1 the job FAILED (or a function errored),
+2 bad usage or configuration (including a broken timeout ladder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from .engine import EngineError, LocalCloud
+from .fake_model import FakeModel
+from .ladder import build_ladder, check_or_raise
+from .template import REPO_ROOT, ConfigError, Template, parse_overrides
+
+WORK_DIR = REPO_ROOT / ".chuixiang"
+
+
+def _progress(msg: str) -> None:
+    print(f"[chuixiang] {msg}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalCloud]:
+    """Ladder check, then the fake model (unless a URL is given), then the local cloud."""
+    overrides = parse_overrides(args.parameter_overrides)
+    check_or_raise(Template(overrides))
+    fake: FakeModel | None = None
+    base_url = args.model_base_url
+    if not base_url:
+        fake = FakeModel(pace_s=args.fake_pace_ms / 1000)
+        base_url = fake.start()
+        _progress(f"embedded fake model at {base_url} ({args.fake_pace_ms} ms per chunk)")
+    cloud = LocalCloud(overrides, model_base_url=base_url, work_dir=WORK_DIR, log=log)
+    try:
+        cloud.start()
+        yield cloud
+    finally:
+        cloud.stop()
+        if fake:
+            fake.stop()
+
+
+def load_api_handler(cloud: LocalCloud) -> Any:
+    cloud.activate_api_environment()
+    spec_ = cloud.template.function_by_dir("api")
+    module_path = spec_.code_dir / (spec_.handler.rsplit(".", 1)[0] + ".py")
+    spec = importlib.util.spec_from_file_location("chuixiang_api_app", module_path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, spec_.handler.rsplit(".", 1)[1])
+
+
+def http_event(method: str, path: str, body: str | None = None) -> dict[str, Any]:
+    """An API Gateway HTTP API (v2) event, shaped like ``events/api-*.json``."""
+    event = json.loads((REPO_ROOT / "events" / ("api-post.json" if method == "POST" else "api-get.json")).read_text())
+    event["rawPath"] = path
+    event["routeKey"] = f"{method} {'/recipes' if method == 'POST' else '/recipes/{jobId}'}"
+    event["requestContext"]["http"]["method"] = method
+    event["requestContext"]["http"]["path"] = path
+    event["body"] = body
+    if method == "GET":
+        event["pathParameters"] = {"jobId": path.rsplit("/", 1)[-1]}
+    return event
+
+
+class _Ctx:
+    function_name = "api"
+    memory_limit_in_mb = 256
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:api"
+    aws_request_id = "local"
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 10_000
+
+
+def cmd_cook(args: argparse.Namespace) -> int:
+    log_path = WORK_DIR / "logs" / f"cook-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", encoding="utf-8") as log, local_stack(args, log) as cloud:
+        _progress(f"local cloud up (moto at {cloud.endpoint}); function logs: {log_path}")
+        handler = load_api_handler(cloud)
+        resp = handler(http_event("POST", "/recipes", json.dumps({"dish": args.dish}, ensure_ascii=False)), _Ctx())
+        body = json.loads(resp["body"])
+        if resp["statusCode"] != 202:
+            print(json.dumps(body, ensure_ascii=False, indent=2))
+            _progress(f"POST /recipes -> {resp['statusCode']} {body['error']['code']}")
+            return 2 if resp["statusCode"] == 400 else 1
+        job_id = body["jobId"]
+        _progress(f"POST /recipes -> 202 job {job_id}")
+        give_up = time.monotonic() + cloud.template.number("ClientGiveUpSeconds")
+        last = None
+        while True:
+            resp = handler(http_event("GET", f"/recipes/{job_id}"), _Ctx())
+            doc = json.loads(resp["body"])
+            state = (doc.get("status"), doc.get("stage"))
+            if state != last:
+                _progress(f"status={state[0]} stage={state[1]}")
+                last = state
+            if doc.get("status") in ("SUCCEEDED", "FAILED") or time.monotonic() > give_up:
+                break
+            time.sleep(0.1)
+    print(json.dumps(doc, ensure_ascii=False, indent=2) if args.json else _summary(doc))
+    return 0 if doc.get("status") == "SUCCEEDED" else 1
+
+
+def _summary(doc: dict[str, Any]) -> str:
+    lines = [f"{doc['dish']}: {doc['status']}"]
+    if doc.get("error"):
+        lines.append(f"  error: {doc['error']['code']} - {doc['error']['message']}")
+    recipe = doc.get("recipe")
+    if recipe:
+        lines.append(f"  {recipe['summary']}")
+        lines += [f"  {s['order']}. {s['text']}" for s in recipe["steps"]]
+    if doc.get("image"):
+        lines.append(f"  image: {doc['image']['url']}")
+    if doc.get("imageError"):
+        lines.append(f"  image error: {doc['imageError']['code']} - {doc['imageError']['message']}")
+    lines.append(f"  metrics: {json.dumps(doc.get('metrics'), ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+    from aws_lambda_powertools.event_handler import HttpResolverLocal
+
+    with local_stack(args, sys.stderr if args.verbose else None) as cloud:
+        cloud.activate_api_environment()
+        from chuixiang.api import build_app
+
+        app = build_app(HttpResolverLocal)
+        _progress(f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}})")
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def cmd_invoke(args: argparse.Namespace) -> int:
+    event = json.loads(Path(args.event).read_text()) if args.event else {}
+    with local_stack(args, sys.stderr) as cloud:
+        spec = cloud.template.function_by_dir(args.function)
+        result = cloud.invoke(spec, event)
+    print(json.dumps(result.payload, ensure_ascii=False, indent=2))
+    _progress(f"{spec.logical_id}: {'error ' + str(result.error_type) if result.failed else 'ok'} "
+              f"in {result.duration_ms} ms")
+    return 1 if result.failed else 0
+
+
+def cmd_ladder(args: argparse.Namespace) -> int:
+    ladder = build_ladder(Template(parse_overrides(args.parameter_overrides)))
+    print(ladder.render())
+    if not ladder.ok:
+        for line in ladder.failures():
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="chuixiang", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, model: bool = True) -> None:
+        p.add_argument("--parameter-overrides", nargs="+", metavar="KEY=VALUE",
+                       help="template parameters, as for `sam deploy`")
+        if model:
+            p.add_argument("--model-base-url", help="OpenAI-compatible base URL (default: embedded fake model); "
+                                                    "MODEL_API_KEY is sent as the bearer token")
+            p.add_argument("--fake-pace-ms", type=float, default=2.0, help="fake model delay between chunks")
+
+    p = sub.add_parser("cook", help="run one job end to end")
+    p.add_argument("dish")
+    p.add_argument("--json", action="store_true", help="print the job document as JSON")
+    common(p)
+    p.set_defaults(func=cmd_cook)
+
+    p = sub.add_parser("serve", help="serve the API on loopback")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--verbose", action="store_true", help="function logs on stderr")
+    common(p)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("invoke", help="invoke one function, like `sam local invoke`")
+    p.add_argument("function", help="recipe | image | submit | api | reconcile (or a logical id)")
+    p.add_argument("-e", "--event", help="event JSON file (events/*.json)")
+    common(p)
+    p.set_defaults(func=cmd_invoke)
+
+    p = sub.add_parser("ladder", help="print and check the timeout ladder")
+    common(p, model=False)
+    p.set_defaults(func=cmd_ladder)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"chuixiang: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except EngineError as exc:
+        print(f"chuixiang: local engine error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

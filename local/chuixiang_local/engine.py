@@ -1,0 +1,269 @@
+"""The local cloud: moto in server mode running the template's resources and the real ASL.
+
+* DynamoDB, S3, Secrets Manager and Step Functions are moto backends behind one
+  ``ThreadedMotoServer`` on loopback; Lambda processes reach them through
+  ``AWS_ENDPOINT_URL``.
+* Step Functions executes the ASL with moto's port of the LocalStack
+  interpreter (``execute_state_machine``), so TimeoutSeconds, Retry, Catch and
+  the DynamoDB service integration behave as written.
+* Its Lambda Task invocations are routed to :mod:`chuixiang_local.invoker` by
+  replacing moto's simple Lambda backend ``invoke``.
+* EventBridge is played by a watcher that sends the reconcile function the
+  "Step Functions Execution Status Change" event the template subscribes to.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import sys
+import threading
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import boto3
+
+from .invoker import Invocation, invoke
+from .template import ACCOUNT, REGION, FunctionSpec, Template
+
+MOTO_VERSION = "5.2.5"  # the ASL interpreter hook below is verified against this version
+FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                    "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}
+_ROUTES: dict[str, Callable[[str, bytes], tuple[bytes, str | None]]] = {}
+_PATCH_LOCK = threading.Lock()
+
+
+class EngineError(RuntimeError):
+    """The local engine itself is broken (e.g. moto changed and the hook no longer works)."""
+
+
+def _patch_moto() -> None:
+    """Route moto's simple-Lambda ``invoke`` to our handlers (once per process)."""
+    import moto
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+    from moto.core.config import default_user_config
+
+    if moto.__version__ != MOTO_VERSION:
+        raise EngineError(f"moto {moto.__version__} installed; the local engine is verified with {MOTO_VERSION}")
+    default_user_config["stepfunctions"] = {"execute_state_machine": True}
+    default_user_config["lambda"] = {"use_docker": False}
+    with _PATCH_LOCK:
+        if getattr(LambdaSimpleBackend, "_chuixiang_patched", False):
+            return
+
+        def routed_invoke(self: Any, function_name: str, qualifier: str | None, body: Any,
+                          headers: Any, response_headers: dict[str, str]) -> bytes:
+            name = function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
+            route = _ROUTES.get(name)
+            if route is None:
+                raise EngineError(f"no local route for Lambda {function_name}")
+            payload, error = route(name, body if isinstance(body, bytes) else str(body or "{}").encode())
+            if error:
+                response_headers["x-amz-function-error"] = "Unhandled"
+            return payload
+
+        LambdaSimpleBackend.invoke = routed_invoke  # type: ignore[method-assign]
+        LambdaSimpleBackend._chuixiang_patched = True  # type: ignore[attr-defined]
+
+
+class LocalCloud:
+    """Deploys ``template.yaml`` into moto; use as a context manager."""
+
+    def __init__(self, overrides: dict[str, str] | None = None, *, model_base_url: str,
+                 work_dir: Path, log: TextIO | None = None, model_api_key: str | None = None) -> None:
+        self.overrides = dict(overrides or {})
+        self.model_base_url = model_base_url
+        self.work_dir = work_dir
+        self.log = log
+        self.model_api_key = model_api_key or os.environ.get("MODEL_API_KEY") or "local-dev-key"
+        self.invocations: list[tuple[str, Invocation]] = []
+        self._server: Any = None
+        self._stop = threading.Event()
+        self._reconciled: set[str] = set()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def __enter__(self) -> LocalCloud:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        _patch_moto()
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        # The ASL interpreter's own boto clients find moto through MOTO_PORT.
+        os.environ["MOTO_PORT"] = str(port)
+        self.aws_env = {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
+        self._deploy()
+        threading.Thread(target=self._watch_executions, name="eventbridge", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for name in list(_ROUTES):
+            if self.prefix in name:
+                _ROUTES.pop(name, None)
+        if self._server is not None:
+            self._server.stop()
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
+                            aws_access_key_id="testing", aws_secret_access_key="testing")
+
+    # --- deployment ----------------------------------------------------------------------
+
+    def _deploy(self) -> None:
+        probe = Template(self.overrides)  # validates overrides before anything is created
+        self.prefix = f"cx{time.time_ns() % 10**10}-"
+        physical = probe.default_physical(prefix=f"chuixiang-{self.prefix}")
+        self._create_secret()
+        self.overrides.setdefault("ModelBaseUrl", self.model_base_url)
+        self.overrides["ModelApiKeySecretArn"] = self.secret_arn
+        self.template = Template(self.overrides, physical=physical)
+        self._create_storage()
+        self.functions = self.template.functions()
+        self._create_functions()
+        lid, arn, definition = self.template.state_machine()
+        iam = self.client("iam")
+        role = iam.create_role(RoleName=f"{self.prefix}sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        name = physical[lid]["Name"]
+        self.state_machine_arn = self.client("stepfunctions").create_state_machine(
+            name=name, definition=json.dumps(definition), roleArn=role, type="STANDARD",
+        )["stateMachineArn"]
+        if self.state_machine_arn != arn:
+            raise EngineError(f"state machine ARN {self.state_machine_arn} != template's {arn}")
+
+    def _create_secret(self) -> None:
+        sm = self.client("secretsmanager")
+        self.secret_arn = sm.create_secret(Name=f"chuixiang/{time.time_ns()}/model-api-key",
+                                           SecretString=self.model_api_key)["ARN"]
+
+    def _create_storage(self) -> None:
+        t = self.template
+        ddb = self.client("dynamodb")
+        for lid, res in t.of_type("AWS::DynamoDB::Table").items():
+            props = t.resolve(res["Properties"])
+            name = t.physical[lid]["Ref"]
+            ddb.create_table(TableName=name, KeySchema=props["KeySchema"],
+                             AttributeDefinitions=props["AttributeDefinitions"],
+                             BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"))
+            if "TimeToLiveSpecification" in props:
+                ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
+        s3 = self.client("s3")
+        for lid in t.of_type("AWS::S3::Bucket"):
+            s3.create_bucket(Bucket=t.physical[lid]["Ref"])
+        self.table_name = next(t.physical[lid]["Ref"] for lid in t.of_type("AWS::DynamoDB::Table"))
+        self.bucket_name = next(t.physical[lid]["Ref"] for lid in t.of_type("AWS::S3::Bucket"))
+
+    def _create_functions(self) -> None:
+        iam = self.client("iam")
+        role = iam.create_role(RoleName=f"{self.prefix}lambda", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        code = io.BytesIO()
+        with zipfile.ZipFile(code, "w") as zf:
+            zf.writestr("README", "code runs from the work tree")
+        lam = self.client("lambda")
+        for spec in self.functions.values():
+            lam.create_function(FunctionName=spec.name, Runtime="python3.12", Role=role,
+                                Handler=spec.handler, Code={"ZipFile": code.getvalue()},
+                                Timeout=spec.timeout_s, MemorySize=spec.memory_mb)
+            _ROUTES[spec.name] = self._route
+
+    def layer_dirs(self) -> list[Path]:
+        t = self.template
+        return [t.root / res["Properties"]["ContentUri"]
+                for res in t.of_type("AWS::Serverless::LayerVersion").values()]
+
+    def function_env(self, spec: FunctionSpec) -> dict[str, str]:
+        """Extra environment of a local function process: moto endpoint, image export, no X-Ray."""
+        return {**self.aws_env, "POWERTOOLS_TRACE_DISABLED": "true",
+                "POWERTOOLS_METRICS_DISABLED": "false",
+                "LOCAL_IMAGE_DIR": str(self.work_dir / "images")}
+
+    # --- invocation ----------------------------------------------------------------------
+
+    def _route(self, name: str, body: bytes) -> tuple[bytes, str | None]:
+        spec = next(s for s in self.functions.values() if s.name == name)
+        result = self.invoke(spec, json.loads(body or b"{}"))
+        return json.dumps(result.payload).encode(), result.error_type
+
+    def invoke(self, spec: FunctionSpec, event: Any) -> Invocation:
+        if self.log:
+            self.log.write(f"\n=== {spec.logical_id} invoked ===\n")
+            self.log.flush()
+        result = invoke(spec, event, layer_dirs=self.layer_dirs(), extra_env=self.function_env(spec), log=self.log)
+        self.invocations.append((spec.logical_id, result))
+        if self.log:
+            self.log.write(f"=== {spec.logical_id} {'failed: ' + str(result.error_type) if result.failed else 'ok'}"
+                           f" in {result.duration_ms} ms ===\n")
+            self.log.flush()
+        return result
+
+    def function(self, logical_id: str) -> FunctionSpec:
+        return self.functions[logical_id]
+
+    # --- EventBridge stand-in ------------------------------------------------------------
+
+    def _watch_executions(self) -> None:
+        sfn = self.client("stepfunctions")
+        reconcile = next((s for s in self.functions.values() if self._subscribes_to_sfn(s)), None)
+        while not self._stop.wait(0.2):
+            try:
+                executions = sfn.list_executions(stateMachineArn=self.state_machine_arn)["executions"]
+            except Exception:  # noqa: BLE001 - server shutting down
+                continue
+            for ex in executions:
+                if ex["status"] in ("FAILED", "TIMED_OUT", "ABORTED") and ex["executionArn"] not in self._reconciled:
+                    self._reconciled.add(ex["executionArn"])
+                    if reconcile is not None:
+                        detail = sfn.describe_execution(executionArn=ex["executionArn"])
+                        self.invoke(reconcile, self.status_change_event(detail))
+
+    def _subscribes_to_sfn(self, spec: FunctionSpec) -> bool:
+        events = self.template.resources[spec.logical_id]["Properties"].get("Events", {})
+        return any(e["Type"] == "EventBridgeRule" and "aws.states" in e["Properties"]["Pattern"].get("source", [])
+                   for e in events.values())
+
+    def status_change_event(self, execution: dict[str, Any]) -> dict[str, Any]:
+        def ms(value: Any) -> int | None:
+            return int(value.timestamp() * 1000) if value else None
+
+        return {
+            "version": "0", "id": str(time.time_ns()), "detail-type": "Step Functions Execution Status Change",
+            "source": "aws.states", "account": ACCOUNT, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "region": REGION, "resources": [execution["executionArn"]],
+            "detail": {"executionArn": execution["executionArn"], "stateMachineArn": self.state_machine_arn,
+                       "name": execution["name"], "status": execution["status"],
+                       "startDate": ms(execution.get("startDate")), "stopDate": ms(execution.get("stopDate")),
+                       "input": execution.get("input"), "output": execution.get("output")},
+        }
+
+    def reconciled(self, execution_arn: str) -> bool:
+        return execution_arn in self._reconciled
+
+    # --- the API, in-process -------------------------------------------------------------
+
+    def api_environment(self) -> dict[str, str]:
+        spec = next(s for s in self.functions.values() if s.code_dir.name == "api")
+        return {**spec.env, **self.function_env(spec), "STATE_MACHINE_ARN": self.state_machine_arn}
+
+    def activate_api_environment(self) -> None:
+        """Make this process look like the api function (its env; the layer on sys.path)."""
+        os.environ.update(self.api_environment())
+        for d in self.layer_dirs():
+            if str(d) not in sys.path:
+                sys.path.insert(0, str(d))
+        from chuixiang.settings import get_settings
+
+        get_settings.cache_clear()

@@ -1,0 +1,272 @@
+"""An OpenAI-compatible model on loopback that can also misbehave on purpose.
+
+``make run`` uses it with the default behaviour: a valid recipe for any dish,
+streamed as SSE at a configurable pace, and a real PNG. Tests and benchmarks
+queue :class:`ChatBehaviour` / :class:`ImageBehaviour` scripts to inject faults
+(early 5xx, stalls, slow drips, resets, broken JSON ...) on a real socket.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import socket
+import struct
+import threading
+import time
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def make_png(width: int = 64, height: int = 64, seed: int = 0) -> bytes:
+    """A real, decodable RGB PNG (a colour gradient) built with zlib alone."""
+    rows = []
+    for y in range(height):
+        row = bytearray([0])
+        for x in range(width):
+            row += bytes(((x * 4 + seed) % 256, (y * 4 + seed * 3) % 256, (seed * 7) % 256))
+        rows.append(bytes(row))
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b""))
+
+
+def recipe_for(dish: str) -> dict[str, Any]:
+    """A plausible, schema-valid recipe for any dish name."""
+    return {
+        "name": dish,
+        "summary": f"{dish}是一道家常菜，做法简单，味道鲜美，适合工作日的晚餐。",
+        "ingredients": {
+            "main": [{"name": f"{dish}主料", "amount": "300克"}, {"name": "鸡蛋", "amount": "2个"}],
+            "auxiliary": [{"name": "葱", "amount": "1根"}, {"name": "姜", "amount": "3片"}],
+            "seasoning": [{"name": "盐", "amount": "3克"}, {"name": "生抽", "amount": "1勺"}],
+        },
+        "steps": [
+            {"order": i + 1, "text": text}
+            for i, text in enumerate([
+                f"把{dish}的主料洗净，切成均匀的小块，沥干水分备用。",
+                "葱切段，姜切片，调料提前放在手边，炒的时候不手忙脚乱。",
+                "鸡蛋打散，加一小撮盐，搅打到蛋液表面起细泡。",
+                "锅烧热后倒油，油温六成热时下蛋液，凝固后盛出。",
+                "锅中留底油，下葱姜爆香，再下主料大火翻炒两分钟。",
+                "加入生抽和盐调味，倒回鸡蛋，翻炒均匀后出锅装盘。",
+            ])
+        ],
+        "pairings": {"side": "凉拌黄瓜", "soup": "紫菜蛋花汤", "staple": "米饭", "drink": "大麦茶"},
+        "nutrition": {"caloriesKcal": 320, "proteinG": 18, "fatG": 20, "carbsG": 12},
+        "imagePrompt": f"An overhead photo of {dish}, a home-style Chinese dish on a white plate, "
+                       "soft daylight, wooden table, steam rising, shallow depth of field.",
+    }
+
+
+@dataclass
+class ChatBehaviour:
+    """How the fake answers one chat request. Defaults: a valid recipe, streamed."""
+
+    kind: str = "ok"  #: ok|reasoning_only|error_mid|length|json|eof_no_done|reset_mid|garbage
+    status: int = 200
+    headers_delay_s: float = 0.0  #: silence before the status line
+    chunk_delay_s: float | None = None  #: pace between chunks (None: the server's pace)
+    chunk_chars: int = 4
+    stall_after_chunks: int | None = None
+    stall_s: float = 0.0
+    keepalive_every_s: float | None = None  #: SSE comments sent while stalled
+    retry_after: str | None = None
+
+
+@dataclass
+class ImageBehaviour:
+    kind: str = "ok"  #: ok|garbage|stall
+    status: int = 200
+    delay_s: float = 0.0
+
+
+@dataclass
+class FakeModel:
+    """Threaded HTTP server; ``start()`` returns the base URL (``…/v1``)."""
+
+    pace_s: float = 0.002
+    host: str = "127.0.0.1"
+    port: int = 0
+    chat_script: deque[ChatBehaviour] = field(default_factory=deque)
+    image_script: deque[ImageBehaviour] = field(default_factory=deque)
+    requests: list[tuple[str, float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+
+    # --- control ---------------------------------------------------------------------------
+
+    def start(self) -> str:
+        model = self
+
+        class Handler(_Handler):
+            fake = model
+
+        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self.base_url
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        return f"http://{self.host}:{self._server.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def count(self, path_suffix: str) -> int:
+        return sum(1 for path, _ in self.requests if path.endswith(path_suffix))
+
+    def __enter__(self) -> FakeModel:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep that ends early when the server stops; True if it was stopped."""
+        return self._stop.wait(seconds)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeModel
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.fake.requests.append((self.path, time.monotonic()))
+        length = int(self.headers.get("content-length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.endswith("/chat/completions"):
+            script = self.fake.chat_script
+            self._chat(body, script.popleft() if script else ChatBehaviour())
+        elif self.path.endswith("/images/generations"):
+            script = self.fake.image_script
+            self._image(body, script.popleft() if script else ImageBehaviour())
+        else:
+            self._json(404, {"error": {"message": "not found"}})
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    def _json(self, status: int, doc: Any, extra: dict[str, str] | None = None) -> None:
+        data = json.dumps(doc, ensure_ascii=False).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _event(self, doc: Any) -> None:
+        self._chunk(b"data: " + json.dumps(doc, ensure_ascii=False).encode() + b"\n\n")
+
+    def _reset(self) -> None:
+        """Abort the connection with a TCP RST, like a crashed upstream or proxy."""
+        self.wfile.flush()
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
+    # --- chat ------------------------------------------------------------------------------
+
+    def _chat(self, body: dict[str, Any], b: ChatBehaviour) -> None:
+        if b.headers_delay_s and self.fake.wait(b.headers_delay_s):
+            return
+        if b.status != 200:
+            extra = {"Retry-After": b.retry_after} if b.retry_after else None
+            self._json(b.status, {"error": {"message": f"fake upstream status {b.status}",
+                                            "type": "server_error"}}, extra)
+            return
+        messages = body.get("messages") or [{}]
+        user = str(messages[-1].get("content", ""))
+        dish = re.sub(r"^菜名[:：]\s*", "", user).strip() or "番茄炒蛋"
+        text = json.dumps(recipe_for(dish), ensure_ascii=False)
+        created = int(time.time())
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": created,
+                "model": body.get("model", "fake")}
+        if b.kind == "json" or not body.get("stream"):
+            self._json(200, {**base, "object": "chat.completion", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 200, "completion_tokens": len(text) // 2}})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        pace = self.fake.pace_s if b.chunk_delay_s is None else b.chunk_delay_s
+        if b.kind == "length":
+            text = text[: len(text) // 2]
+        pieces = [text[i : i + b.chunk_chars] for i in range(0, len(text), b.chunk_chars)]
+        try:
+            self._chunk(b": connected\n\n")
+            self._event({**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})
+            for n, piece in enumerate(pieces):
+                if b.stall_after_chunks is not None and n == b.stall_after_chunks:
+                    if self._stall(b):
+                        return
+                if b.kind == "error_mid" and n == len(pieces) // 3:
+                    self._event({"error": {"message": "upstream overloaded", "type": "server_error"}})
+                    break
+                if b.kind == "reset_mid" and n == len(pieces) // 3:
+                    self._reset()
+                    return
+                if b.kind == "garbage" and n == 3:
+                    self._chunk(b"data: {not json\n\n")
+                delta = {"reasoning_content": piece} if b.kind == "reasoning_only" else {"content": piece}
+                self._event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+                if pace and self.fake.wait(pace):
+                    return
+            finish = "length" if b.kind in ("length", "reasoning_only") else "stop"
+            self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+            self._event({**base, "choices": [], "usage": {"prompt_tokens": 200, "completion_tokens": len(pieces)}})
+            if b.kind != "eof_no_done":
+                self._chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+
+    def _stall(self, b: ChatBehaviour) -> bool:
+        end = time.monotonic() + b.stall_s
+        while (left := end - time.monotonic()) > 0:
+            step = min(left, b.keepalive_every_s or left)
+            if self.fake.wait(step):
+                return True
+            if b.keepalive_every_s:
+                self._chunk(b": keep-alive\n\n")
+        return False
+
+    # --- images ----------------------------------------------------------------------------
+
+    def _image(self, body: dict[str, Any], b: ImageBehaviour) -> None:
+        if b.delay_s and self.fake.wait(b.delay_s):
+            return
+        if b.status != 200:
+            self._json(b.status, {"error": {"message": f"fake image status {b.status}"}})
+            return
+        seed = zlib.crc32(str(body.get("prompt", "")).encode()) % 256
+        data = b"<html>not an image</html>" if b.kind == "garbage" else make_png(seed=seed)
+        self._json(200, {"created": int(time.time()), "data": [{"b64_json": base64.b64encode(data).decode()}]})

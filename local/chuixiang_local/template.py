@@ -1,0 +1,219 @@
+"""Read ``template.yaml`` like CloudFormation would, for the local runner and the ladder.
+
+Parameters get their defaults, then ``--parameter-overrides`` (checked against
+the declared type and bounds, as ``sam deploy`` would). Intrinsics used by the
+template (Ref, GetAtt, Sub, Join) are resolved against the names the local
+engine gives each resource. Nothing here repeats a number from the template.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+
+
+class ConfigError(Exception):
+    """Bad configuration (unknown override, wrong type, broken ladder): exit code 2."""
+
+
+class _CfnLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_tag(loader: _CfnLoader, tag_suffix: str, node: yaml.Node) -> dict[str, Any]:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    if tag_suffix == "Ref":
+        return {"Ref": value}
+    if tag_suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {f"Fn::{tag_suffix}": value}
+
+
+_CfnLoader.add_multi_constructor("!", _construct_tag)
+
+
+def parse_overrides(pairs: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        for item in pair.split():
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise ConfigError(f"parameter override {item!r} is not KEY=VALUE")
+            out[key.strip()] = value.strip().strip("\"'")
+    return out
+
+
+@dataclass
+class FunctionSpec:
+    logical_id: str
+    name: str
+    code_dir: Path
+    handler: str
+    timeout_s: int
+    memory_mb: int
+    env: dict[str, str]
+
+    @property
+    def arn(self) -> str:
+        return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.name}"
+
+
+class Template:
+    def __init__(self, overrides: dict[str, str] | None = None, root: Path = REPO_ROOT,
+                 physical: dict[str, dict[str, str]] | None = None) -> None:
+        self.root = root
+        self.doc: dict[str, Any] = yaml.load((root / "template.yaml").read_text(), Loader=_CfnLoader)
+        self.resources: dict[str, Any] = self.doc["Resources"]
+        self.parameters = self._parameters(overrides or {})
+        self.physical = physical or self.default_physical()
+
+    # --- parameters ----------------------------------------------------------------------
+
+    def _parameters(self, overrides: dict[str, str]) -> dict[str, str]:
+        declared: dict[str, Any] = self.doc.get("Parameters", {})
+        unknown = sorted(set(overrides) - set(declared))
+        if unknown:
+            raise ConfigError(f"unknown parameter(s) {', '.join(unknown)}; template declares "
+                              f"{', '.join(sorted(declared))}")
+        values: dict[str, str] = {}
+        for name, spec in declared.items():
+            raw = overrides.get(name, spec.get("Default"))
+            if raw is None:
+                values[name] = ""
+                continue
+            value = str(raw)
+            if spec.get("Type") == "Number":
+                try:
+                    number = float(value)
+                except ValueError:
+                    raise ConfigError(f"{name}={value!r} is not a number") from None
+                if "MinValue" in spec and number < float(spec["MinValue"]):
+                    raise ConfigError(f"{name}={value} is below its MinValue {spec['MinValue']}")
+                if "MaxValue" in spec and number > float(spec["MaxValue"]):
+                    raise ConfigError(f"{name}={value} is above its MaxValue {spec['MaxValue']}")
+            if "AllowedValues" in spec and value not in [str(v) for v in spec["AllowedValues"]]:
+                raise ConfigError(f"{name}={value!r} is not one of {spec['AllowedValues']}")
+            values[name] = value
+        return values
+
+    def number(self, name: str) -> float:
+        return float(self.parameters[name])
+
+    # --- resources -----------------------------------------------------------------------
+
+    def of_type(self, rtype: str) -> dict[str, Any]:
+        return {k: v for k, v in self.resources.items() if v["Type"] == rtype}
+
+    def default_physical(self, prefix: str = "chuixiang-local-") -> dict[str, dict[str, str]]:
+        """Local names and ARNs for every resource (what Ref / GetAtt resolve to)."""
+        out: dict[str, dict[str, str]] = {}
+        for lid, res in self.resources.items():
+            name = f"{prefix}{lid}"
+            rtype = res["Type"]
+            if rtype == "AWS::Serverless::Function":
+                arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+                out[lid] = {"Ref": name, "Arn": arn}
+            elif rtype == "AWS::Serverless::StateMachine":
+                arn = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
+                out[lid] = {"Ref": arn, "Arn": arn, "Name": name}
+            elif rtype == "AWS::DynamoDB::Table":
+                out[lid] = {"Ref": name, "Arn": f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}"}
+            elif rtype == "AWS::S3::Bucket":
+                bucket = name.lower()
+                out[lid] = {"Ref": bucket, "Arn": f"arn:aws:s3:::{bucket}"}
+            else:
+                out[lid] = {"Ref": name, "Arn": name}
+        return out
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            (key, arg), = value.items()
+            if key == "Ref":
+                return self._ref(arg)
+            if key == "Fn::GetAtt":
+                lid, attr = arg
+                return self.physical[lid][attr]
+            if key == "Fn::Sub":
+                text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
+                return re.sub(r"\$\{([^}!]+)\}", lambda m: str(
+                    extra[m.group(1)] if m.group(1) in extra else self._sub_name(m.group(1))), text)
+            if key == "Fn::Join":
+                sep, items = arg
+                return sep.join(str(i) for i in self.resolve(items))
+        return {k: self.resolve(v) for k, v in value.items()}
+
+    def _ref(self, name: str) -> str:
+        pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
+                  "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "chuixiang-local"}
+        if name in pseudo:
+            return pseudo[name]
+        if name in self.parameters:
+            return self.parameters[name]
+        return self.physical[name]["Ref"]
+
+    def _sub_name(self, name: str) -> str:
+        if "." in name:
+            lid, attr = name.split(".", 1)
+            return self.physical[lid][attr]
+        return self._ref(name)
+
+    def functions(self) -> dict[str, FunctionSpec]:
+        glob = self.doc.get("Globals", {}).get("Function", {})
+        out = {}
+        for lid, res in self.of_type("AWS::Serverless::Function").items():
+            props = res["Properties"]
+            env = {**glob.get("Environment", {}).get("Variables", {}),
+                   **props.get("Environment", {}).get("Variables", {})}
+            out[lid] = FunctionSpec(
+                logical_id=lid,
+                name=self.physical[lid]["Ref"],
+                code_dir=self.root / props["CodeUri"],
+                handler=props["Handler"],
+                timeout_s=int(float(self.resolve(props.get("Timeout", glob.get("Timeout", 3))))),
+                memory_mb=int(self.resolve(props.get("MemorySize", glob.get("MemorySize", 128)))),
+                env={k: str(self.resolve(v)) for k, v in env.items()},
+            )
+        return out
+
+    def function_by_dir(self, name: str) -> FunctionSpec:
+        """``recipe`` / ``RecipeFunction`` / ``functions/recipe`` -> its spec."""
+        for spec in self.functions().values():
+            if name in (spec.logical_id, spec.code_dir.name, spec.name) or \
+                    spec.code_dir.resolve() == (self.root / name).resolve():
+                return spec
+        raise ConfigError(f"no function {name!r} in template.yaml "
+                          f"(have: {', '.join(s.code_dir.name for s in self.functions().values())})")
+
+    def state_machine(self) -> tuple[str, str, dict[str, Any]]:
+        """(logical id, physical ARN, definition with DefinitionSubstitutions applied)."""
+        (lid, res), = self.of_type("AWS::Serverless::StateMachine").items()
+        props = res["Properties"]
+        text = (self.root / props["DefinitionUri"]).read_text()
+        subs = {k: str(self.resolve(v)) for k, v in props.get("DefinitionSubstitutions", {}).items()}
+        missing = sorted(set(re.findall(r"\$\{(\w+)\}", text)) - set(subs))
+        if missing:
+            raise ConfigError(f"ASL placeholders without a substitution: {', '.join(missing)}")
+        text = re.sub(r"\$\{(\w+)\}", lambda m: subs[m.group(1)], text)
+        try:
+            definition = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"ASL is not valid JSON after substitution: {exc}") from None
+        return lid, self.physical[lid]["Arn"], definition
