@@ -100,6 +100,8 @@ class LocalCloud:
 
         _patch_moto()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        # The ASL interpreter logs every Fail state as an error; the job document says it better.
+        logging.getLogger("moto").setLevel(logging.CRITICAL)
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         host, port = self._server.get_host_and_port()

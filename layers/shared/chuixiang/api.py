@@ -68,7 +68,7 @@ def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
         return error_response(503, ErrorCode.INTERNAL, "service dependency unavailable")
 
     @app.post("/recipes")
-    def create_recipe(request: Annotated[CreateRecipeRequest, Body()]) -> Response:
+    def create_recipe(request: Annotated[CreateRecipeRequest, Body()]) -> Response[Any]:
         settings = get_settings()
         store = JobStore(settings)
         job_id = str(uuid.uuid4())
@@ -89,7 +89,7 @@ def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
                         body=body.model_dump_json(), headers={"Location": f"/recipes/{job_id}"})
 
     @app.get("/recipes/<jobId>")
-    def get_recipe(jobId: Annotated[str, Path(max_length=64)]) -> Response:  # noqa: N803
+    def get_recipe(jobId: Annotated[str, Path(max_length=64)]) -> Response[Any]:  # noqa: N803
         if not JOB_ID.match(jobId):
             return error_response(404, "JOB_NOT_FOUND", "no such job", "没有找到这个任务。")
         doc = load_job_document(jobId)

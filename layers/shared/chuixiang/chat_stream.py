@@ -147,7 +147,7 @@ def read_chat_completion(
                 raise _timeout(watchdog, deadline, idle_s, "before response headers", exc) from None
             raise UpstreamFailure("reset", f"connection dropped before headers: {exc}", transient=True) from None
         watchdog.attach(response)
-        with response:
+        try:
             out.http_status = response.status_code
             out.first_byte_ms = int((time.monotonic() - started) * 1000)
             last = time.monotonic()
@@ -198,6 +198,8 @@ def read_chat_completion(
                 reader.finish()
             else:
                 _parse_plain(reader, b"".join(body_parts))
+        finally:
+            response.close()
     except UpstreamFailure as failure:
         failure.partial = out
         raise

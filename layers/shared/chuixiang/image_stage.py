@@ -100,7 +100,7 @@ def post_within(
                 raise UpstreamFailure("timeout", f"no answer within {remaining_s:.1f} s") from None
             raise UpstreamFailure("reset", f"dropped before headers: {exc}", transient=True) from None
         watchdog.attach(response)
-        with response:
+        try:
             body = b""
             try:
                 for chunk in response.iter_bytes():
@@ -116,6 +116,8 @@ def post_within(
             if response.status_code != 200:
                 raise status_failure(response, body)
             return body
+        finally:
+            response.close()
     finally:
         watchdog.cancel()
 

@@ -101,9 +101,9 @@ class JobStore:
         """Record a stage's measurements (kept even when the job has ended)."""
         self.table.update_item(
             Key=job_key(job_id),
-            UpdateExpression="SET metrics.#s = :m",
+            UpdateExpression="SET #m.#s = :m",
             ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeNames={"#s": stage},
+            ExpressionAttributeNames={"#m": "metrics", "#s": stage},
             ExpressionAttributeValues={":m": to_dynamo(metrics)},
         )
 
@@ -166,7 +166,7 @@ def render(item: dict[str, Any], image_url: str | None) -> JobDocument:
             else None
         ),
         createdAt=item["createdAt"],
-        updatedAt=item.get("updatedAt", item["createdAt"]),
+        updatedAt=iso(parse_iso(item.get("updatedAt") or item["createdAt"])),
         deadlineAt=item.get("deadlineAt"),
         metrics=JobMetrics.model_validate(item.get("metrics") or {}),
     )
