@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import sys
 import time
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from .api_client import LocalApi
 from .engine import EngineError, LocalCloud
 from .fake_model import FakeModel
 from .ladder import build_ladder, check_or_raise
@@ -49,67 +49,20 @@ def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalC
             fake.stop()
 
 
-def load_api_handler(cloud: LocalCloud) -> Any:
-    cloud.activate_api_environment()
-    spec_ = cloud.template.function_by_dir("api")
-    module_path = spec_.code_dir / (spec_.handler.rsplit(".", 1)[0] + ".py")
-    spec = importlib.util.spec_from_file_location("chuixiang_api_app", module_path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, spec_.handler.rsplit(".", 1)[1])
-
-
-def http_event(method: str, path: str, body: str | None = None) -> dict[str, Any]:
-    """An API Gateway HTTP API (v2) event, shaped like ``events/api-*.json``."""
-    event = json.loads((REPO_ROOT / "events" / ("api-post.json" if method == "POST" else "api-get.json")).read_text())
-    event["rawPath"] = path
-    event["routeKey"] = f"{method} {'/recipes' if method == 'POST' else '/recipes/{jobId}'}"
-    event["requestContext"]["http"]["method"] = method
-    event["requestContext"]["http"]["path"] = path
-    event["body"] = body
-    if method == "GET":
-        event["pathParameters"] = {"jobId": path.rsplit("/", 1)[-1]}
-    return event
-
-
-class _Ctx:
-    function_name = "api"
-    memory_limit_in_mb = 256
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:api"
-    aws_request_id = "local"
-
-    @staticmethod
-    def get_remaining_time_in_millis() -> int:
-        return 10_000
-
-
 def cmd_cook(args: argparse.Namespace) -> int:
     log_path = WORK_DIR / "logs" / f"cook-{time.strftime('%Y%m%d-%H%M%S')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as log, local_stack(args, log) as cloud:
         _progress(f"local cloud up (moto at {cloud.endpoint}); function logs: {log_path}")
-        handler = load_api_handler(cloud)
-        resp = handler(http_event("POST", "/recipes", json.dumps({"dish": args.dish}, ensure_ascii=False)), _Ctx())
-        body = json.loads(resp["body"])
-        if resp["statusCode"] != 202:
+        api = LocalApi(cloud)
+        status, body = api.post_dish(args.dish)
+        if status != 202:
             print(json.dumps(body, ensure_ascii=False, indent=2))
-            _progress(f"POST /recipes -> {resp['statusCode']} {body['error']['code']}")
-            return 2 if resp["statusCode"] == 400 else 1
-        job_id = body["jobId"]
-        _progress(f"POST /recipes -> 202 job {job_id}")
-        give_up = time.monotonic() + cloud.template.number("ClientGiveUpSeconds")
-        last = None
-        while True:
-            resp = handler(http_event("GET", f"/recipes/{job_id}"), _Ctx())
-            doc = json.loads(resp["body"])
-            state = (doc.get("status"), doc.get("stage"))
-            if state != last:
-                _progress(f"status={state[0]} stage={state[1]}")
-                last = state
-            if doc.get("status") in ("SUCCEEDED", "FAILED") or time.monotonic() > give_up:
-                break
-            time.sleep(0.1)
+            _progress(f"POST /recipes -> {status} {body['error']['code']}: {body['error'].get('reason')}")
+            return 2 if status == 400 else 1
+        _progress(f"POST /recipes -> 202 job {body['jobId']}")
+        doc = api.wait(body["jobId"], cloud.template.number("ClientGiveUpSeconds"),
+                       on_change=lambda d: _progress(f"status={d.get('status')} stage={d.get('stage')}"))
     print(json.dumps(doc, ensure_ascii=False, indent=2) if args.json else _summary(doc))
     return 0 if doc.get("status") == "SUCCEEDED" else 1
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .template import ConfigError, Template
-
 from chuixiang.ladder_rules import (  # the layer package is the one source of these rules
     STATE_TIMEOUT_MARGIN_S,
     finish_margin_ms,
     state_timeout_seconds,
 )
+
+from .template import ConfigError, Template
 
 #: Worst-case path must leave this much of the state machine timeout unused.
 PATH_MARGIN_S = 5.0

@@ -7,6 +7,7 @@ tests can call directly.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -17,6 +18,7 @@ from .clock import iso, now_utc, parse_iso
 from .deadline import Budget
 from .dish import InvalidDish, normalize_dish
 from .errors import ErrorCode
+from .image_stage import generate_image
 from .images import ImageStore
 from .jobs import JobStore
 from .ladder_rules import state_timeout_seconds
@@ -29,13 +31,10 @@ from .models import (
     SubmitEvent,
     SubmitResult,
 )
-from .image_stage import generate_image
 from .observability import logger, metrics
 from .recipe_stage import generate_recipe
 from .secrets import model_api_key
 from .settings import Settings, get_settings
-
-from datetime import timedelta
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,76 @@
+"""Call the api function in-process with API Gateway (HTTP API v2) events, like a client would."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .engine import LocalCloud
+from .template import REPO_ROOT
+
+TERMINAL = ("SUCCEEDED", "FAILED")
+
+
+class _Context:
+    function_name = "api"
+    memory_limit_in_mb = 256
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:api"
+    aws_request_id = "local"
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 10_000
+
+
+def http_event(method: str, path: str, body: str | None = None) -> dict[str, Any]:
+    """An HTTP API v2 event, built from ``events/api-post.json`` / ``events/api-get.json``."""
+    name = "api-post.json" if method == "POST" else "api-get.json"
+    event: dict[str, Any] = json.loads((REPO_ROOT / "events" / name).read_text())
+    event["rawPath"] = path
+    event["requestContext"]["http"].update(method=method, path=path)
+    event["body"] = body
+    event["pathParameters"] = {"jobId": path.rsplit("/", 1)[-1]} if method == "GET" else {}
+    return event
+
+
+class LocalApi:
+    """The api Lambda's handler, loaded from ``functions/api`` with the function's environment."""
+
+    def __init__(self, cloud: LocalCloud) -> None:
+        self.cloud = cloud
+        cloud.activate_api_environment()
+        spec = cloud.template.function_by_dir("api")
+        module_name, func = spec.handler.rsplit(".", 1)
+        loader_spec = importlib.util.spec_from_file_location("chuixiang_api_app", spec.code_dir / f"{module_name}.py")
+        assert loader_spec and loader_spec.loader
+        module = importlib.util.module_from_spec(loader_spec)
+        loader_spec.loader.exec_module(module)
+        self.handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, func)
+
+    def request(self, method: str, path: str, body: str | None = None) -> tuple[int, dict[str, Any]]:
+        resp = self.handler(http_event(method, path, body), _Context())
+        return resp["statusCode"], json.loads(resp["body"])
+
+    def post_dish(self, dish: Any) -> tuple[int, dict[str, Any]]:
+        return self.request("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False))
+
+    def get(self, job_id: str) -> tuple[int, dict[str, Any]]:
+        return self.request("GET", f"/recipes/{job_id}")
+
+    def wait(self, job_id: str, give_up_s: float, on_change: Callable[[dict[str, Any]], None] | None = None,
+             poll_s: float = 0.1) -> dict[str, Any]:
+        """Poll until the job is terminal or the client gives up (then the last document)."""
+        end = time.monotonic() + give_up_s
+        last: tuple[Any, Any] | None = None
+        while True:
+            _, doc = self.get(job_id)
+            state = (doc.get("status"), doc.get("stage"))
+            if state != last and on_change:
+                on_change(doc)
+            last = state
+            if doc.get("status") in TERMINAL or time.monotonic() > end:
+                return doc
+            time.sleep(poll_s)

@@ -1,0 +1,72 @@
+"""Shared fixtures: the scaled-down ladder, the fault-injecting model, the local cloud.
+
+The scaled ladder is the exact override set of the ladder issue, passed through
+the same template parameters production uses; tests read every limit back from
+the template (``scaled_template``) instead of repeating numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chuixiang_local.api_client import LocalApi
+from chuixiang_local.engine import LocalCloud
+from chuixiang_local.fake_model import FakeModel
+from chuixiang_local.template import Template
+
+SCALED = {
+    "RecipeIdleTimeoutMs": "1000",
+    "RecipeTotalTimeoutMs": "3000",
+    "RecipeRetryWindowMs": "500",
+    "RecipeFunctionTimeout": "5",
+    "ImageFunctionTimeout": "5",
+    "ImageRetryWindowMs": "500",
+    "StateMachineTimeout": "60",
+}
+#: How late a give-up may be, measured on a real socket (the issue's bound).
+LATE_S = 0.3
+
+os.environ.pop("MODEL_API_KEY", None)
+
+
+@pytest.fixture(scope="session")
+def scaled_template() -> Template:
+    return Template(SCALED)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeModel]:
+    with FakeModel(pace_s=0.001) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def module_fake() -> Iterator[FakeModel]:
+    with FakeModel(pace_s=0.001) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
+    work = tmp_path_factory.mktemp("cloud")
+    with open(work / "functions.log", "w") as log, \
+            LocalCloud(SCALED, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def api(cloud: LocalCloud) -> LocalApi:
+    return LocalApi(cloud)
+
+
+@pytest.fixture(autouse=True)
+def _reset_scripts(request: pytest.FixtureRequest) -> None:
+    if "module_fake" in request.fixturenames:
+        model: FakeModel = request.getfixturevalue("module_fake")
+        model.chat_script.clear()
+        model.image_script.clear()
+        model.requests.clear()

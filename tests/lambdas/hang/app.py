@@ -1,0 +1,9 @@
+"""Test double: a function that never returns (a stuck dependency, a bug). Used to prove
+that Lambda's Timeout, the state's TimeoutSeconds and the execution timeout still end the job."""
+
+import time
+
+
+def lambda_handler(event: dict, context: object) -> dict:
+    while True:
+        time.sleep(1)

@@ -1,0 +1,105 @@
+"""The recipe stage against a real, misbehaving socket - alone and through the whole pipeline."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import httpx
+import pytest
+
+from chuixiang.deadline import Budget
+from chuixiang.recipe_stage import generate_recipe
+from chuixiang.settings import Settings
+from chuixiang_local.api_client import LocalApi
+from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.template import Template
+
+from .conftest import LATE_S
+from .scenarios import SCENARIOS, Scenario
+
+_dishes = itertools.count(1)
+
+
+def stage_settings(template: Template, base_url: str) -> Settings:
+    """The recipe function's settings exactly as the template sets its environment."""
+    env = {**template.function_by_dir("recipe").env, "MODEL_BASE_URL": base_url}
+    return Settings(**env)
+
+
+def assert_give_up(elapsed_s: float, scenario: Scenario, template: Template) -> None:
+    if scenario.limit is None:
+        return
+    limit_s = template.number(scenario.limit) / 1000
+    assert limit_s <= elapsed_s <= limit_s + LATE_S, f"gave up after {elapsed_s:.3f} s, limit {limit_s} s"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
+def test_stage_alone(scenario: Scenario, fake: FakeModel, scaled_template: Template) -> None:
+    fake.chat_script.extend(scenario.script)
+    settings = stage_settings(scaled_template, fake.base_url)
+    budget = Budget(scaled_template.function_by_dir("recipe").timeout_s * 1000, None)
+    started = time.monotonic()
+    with httpx.Client() as client:
+        outcome = generate_recipe(client, settings, "番茄炒蛋", budget, api_key="test-key")
+    elapsed = time.monotonic() - started
+
+    assert fake.count("/chat/completions") == scenario.requests
+    assert outcome.metrics.attempts == scenario.requests
+    if scenario.code is None:
+        assert outcome.error is None and outcome.recipe is not None
+        assert outcome.recipe.name == "番茄炒蛋"
+    else:
+        assert outcome.error is not None and outcome.error.code == scenario.code, outcome.error
+        if scenario.retryable is not None:
+            assert outcome.error.retryable is scenario.retryable
+    assert_give_up(elapsed, scenario, scaled_template)
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
+def test_through_pipeline(scenario: Scenario, api: LocalApi, module_fake: FakeModel,
+                          scaled_template: Template) -> None:
+    module_fake.chat_script.extend(scenario.script)
+    status, created = api.post_dish(f"测试菜{next(_dishes)}号 {scenario.id[:20]}")
+    assert status == 202, created
+    doc = api.wait(created["jobId"], give_up_s=scaled_template.number("StateMachineTimeout"))
+
+    assert module_fake.count("/chat/completions") == scenario.requests
+    metrics = doc["metrics"]["recipe"]
+    assert metrics["attempts"] == scenario.requests
+    if scenario.code is None:
+        assert doc["status"] == "SUCCEEDED", doc
+        assert doc["recipe"]["steps"] and doc["image"]["url"].endswith(".png")
+        assert doc["error"] is None
+    else:
+        assert doc["status"] == "FAILED", doc
+        assert doc["error"]["code"] == scenario.code
+        assert doc["error"]["message"] and doc["recipe"] is None
+        if scenario.retryable is not None:
+            assert doc["error"]["retryable"] is scenario.retryable
+    assert_give_up(metrics["totalMs"] / 1000, scenario, scaled_template)
+
+
+def test_api_key_is_sent_as_bearer(fake: FakeModel, scaled_template: Template) -> None:
+    seen: list[str] = []
+    original = fake.chat_script
+    fake.chat_script.append(ChatBehaviour())
+    settings = stage_settings(scaled_template, fake.base_url)
+
+    def hook(request: httpx.Request) -> None:
+        seen.append(request.headers.get("authorization", ""))
+
+    with httpx.Client(event_hooks={"request": [hook]}) as client:
+        generate_recipe(client, settings, "番茄炒蛋", Budget(5000, None), api_key="sk-test")
+    assert seen == ["Bearer sk-test"] and not original
+
+
+def test_connection_refused_is_retried_once(scaled_template: Template) -> None:
+    with FakeModel() as dead:
+        url = dead.base_url
+    settings = stage_settings(scaled_template, url)
+    with httpx.Client() as client:
+        outcome = generate_recipe(client, settings, "番茄炒蛋", Budget(5000, None), api_key=None)
+    assert outcome.error is not None and outcome.error.code == "RECIPE_UPSTREAM_ERROR"
+    assert outcome.metrics.attempts == 2

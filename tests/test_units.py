@@ -1,0 +1,92 @@
+"""Small pure functions: dish normalisation, recipe parsing, retry decisions, Retry-After."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chuixiang.dish import InvalidDish, normalize_dish
+from chuixiang.errors import CATALOGUE, ErrorCode, StageError
+from chuixiang.recipe import parse_recipe
+from chuixiang.upstream import UpstreamFailure, decide_retry, retry_after_seconds
+from chuixiang_local.fake_model import make_png, recipe_for
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("  番茄炒蛋 ", "番茄炒蛋"),
+    ("ＡＢＣ炒饭", "ABC炒饭"),  # NFKC folds full-width letters
+    ("麻婆   豆腐", "麻婆 豆腐"),
+    ("x" * 40, "x" * 40),
+])
+def test_normalize_accepts(raw: str, expected: str) -> None:
+    assert normalize_dish(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["", "   ", "x" * 41, "番茄\x00炒蛋", "番茄\u200b炒蛋", "a\x1bb", 42, None])
+def test_normalize_rejects(raw: object) -> None:
+    with pytest.raises(InvalidDish):
+        normalize_dish(raw)
+
+
+def test_recipe_parses_with_fences_and_prose() -> None:
+    text = "好的，菜谱如下：\n```json\n" + json.dumps(recipe_for("鱼香肉丝"), ensure_ascii=False) + "\n```\n祝你好胃口"
+    assert parse_recipe(text).name == "鱼香肉丝"
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda r: r.update(steps=r["steps"][:5]),
+    lambda r: r["ingredients"].update(main=[]),
+    lambda r: r.update(imagePrompt="  "),
+    lambda r: r["nutrition"].update(fatG="lots"),
+])
+def test_recipe_hard_validation(mutate) -> None:  # type: ignore[no-untyped-def]
+    recipe = recipe_for("回锅肉")
+    mutate(recipe)
+    with pytest.raises(StageError) as err:
+        parse_recipe(json.dumps(recipe, ensure_ascii=False))
+    assert err.value.code is ErrorCode.RECIPE_INVALID
+
+
+def test_truncated_json_is_invalid() -> None:
+    text = json.dumps(recipe_for("回锅肉"), ensure_ascii=False)
+    with pytest.raises(StageError) as err:
+        parse_recipe(text[: len(text) // 2])
+    assert err.value.code is ErrorCode.RECIPE_INVALID
+
+
+def test_every_code_has_a_chinese_message() -> None:
+    assert set(CATALOGUE) == set(ErrorCode)
+    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in msg) for msg, _ in CATALOGUE.values())
+
+
+def _decide(failure: UpstreamFailure, **kw: float) -> bool:
+    args = {"attempt": 1, "max_attempts": 2, "elapsed_ms": 10, "window_ms": 500, "remaining_ms": 4000,
+            "needed_ms": 2000, "base_backoff_s": 0.1, **kw}
+    return decide_retry(failure, **args).retry  # type: ignore[arg-type]
+
+
+def test_retry_rule() -> None:
+    transient = UpstreamFailure("status", "503", transient=True, status=503)
+    assert _decide(transient)
+    assert not _decide(transient, elapsed_ms=600)  # late
+    assert not _decide(transient, attempt=2)  # one retry at most
+    assert not _decide(transient, remaining_ms=1500)  # no room for a typical attempt
+    assert not _decide(UpstreamFailure("timeout", "idle"))  # timeouts never
+    assert not _decide(UpstreamFailure("reset", "mid", transient=False, content_started=True))
+    too_long = UpstreamFailure("status", "429", transient=True, status=429, retry_after_s=30)
+    assert not _decide(too_long)  # Retry-After does not fit the budget
+    fits = UpstreamFailure("status", "429", transient=True, status=429, retry_after_s=0.2)
+    assert _decide(fits)
+
+
+def test_retry_after_parsing() -> None:
+    assert retry_after_seconds("2") == 2.0
+    assert retry_after_seconds(None) is None
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert retry_after_seconds("soon") is None
+
+
+def test_fake_png_is_a_png() -> None:
+    data = make_png(seed=3)
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
