@@ -84,6 +84,7 @@ class LocalCloud:
         self.invocations: list[tuple[str, Invocation]] = []
         self._server: Any = None
         self._stop = threading.Event()
+        self._seen: set[str] = set()
         self._reconciled: set[str] = set()
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -110,10 +111,13 @@ class LocalCloud:
         os.environ["MOTO_PORT"] = str(port)
         self.aws_env = {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
         self._deploy()
-        threading.Thread(target=self._watch_executions, name="eventbridge", daemon=True).start()
+        self._watcher = threading.Thread(target=self._watch_executions, name="eventbridge", daemon=True)
+        self._watcher.start()
 
     def stop(self) -> None:
         self._stop.set()
+        if getattr(self, "_watcher", None) is not None:
+            self._watcher.join(timeout=10)
         for name in list(_ROUTES):
             if self.prefix in name:
                 _ROUTES.pop(name, None)
@@ -226,11 +230,24 @@ class LocalCloud:
             except Exception:  # noqa: BLE001 - server shutting down
                 continue
             for ex in executions:
-                if ex["status"] in ("FAILED", "TIMED_OUT", "ABORTED") and ex["executionArn"] not in self._reconciled:
-                    self._reconciled.add(ex["executionArn"])
-                    if reconcile is not None:
-                        detail = sfn.describe_execution(executionArn=ex["executionArn"])
+                if ex["status"] in ("FAILED", "TIMED_OUT", "ABORTED") and ex["executionArn"] not in self._seen:
+                    self._seen.add(ex["executionArn"])
+                    if reconcile is not None and not self._stop.is_set():
+                        detail = self.describe_execution(ex["executionArn"])
                         self.invoke(reconcile, self.status_change_event(detail))
+                    self._reconciled.add(ex["executionArn"])
+
+    def describe_execution(self, execution_arn: str) -> dict[str, Any]:
+        """DescribeExecution, with the status AWS would report.
+
+        moto's interpreter ends an execution that hit the machine's TimeoutSeconds as
+        FAILED with error ``States.Timeout``; AWS reports TIMED_OUT (and EventBridge
+        says so), so the stand-in normalises it.
+        """
+        detail: dict[str, Any] = self.client("stepfunctions").describe_execution(executionArn=execution_arn)
+        if detail["status"] == "FAILED" and detail.get("error") == "States.Timeout":
+            detail["status"] = "TIMED_OUT"
+        return detail
 
     def _subscribes_to_sfn(self, spec: FunctionSpec) -> bool:
         events = self.template.resources[spec.logical_id]["Properties"].get("Events", {})
@@ -266,6 +283,8 @@ class LocalCloud:
         for d in self.layer_dirs():
             if str(d) not in sys.path:
                 sys.path.insert(0, str(d))
+        from chuixiang import api
         from chuixiang.settings import get_settings
 
         get_settings.cache_clear()
+        api._sfn.cache_clear()

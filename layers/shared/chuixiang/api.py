@@ -67,6 +67,10 @@ def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
         logger.exception("AWS call failed")
         return error_response(503, ErrorCode.INTERNAL, "service dependency unavailable")
 
+    @app.not_found
+    def _no_route(exc: Exception) -> Response:
+        return error_response(404, "NOT_FOUND", "no such route", "没有这个接口。")
+
     @app.post("/recipes")
     def create_recipe(request: Annotated[CreateRecipeRequest, Body()]) -> Response[Any]:
         settings = get_settings()
@@ -89,7 +93,7 @@ def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
                         body=body.model_dump_json(), headers={"Location": f"/recipes/{job_id}"})
 
     @app.get("/recipes/<jobId>")
-    def get_recipe(jobId: Annotated[str, Path(max_length=64)]) -> Response[Any]:  # noqa: N803
+    def get_recipe(jobId: Annotated[str, Path()]) -> Response[Any]:  # noqa: N803
         if not JOB_ID.match(jobId):
             return error_response(404, "JOB_NOT_FOUND", "no such job", "没有找到这个任务。")
         doc = load_job_document(jobId)

@@ -1,0 +1,43 @@
+"""The public API through the api Lambda's own handler: validation, 404s, the happy path."""
+
+from __future__ import annotations
+
+import pytest
+
+from chuixiang_local.api_client import LocalApi
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ('{"dish": ""}', "empty"),
+    ("{}", "missing"),
+    ('{"dish": "' + "菜" * 5000 + '"}', "10 KB"),
+    ('{"dish": "番茄\\u0000炒蛋"}', "control"),
+    ("not json at all", "not JSON"),
+    ('{"dish": 42}', "not a string"),
+    ('["番茄炒蛋"]', "not an object"),
+    ('{"dish": "番茄炒蛋", "extra": 1}', "unknown field"),
+])
+def test_bad_dish_is_400_invalid_dish(api: LocalApi, body: str, why: str) -> None:
+    status, doc = api.request("POST", "/recipes", body)
+    assert status == 400, (why, doc)
+    assert doc["error"]["code"] == "INVALID_DISH"
+    assert doc["error"]["reason"] and doc["error"]["message"]
+    assert "Traceback" not in str(doc)
+
+
+def test_unknown_job_is_404(api: LocalApi) -> None:
+    for job_id in ("00000000-0000-4000-8000-000000000000", "../../etc/passwd", "x" * 70):
+        status, doc = api.get(job_id)
+        assert status == 404 and doc["error"]["code"] in ("JOB_NOT_FOUND", "NOT_FOUND"), doc
+
+
+def test_post_then_poll_until_succeeded(api: LocalApi) -> None:
+    status, created = api.post_dish("  宫保鸡丁 ")
+    assert status == 202 and created["status"] == "PENDING"
+    doc = api.wait(created["jobId"], give_up_s=30)
+    assert doc["status"] == "SUCCEEDED" and doc["stage"] == "done"
+    assert doc["dish"] == "宫保鸡丁"
+    assert set(doc) == {"jobId", "dish", "status", "stage", "recipe", "image", "imageError", "error",
+                        "createdAt", "updatedAt", "deadlineAt", "metrics"}
+    with open(doc["image"]["url"], "rb") as fh:
+        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
