@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +52,8 @@ class LocalApi:
         self.handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, func)
 
     def request(self, method: str, path: str, body: str | None = None) -> tuple[int, dict[str, Any]]:
+        if os.environ.get("AWS_ENDPOINT_URL") != self.cloud.endpoint:  # another local cloud ran since
+            self.cloud.activate_api_environment()
         resp = self.handler(http_event(method, path, body), _Context())
         return resp["statusCode"], json.loads(resp["body"])
 
