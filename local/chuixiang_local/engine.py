@@ -107,7 +107,9 @@ class LocalCloud:
         self._server.start()
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
-        # The ASL interpreter's own boto clients find moto through MOTO_PORT.
+        # The ASL interpreter's own boto clients find moto through MOTO_PORT (restored on stop:
+        # moto's backends are process-wide, so a nested cloud must not strand an outer one).
+        self._previous_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(port)
         self.aws_env = {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
         self._deploy()
@@ -123,6 +125,10 @@ class LocalCloud:
                 _ROUTES.pop(name, None)
         if self._server is not None:
             self._server.stop()
+            if self._previous_port is None:
+                os.environ.pop("MOTO_PORT", None)
+            else:
+                os.environ["MOTO_PORT"] = self._previous_port
 
     def client(self, service: str) -> Any:
         return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
