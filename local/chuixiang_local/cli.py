@@ -101,6 +101,7 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     event = json.loads(Path(args.event).read_text()) if args.event else {}
     with local_stack(args, sys.stderr) as cloud:
         spec = cloud.template.function_by_dir(args.function)
+        cloud.seed_job_for(event)
         result = cloud.invoke(spec, event)
     print(json.dumps(result.payload, ensure_ascii=False, indent=2))
     _progress(f"{spec.logical_id}: {'error ' + str(result.error_type) if result.failed else 'ok'} "

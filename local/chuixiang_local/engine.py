@@ -222,6 +222,18 @@ class LocalCloud:
             self.log.flush()
         return result
 
+    def seed_job_for(self, event: Any) -> None:
+        """A stage event names a job the fresh local table does not have: create it RUNNING,
+        as the API and the submit stage would have, so ``invoke`` works on ``events/*.json``."""
+        if not (isinstance(event, dict) and event.get("jobId") and isinstance(event.get("dish"), str)):
+            return
+        table = boto3.resource("dynamodb", endpoint_url=self.endpoint, region_name=REGION,
+                               aws_access_key_id="testing", aws_secret_access_key="testing").Table(self.table_name)
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+        table.put_item(Item={"pk": f"JOB#{event['jobId']}", "jobId": event["jobId"], "dish": event["dish"].strip(),
+                             "status": "RUNNING", "stage": "recipe", "createdAt": now, "updatedAt": now,
+                             "metrics": {}})
+
     def function(self, logical_id: str) -> FunctionSpec:
         return self.functions[logical_id]
 

@@ -1,0 +1,97 @@
+"""The ``chuixiang`` CLI as a user runs it: cook (exit codes, JSON), invoke, serve + HTTP."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+
+from .conftest import SCALED
+
+pytestmark = pytest.mark.pipeline
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "chuixiang_local.cli"]
+SCALED_ARGS = ["--parameter-overrides", *[f"{k}={v}" for k, v in SCALED.items()]]
+
+
+def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def test_cook_with_exact_scaled_override_set() -> None:
+    result = run("cook", "番茄炒蛋", "--json", *SCALED_ARGS)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["status"] == "SUCCEEDED" and doc["recipe"]["name"] == "番茄炒蛋"
+    assert Path(doc["image"]["url"]).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert "status=RUNNING" in result.stderr  # progress goes to stderr, the document to stdout
+
+
+def test_cook_against_a_model_that_refuses(fake: FakeModel) -> None:
+    fake.chat_script.extend([ChatBehaviour(status=401)] * 3)
+    result = run("cook", "红烧肉", "--json", "--model-base-url", fake.base_url, *SCALED_ARGS)
+    assert result.returncode == 1, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "RECIPE_UPSTREAM_ERROR"
+    assert doc["error"]["retryable"] is False
+
+
+def test_cook_bad_dish_is_usage_error() -> None:
+    result = run("cook", "\x07", "--json")
+    assert result.returncode == 2
+    assert json.loads(result.stdout)["error"]["code"] == "INVALID_DISH"
+
+
+def test_invoke_one_function_with_its_sample_event() -> None:
+    result = run("invoke", "recipe", "-e", "events/recipe.json", *SCALED_ARGS)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["ok"] is True and out["imagePrompt"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_answers_http() -> None:
+    port = _free_port()
+    proc = subprocess.Popen([*CLI, "serve", "--port", str(port), *SCALED_ARGS], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base}/recipes/none", timeout=1)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
+                time.sleep(0.2)
+        created = httpx.post(f"{base}/recipes", json={"dish": "宫保鸡丁"})
+        assert created.status_code == 202, created.text
+        job_id = created.json()["jobId"]
+        doc: dict = {}
+        for _ in range(300):
+            doc = httpx.get(f"{base}/recipes/{job_id}").json()
+            if doc["status"] in ("SUCCEEDED", "FAILED"):
+                break
+            time.sleep(0.1)
+        assert doc["status"] == "SUCCEEDED"
+        missing = httpx.get(f"{base}/recipes/00000000-0000-4000-8000-000000000000")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "JOB_NOT_FOUND"
+        for body in (b"", b"{", b'{"dish": ""}', b'{"dish": "' + "菜".encode() * 4000 + b'"}'):
+            bad = httpx.post(f"{base}/recipes", content=body, headers={"content-type": "application/json"})
+            assert bad.status_code == 400 and bad.json()["error"]["code"] == "INVALID_DISH", bad.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
