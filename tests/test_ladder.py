@@ -70,7 +70,8 @@ def test_ladder_command_exit_codes() -> None:
 
 
 def test_cook_refuses_a_broken_ladder_before_running() -> None:
-    result = _cli("cook", "番茄炒蛋", "--parameter-overrides", "RecipeIdleTimeoutMs=200000", "RecipeTotalTimeoutMs=140000")
+    result = _cli("cook", "番茄炒蛋", "--parameter-overrides",
+                  "RecipeIdleTimeoutMs=200000", "RecipeTotalTimeoutMs=140000")
     assert result.returncode == 2
     assert "timeout ladder is broken" in result.stderr and "RecipeIdleTimeoutMs" in result.stderr
     assert "local cloud up" not in result.stderr

@@ -3,6 +3,7 @@
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from chuixiang.api import build_app
 from chuixiang.observability import logger, tracer
 

@@ -8,6 +8,7 @@ import json
 
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from chuixiang import stages
 from chuixiang.observability import logger
 

@@ -2,6 +2,7 @@
 
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from chuixiang import stages
 from chuixiang.models import SubmitEvent
 from chuixiang.observability import logger, metrics, tracer

@@ -130,7 +130,7 @@ class LocalCloud:
             else:
                 os.environ["MOTO_PORT"] = self._previous_port
 
-    def client(self, service: str) -> Any:
+    def client(self, service: Any) -> Any:
         return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
                             aws_access_key_id="testing", aws_secret_access_key="testing")
 

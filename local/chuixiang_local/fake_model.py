@@ -154,12 +154,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake.requests.append((self.path, time.monotonic()))
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
+        chats, images = self.fake.chat_script, self.fake.image_script
         if self.path.endswith("/chat/completions"):
-            script = self.fake.chat_script
-            self._chat(body, script.popleft() if script else ChatBehaviour())
+            self._chat(body, chats.popleft() if chats else ChatBehaviour())
         elif self.path.endswith("/images/generations"):
-            script = self.fake.image_script
-            self._image(body, script.popleft() if script else ImageBehaviour())
+            self._image(body, images.popleft() if images else ImageBehaviour())
         else:
             self._json(404, {"error": {"message": "not found"}})
 

@@ -53,6 +53,11 @@ def main() -> None:
         traceback.print_exc()
     with open(result_path, "w", encoding="utf-8") as fh:
         json.dump(out, fh, ensure_ascii=False, default=str)
+    # Lambda answers as soon as the handler returns; interpreter teardown (hundreds of ms with
+    # boto3 loaded) must not count against the function's Timeout.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

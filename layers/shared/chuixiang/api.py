@@ -62,7 +62,7 @@ def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
             return error_response(400, ErrorCode.INVALID_DISH, _reason(exc))
         return error_response(400, "BAD_REQUEST", _reason(exc), "请求格式不对。")
 
-    @app.exception_handler((ClientError, BotoCoreError))
+    @app.exception_handler([ClientError, BotoCoreError])
     def _aws_down(exc: Exception) -> Response:
         logger.exception("AWS call failed")
         return error_response(503, ErrorCode.INTERNAL, "service dependency unavailable")

@@ -34,6 +34,7 @@ class Completion:
     first_byte_ms: int | None = None
     first_content_ms: int | None = None
     max_gap_ms: int = 0
+    last_byte_ms: float | None = None  #: when the last bytes arrived, from the attempt start
     chunks: int = 0
     total_ms: int = 0
     streamed: bool = True
@@ -85,8 +86,8 @@ class _Reader:
         if not isinstance(event, dict):
             return
         if event.get("error"):
-            raise UpstreamFailure("stream_error", f"error in stream: {json.dumps(event['error'], ensure_ascii=False)[:300]}",
-                                  content_started=self.content_chars > 0)
+            detail = json.dumps(event["error"], ensure_ascii=False)[:300]
+            raise UpstreamFailure("stream_error", f"error in stream: {detail}", content_started=self.content_chars > 0)
         out.chunks += 1
         if out.chunks > self.max_chunks:
             raise UpstreamFailure("cap", f"more than {self.max_chunks} chunks", content_started=True)
@@ -121,6 +122,7 @@ def read_chat_completion(
     idle_s: float,
     deadline: Deadline,
     max_chunks: int,
+    max_bytes: int = MAX_STREAM_BYTES,
 ) -> Completion:
     """POST ``payload`` and read the answer; raise :class:`UpstreamFailure` on any failure."""
     started = time.monotonic()
@@ -168,10 +170,11 @@ def read_chat_completion(
                 for data in response.iter_bytes():
                     now = time.monotonic()
                     out.max_gap_ms = max(out.max_gap_ms, int((now - last) * 1000))
+                    out.last_byte_ms = (now - started) * 1000
                     last = now
                     received += len(data)
-                    if received > MAX_STREAM_BYTES:
-                        raise UpstreamFailure("cap", f"answer over {MAX_STREAM_BYTES} bytes",
+                    if received > max_bytes:
+                        raise UpstreamFailure("cap", f"answer over {max_bytes} bytes",
                                               content_started=True)
                     if out.streamed:
                         reader.feed(data)

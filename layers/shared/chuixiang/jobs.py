@@ -56,7 +56,7 @@ class JobStore:
 
     def create(self, job_id: str, dish: str) -> dict[str, Any]:
         now = now_utc()
-        item = {
+        item: dict[str, Any] = {
             **job_key(job_id),
             "jobId": job_id,
             "dish": dish,

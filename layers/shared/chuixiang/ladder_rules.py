@@ -14,7 +14,7 @@ STATE_TIMEOUT_MARGIN_S = 5
 
 #: Share of a function's time kept back to parse, validate and write the result.
 FINISH_MARGIN_FRACTION = 0.05
-FINISH_MARGIN_MIN_MS = 1000
+FINISH_MARGIN_MIN_MS = 500
 
 #: A retry is only worth starting when the budget left holds a typical attempt:
 #: the seed measured ~90 s at peak against a 140 s limit, i.e. about two thirds.

@@ -102,6 +102,9 @@ class RecipeMetrics(BaseModel):
     chunks: int = 0
     totalMs: int = 0
     finishReason: str | None = None
+    #: The last attempt's deadline: its length and the limit that set it (total / lambda / job).
+    budgetMs: int | None = None
+    boundBy: str | None = None
     promptTokens: int | None = None
     completionTokens: int | None = None
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from .chat_stream import Completion, read_chat_completion
-from .deadline import Budget
+from .deadline import Budget, Deadline
 from .errors import ErrorCode, StageError
 from .ladder_rules import TYPICAL_ATTEMPT_FRACTION
 from .models import RecipeMetrics
@@ -114,7 +114,7 @@ def generate_recipe(
                 base_backoff_s=BASE_BACKOFF_S,
             )
             _log_call(attempt, elapsed_ms, failure.status, failure, deadline.bound_by, decision.reason)
-            _fill(metrics, attempt, started, completion)
+            _fill(metrics, attempt, started, completion, deadline)
             if decision.retry:
                 time.sleep(decision.wait_s)
                 continue
@@ -124,13 +124,15 @@ def generate_recipe(
             return RecipeOutcome(None, StageError(code, str(failure), retryable=retryable), metrics)
         _log_call(attempt, (time.monotonic() - attempt_start) * 1000, completion.http_status, None,
                   deadline.bound_by, "ok")
-        _fill(metrics, attempt, started, completion)
+        _fill(metrics, attempt, started, completion, deadline)
         return RecipeOutcome(recipe, None, metrics)
 
 
-def _fill(metrics: RecipeMetrics, attempt: int, started: float, c: Completion | None) -> None:
+def _fill(metrics: RecipeMetrics, attempt: int, started: float, c: Completion | None, deadline: Deadline) -> None:
     metrics.attempts = attempt
     metrics.totalMs = int((time.monotonic() - started) * 1000)
+    metrics.budgetMs = int(deadline.budget_ms)
+    metrics.boundBy = deadline.bound_by
     if c is None:
         return
     metrics.firstByteMs = c.first_byte_ms

@@ -7,6 +7,7 @@ tests can call directly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
@@ -75,11 +76,15 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
                         deadlineAt=deadline_at, stateTimeouts=timeouts)
 
 
-def run_recipe(event: RecipeEvent, remaining_ms: float, store: JobStore | None = None) -> RecipeResult:
+def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
+               store: JobStore | None = None) -> RecipeResult:
+    """``remaining_ms`` is the context's clock: read only once the clients and the key are ready,
+    so the budget is what is really left and the finishing margin only has to cover the writes."""
     settings = get_settings()
     store = store or job_store(settings)
-    budget = Budget(remaining_ms, parse_iso(event.deadlineAt) if event.deadlineAt else None)
-    outcome = generate_recipe(http_client(), settings, event.dish, budget, model_api_key(settings))
+    api_key = model_api_key(settings)
+    budget = Budget(remaining_ms(), parse_iso(event.deadlineAt) if event.deadlineAt else None)
+    outcome = generate_recipe(http_client(), settings, event.dish, budget, api_key)
     store.set_metrics(event.jobId, "recipe", outcome.metrics.model_dump(exclude_none=True))
     m = outcome.metrics
     metrics.add_metric(name="RecipeAttempts", unit=MetricUnit.Count, value=m.attempts)
@@ -103,13 +108,14 @@ def run_recipe(event: RecipeEvent, remaining_ms: float, store: JobStore | None =
     return RecipeResult(ok=True, imagePrompt=outcome.recipe.imagePrompt)
 
 
-def run_image(event: ImageEvent, remaining_ms: float, store: JobStore | None = None,
+def run_image(event: ImageEvent, remaining_ms: Callable[[], float], store: JobStore | None = None,
               images: ImageStore | None = None) -> ImageResult:
     settings = get_settings()
     store = store or job_store(settings)
     images = images or ImageStore(settings)
-    budget = Budget(remaining_ms, parse_iso(event.deadlineAt) if event.deadlineAt else None)
-    outcome = generate_image(http_client(), settings, event.imagePrompt, budget, model_api_key(settings))
+    api_key = model_api_key(settings)
+    budget = Budget(remaining_ms(), parse_iso(event.deadlineAt) if event.deadlineAt else None)
+    outcome = generate_image(http_client(), settings, event.imagePrompt, budget, api_key)
     store.set_metrics(event.jobId, "image", outcome.metrics.model_dump())
     metrics.add_metric(name="ImageAttempts", unit=MetricUnit.Count, value=outcome.metrics.attempts)
     metrics.add_metric(name="ImageTotalMs", unit=MetricUnit.Milliseconds, value=outcome.metrics.totalMs)

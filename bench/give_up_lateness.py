@@ -1,0 +1,64 @@
+"""How late the recipe reader closes the connection after its idle limit and its total deadline.
+
+20 runs each against the fault-injecting fake model on loopback: a stall mid-stream
+(idle limit) and a slow drip under the idle limit (total deadline). Lateness is the
+measured give-up time minus the limit.
+
+    .venv/bin/python bench/give_up_lateness.py [--runs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import httpx
+
+from chuixiang.chat_stream import read_chat_completion
+from chuixiang.deadline import Budget
+from chuixiang.upstream import UpstreamFailure
+from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+
+IDLE_S, TOTAL_S = 0.5, 1.0
+
+
+def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool) -> float:
+    """Seconds from the attempt start (or from the last byte received) to the give-up."""
+    fake.chat_script.append(behaviour)
+    with httpx.Client() as client:
+        deadline = Budget(60_000, None).attempt(TOTAL_S * 1000)
+        started = time.monotonic()
+        try:
+            read_chat_completion(client, f"{fake.base_url}/chat/completions", {"stream": True, "messages": []}, {},
+                                 idle_s=IDLE_S, deadline=deadline, max_chunks=10**6)
+        except UpstreamFailure as failure:
+            assert failure.kind == "timeout", failure
+            elapsed = time.monotonic() - started
+            return elapsed - (failure.partial.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
+    raise AssertionError("did not time out")
+
+
+def report(name: str, lateness_ms: list[float]) -> None:
+    ordered = sorted(lateness_ms)
+    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    print(f"  {name:<34} p50 {statistics.median(ordered):6.1f} ms   p99 {p99:6.1f} ms   "
+          f"max {ordered[-1]:6.1f} ms   min {ordered[0]:6.1f} ms")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=20)
+    args = ap.parse_args()
+    with FakeModel(pace_s=0.001) as fake:
+        # Idle: silence is counted from the last byte received; total: from the attempt start.
+        stall = [(once(fake, ChatBehaviour(stall_after_chunks=5, stall_s=10), True) - IDLE_S) * 1000
+                 for _ in range(args.runs)]
+        drip = [(once(fake, ChatBehaviour(chunk_delay_s=0.1), False) - TOTAL_S) * 1000 for _ in range(args.runs)]
+    print(f"give-up lateness over {args.runs} runs (idle {IDLE_S * 1000:.0f} ms, total {TOTAL_S * 1000:.0f} ms)")
+    report("idle limit (stall mid-stream)", stall)
+    report("total deadline (slow drip)", drip)
+
+
+if __name__ == "__main__":
+    main()
