@@ -107,3 +107,13 @@ def test_connection_refused_is_retried_once(scaled_template: Template) -> None:
         outcome = generate_recipe(client, settings, "番茄炒蛋", Budget(5000, None), api_key=None)
     assert outcome.error is not None and outcome.error.code == "RECIPE_UPSTREAM_ERROR"
     assert outcome.metrics.attempts == 2
+
+
+def test_runaway_output_is_capped(fake: FakeModel, scaled_template: Template) -> None:
+    fake.chat_script.append(ChatBehaviour(chunk_chars=1))
+    settings = stage_settings(scaled_template, fake.base_url).model_copy(update={"recipe_max_tokens": 10})
+    with httpx.Client() as client:
+        outcome = generate_recipe(client, settings, "番茄炒蛋", Budget(5000, None), api_key=None)
+    assert outcome.error is not None and outcome.error.code == "RECIPE_INVALID"
+    assert "more than 40 chunks" in outcome.error.detail
+    assert outcome.metrics.attempts == 1

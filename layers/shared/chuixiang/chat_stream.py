@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from .deadline import Deadline
-from .upstream import UpstreamFailure, Watchdog, status_failure
+from .upstream import UpstreamFailure, Watchdog, send_post, status_failure
 
 MAX_STREAM_BYTES = 2 * 1024 * 1024
 MAX_CONTENT_CHARS = 200_000
@@ -137,18 +137,8 @@ def read_chat_completion(
     received = 0
     last = started
     try:
-        request = client.build_request("POST", url, json=payload, headers=headers, timeout=timeout)
-        try:
-            response = client.send(request, stream=True)
-        except httpx.ConnectError as exc:
-            raise UpstreamFailure("connect", f"connect failed: {exc}", transient=True) from None
-        except httpx.TimeoutException as exc:
-            raise _timeout(watchdog, deadline, idle_s, "before response headers", exc) from None
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            if watchdog.fired.is_set():
-                raise _timeout(watchdog, deadline, idle_s, "before response headers", exc) from None
-            raise UpstreamFailure("reset", f"connection dropped before headers: {exc}", transient=True) from None
-        watchdog.attach(response)
+        response = send_post(client, url, payload, headers, timeout, watchdog,
+                             lambda: _timeout(watchdog, deadline, idle_s, "before response headers"))
         try:
             out.http_status = response.status_code
             out.first_byte_ms = int((time.monotonic() - started) * 1000)
@@ -182,13 +172,12 @@ def read_chat_completion(
                             break
                     else:
                         body_parts.append(data)
-            except httpx.TimeoutException as exc:
-                raise _timeout(watchdog, deadline, idle_s, "mid-stream", exc,
+            except httpx.TimeoutException:
+                raise _timeout(watchdog, deadline, idle_s, "mid-stream",
                                content_started=reader.content_chars > 0) from None
             except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
                 if watchdog.fired.is_set():
-                    raise _timeout(watchdog, deadline, idle_s, "mid-stream", exc,
-                                   content_started=True) from None
+                    raise _timeout(watchdog, deadline, idle_s, "mid-stream", content_started=True) from None
                 raise UpstreamFailure(
                     "reset",
                     f"connection dropped after {received} bytes: {exc}",
@@ -196,7 +185,7 @@ def read_chat_completion(
                     content_started=received > 0,
                 ) from None
             if watchdog.fired.is_set():
-                raise _timeout(watchdog, deadline, idle_s, "mid-stream", None, content_started=True)
+                raise _timeout(watchdog, deadline, idle_s, "mid-stream", content_started=True)
             if out.streamed:
                 reader.finish()
             else:
@@ -227,7 +216,6 @@ def _timeout(
     deadline: Deadline,
     idle_s: float,
     where: str,
-    exc: Exception | None,
     content_started: bool = False,
 ) -> UpstreamFailure:
     if watchdog.fired.is_set():

@@ -22,7 +22,7 @@ from .errors import ErrorCode, StageError
 from .models import ImageMetrics
 from .observability import logger
 from .settings import Settings
-from .upstream import UpstreamFailure, Watchdog, decide_retry, status_failure
+from .upstream import UpstreamFailure, Watchdog, decide_retry, send_post, status_failure
 
 MAX_ATTEMPTS = 3
 BASE_BACKOFF_S = 0.5
@@ -88,18 +88,8 @@ def post_within(
     watchdog = Watchdog(remaining_s)
     timeout = httpx.Timeout(remaining_s, connect=min(remaining_s, 10.0))
     try:
-        request = client.build_request("POST", url, json=payload, headers=headers, timeout=timeout)
-        try:
-            response = client.send(request, stream=True)
-        except httpx.ConnectError as exc:
-            raise UpstreamFailure("connect", f"connect failed: {exc}", transient=True) from None
-        except httpx.TimeoutException:
-            raise UpstreamFailure("timeout", f"no answer within {remaining_s:.1f} s") from None
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            if watchdog.fired.is_set():
-                raise UpstreamFailure("timeout", f"no answer within {remaining_s:.1f} s") from None
-            raise UpstreamFailure("reset", f"dropped before headers: {exc}", transient=True) from None
-        watchdog.attach(response)
+        response = send_post(client, url, payload, headers, timeout, watchdog,
+                             lambda: UpstreamFailure("timeout", f"no answer within {remaining_s:.1f} s"))
         try:
             body = b""
             try:

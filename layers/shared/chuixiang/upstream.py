@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -141,3 +142,32 @@ class Watchdog:
 
     def cancel(self) -> None:
         self._timer.cancel()
+
+
+def send_post(
+    client: httpx.Client,
+    url: str,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    timeout: httpx.Timeout,
+    watchdog: Watchdog,
+    on_timeout: Callable[[], UpstreamFailure],
+) -> httpx.Response:
+    """Send a streaming POST and classify what can go wrong before the response headers.
+
+    A refused connection or one dropped before any answer is transient (the upstream
+    did no work); a silence is a timeout. The watchdog is attached to the response.
+    """
+    request = client.build_request("POST", url, json=payload, headers=headers, timeout=timeout)
+    try:
+        response = client.send(request, stream=True)
+    except httpx.ConnectError as exc:
+        raise UpstreamFailure("connect", f"connect failed: {exc}", transient=True) from None
+    except httpx.TimeoutException:
+        raise on_timeout() from None
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        if watchdog.fired.is_set():
+            raise on_timeout() from None
+        raise UpstreamFailure("reset", f"connection dropped before headers: {exc}", transient=True) from None
+    watchdog.attach(response)
+    return response
