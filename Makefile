@@ -35,10 +35,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/stream_reader.py
 	$(BIN)/python bench/give_up_lateness.py
 
-# aws-sam-cli is large; install it only for building. PYENV_VERSION puts python3.12 on PATH.
-sam-build: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[sam]'
-	PYENV_VERSION=3.11.7:3.12.1:3.13.0 PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/sam build
+# aws-sam-cli is large and pins its own dependencies: it gets a venv of its own, only for building.
+# PYENV_VERSION puts python3.12 on PATH, which `sam build` needs for the python3.12 runtime.
+sam-build:
+	test -x .venv-sam/bin/sam || ($(PYTHON) -m venv .venv-sam && .venv-sam/bin/python -m pip install --quiet aws-sam-cli)
+	PYENV_VERSION=3.11.7:3.12.1:3.13.0 SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam build
 
 clean:
-	rm -rf $(VENV) .aws-sam .chuixiang
+	rm -rf $(VENV) .venv-sam .aws-sam .chuixiang
