@@ -301,8 +301,6 @@ class LocalCloud:
         for d in self.layer_dirs():
             if str(d) not in sys.path:
                 sys.path.insert(0, str(d))
-        from chuixiang import api
         from chuixiang.settings import get_settings
 
         get_settings.cache_clear()
-        api._sfn.cache_clear()

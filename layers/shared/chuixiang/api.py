@@ -9,6 +9,7 @@ JSON errors with a code - never a stack trace.
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from functools import lru_cache
@@ -33,9 +34,9 @@ JOB_ID = re.compile(r"^[0-9a-f-]{8,64}$")
 POLL_AFTER_MS = 3000
 
 
-@lru_cache(maxsize=1)
-def _sfn() -> Any:
-    return boto3.client("stepfunctions")
+@lru_cache(maxsize=4)
+def _sfn(endpoint: str | None) -> Any:
+    return boto3.client("stepfunctions", endpoint_url=endpoint)
 
 
 def error_response(status: int, code: str, reason: str | None = None, message: str | None = None) -> Response:
@@ -79,7 +80,7 @@ def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
         logger.append_keys(jobId=job_id)
         store.create(job_id, request.dish)
         try:
-            _sfn().start_execution(
+            _sfn(os.environ.get("AWS_ENDPOINT_URL")).start_execution(
                 stateMachineArn=settings.state_machine_arn,
                 name=job_id,
                 input=json.dumps({"jobId": job_id, "dish": request.dish}, ensure_ascii=False),

@@ -7,6 +7,8 @@ path, so a person can open the picture.
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +21,15 @@ def image_key(job_id: str) -> str:
     return f"images/{job_id}.png"
 
 
+@lru_cache(maxsize=4)
+def _s3(endpoint: str | None) -> Any:
+    return boto3.client("s3", endpoint_url=endpoint)
+
+
 class ImageStore:
     def __init__(self, settings: Settings, s3: Any | None = None) -> None:
         self.settings = settings
-        self.s3 = s3 or boto3.client("s3")
+        self.s3 = s3 or _s3(os.environ.get("AWS_ENDPOINT_URL"))
 
     def put(self, key: str, data: bytes, content_type: str) -> None:
         self.s3.put_object(

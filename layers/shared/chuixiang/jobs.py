@@ -9,8 +9,10 @@ first wins and the others become no-ops.
 from __future__ import annotations
 
 import json
+import os
 from datetime import timedelta
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import boto3
@@ -47,10 +49,16 @@ def from_dynamo(value: Any) -> Any:
     return value
 
 
+@lru_cache(maxsize=4)
+def _table(name: str, endpoint: str | None) -> Any:
+    """One resource per container (creating one costs ~100 ms); keyed by endpoint for local runs."""
+    return boto3.resource("dynamodb", endpoint_url=endpoint).Table(name)
+
+
 class JobStore:
     def __init__(self, settings: Settings, table: Any | None = None) -> None:
         self.settings = settings
-        self.table = table or boto3.resource("dynamodb").Table(settings.jobs_table)
+        self.table = table or _table(settings.jobs_table, os.environ.get("AWS_ENDPOINT_URL"))
 
     # --- writes --------------------------------------------------------------------------
 
