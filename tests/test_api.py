@@ -41,3 +41,14 @@ def test_post_then_poll_until_succeeded(api: LocalApi) -> None:
                         "createdAt", "updatedAt", "deadlineAt", "metrics"}
     with open(doc["image"]["url"], "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_idempotency_key_returns_the_same_job(api: LocalApi) -> None:
+    first = api.post_dish("麻婆豆腐", idempotency_key="tap-1")
+    again = api.post_dish("麻婆豆腐", idempotency_key="tap-1")
+    other = api.post_dish("麻婆豆腐", idempotency_key="tap-2")
+    plain = api.post_dish("麻婆豆腐")
+    assert first[0] == again[0] == other[0] == plain[0] == 202
+    assert first[1]["jobId"] == again[1]["jobId"]
+    assert len({first[1]["jobId"], other[1]["jobId"], plain[1]["jobId"]}) == 3
+    assert api.wait(first[1]["jobId"], give_up_s=30)["status"] == "SUCCEEDED"

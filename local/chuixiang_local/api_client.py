@@ -26,13 +26,15 @@ class _Context:
         return 10_000
 
 
-def http_event(method: str, path: str, body: str | None = None) -> dict[str, Any]:
+def http_event(method: str, path: str, body: str | None = None,
+               headers: dict[str, str] | None = None) -> dict[str, Any]:
     """An HTTP API v2 event, built from ``events/api-post.json`` / ``events/api-get.json``."""
     name = "api-post.json" if method == "POST" else "api-get.json"
     event: dict[str, Any] = json.loads((REPO_ROOT / "events" / name).read_text())
     event["rawPath"] = path
     event["requestContext"]["http"].update(method=method, path=path)
     event["body"] = body
+    event["headers"].update({k.lower(): v for k, v in (headers or {}).items()})
     event["pathParameters"] = {"jobId": path.rsplit("/", 1)[-1]} if method == "GET" else {}
     return event
 
@@ -51,14 +53,16 @@ class LocalApi:
         loader_spec.loader.exec_module(module)
         self.handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, func)
 
-    def request(self, method: str, path: str, body: str | None = None) -> tuple[int, dict[str, Any]]:
+    def request(self, method: str, path: str, body: str | None = None,
+                headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         if os.environ.get("AWS_ENDPOINT_URL") != self.cloud.endpoint:  # another local cloud ran since
             self.cloud.activate_api_environment()
-        resp = self.handler(http_event(method, path, body), _Context())
+        resp = self.handler(http_event(method, path, body, headers), _Context())
         return resp["statusCode"], json.loads(resp["body"])
 
-    def post_dish(self, dish: Any) -> tuple[int, dict[str, Any]]:
-        return self.request("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False))
+    def post_dish(self, dish: Any, idempotency_key: str | None = None) -> tuple[int, dict[str, Any]]:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self.request("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False), headers)
 
     def get(self, job_id: str) -> tuple[int, dict[str, Any]]:
         return self.request("GET", f"/recipes/{job_id}")
