@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 DISH   ?= 番茄炒蛋
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint ladder serve bench sam-build clean
+.PHONY: run test lint ladder serve bench sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ bench: $(STAMP)
 sam-build:
 	test -x .venv-sam/bin/sam || ($(PYTHON) -m venv .venv-sam && .venv-sam/bin/python -m pip install --quiet aws-sam-cli)
 	PYENV_VERSION=3.11.7:3.12.1:3.13.0 SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam build
+
+# The ladder is checked with the very overrides that are deployed, so a stale value cannot slip through.
+# Usage: make deploy PARAMS="ModelApiKeySecretArn=arn:… RecipeTotalTimeoutMs=140000"
+deploy: sam-build
+	$(BIN)/chuixiang ladder $(if $(PARAMS),--parameter-overrides $(PARAMS))
+	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided)
 
 clean:
 	rm -rf $(VENV) .venv-sam .aws-sam .chuixiang
