@@ -120,10 +120,7 @@ def test_aborted_execution_fails_the_job(cloud: LocalCloud, api: LocalApi, modul
 
 
 def test_get_reconciles_a_job_past_its_deadline(cloud: LocalCloud, api: LocalApi) -> None:
-    from chuixiang.jobs import JobStore
-    from chuixiang.settings import get_settings
-
-    store = JobStore(get_settings(), cloud_table(cloud))
+    store = cloud.job_store()
     store.create("0badc0de-0000-4000-8000-000000000001", "没人管的菜")
     store.update("0badc0de-0000-4000-8000-000000000001", status="RUNNING", deadlineAt="2020-01-01T00:00:00.000Z")
     doc = api.get("0badc0de-0000-4000-8000-000000000001")[1]
@@ -138,9 +135,3 @@ def test_direct_start_with_invalid_dish_fails_with_invalid_dish(cloud: LocalClou
     doc = api.wait(job_id, give_up_s=20)
     assert doc["status"] == "FAILED" and doc["error"]["code"] == "INVALID_DISH"
 
-
-def cloud_table(cloud: LocalCloud):  # type: ignore[no-untyped-def]
-    import boto3
-
-    return boto3.resource("dynamodb", endpoint_url=cloud.endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing").Table(cloud.table_name)

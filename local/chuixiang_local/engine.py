@@ -28,6 +28,9 @@ from typing import Any, TextIO
 
 import boto3
 
+from chuixiang.jobs import JobStore
+from chuixiang.settings import Settings
+
 from .invoker import Invocation, invoke
 from .template import ACCOUNT, REGION, FunctionSpec, Template
 
@@ -222,17 +225,21 @@ class LocalCloud:
             self.log.flush()
         return result
 
+    def job_store(self) -> JobStore:
+        """The layer's own JobStore over this cloud's table (for the runner and tests)."""
+        table = boto3.resource("dynamodb", endpoint_url=self.endpoint, region_name=REGION,
+                               aws_access_key_id="testing", aws_secret_access_key="testing").Table(self.table_name)
+        return JobStore(Settings(JOBS_TABLE=self.table_name), table)
+
     def seed_job_for(self, event: Any) -> None:
         """A stage event names a job the fresh local table does not have: create it RUNNING,
         as the API and the submit stage would have, so ``invoke`` works on ``events/*.json``."""
         if not (isinstance(event, dict) and event.get("jobId") and isinstance(event.get("dish"), str)):
             return
-        table = boto3.resource("dynamodb", endpoint_url=self.endpoint, region_name=REGION,
-                               aws_access_key_id="testing", aws_secret_access_key="testing").Table(self.table_name)
-        now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
-        table.put_item(Item={"pk": f"JOB#{event['jobId']}", "jobId": event["jobId"], "dish": event["dish"].strip(),
-                             "status": "RUNNING", "stage": "recipe", "createdAt": now, "updatedAt": now,
-                             "metrics": {}})
+        store = self.job_store()
+        if store.get(event["jobId"]) is None:
+            store.create(event["jobId"], event["dish"].strip())
+            store.update(event["jobId"], status="RUNNING", stage="recipe")
 
     def function(self, logical_id: str) -> FunctionSpec:
         return self.functions[logical_id]
