@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 DISH   ?= 番茄炒蛋
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint ladder serve bench sam-build deploy clean
+.PHONY: run test test-fast lint ladder readme-ladder serve bench sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,12 +21,20 @@ test: $(STAMP)
 	$(BIN)/chuixiang ladder > /dev/null
 	$(BIN)/python -m pytest
 
+# The fast tier: everything that needs no local cloud (real sockets, the ladder, units).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not pipeline"
+
 lint: $(STAMP)
 	$(BIN)/ruff check layers functions local tests bench
 	$(BIN)/mypy layers/shared/chuixiang local/chuixiang_local
 
 ladder: $(STAMP)
 	$(BIN)/chuixiang ladder
+
+# Rewrite the README's ladder table from the declarations (a test fails when it is stale).
+readme-ladder: $(STAMP)
+	$(BIN)/python -m chuixiang_local.readme
 
 serve: $(STAMP)
 	$(BIN)/chuixiang serve

@@ -15,9 +15,9 @@ import time
 
 import httpx
 
-from chuixiang.chat_stream import read_chat_completion
 from chuixiang.deadline import Budget
-from chuixiang.upstream import UpstreamFailure
+from chuixiang.upstream.chat import StreamLimits, read_chat_completion
+from chuixiang.upstream.failures import UpstreamTimeout
 from chuixiang_local.fake_model import ChatBehaviour, FakeModel
 
 IDLE_S, TOTAL_S = 0.5, 1.0
@@ -31,11 +31,10 @@ def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool) -> fl
         started = time.monotonic()
         try:
             read_chat_completion(client, f"{fake.base_url}/chat/completions", {"stream": True, "messages": []}, {},
-                                 idle_s=IDLE_S, deadline=deadline, max_chunks=10**6)
-        except UpstreamFailure as failure:
-            assert failure.kind == "timeout", failure
+                                 limits=StreamLimits(idle_s=IDLE_S, max_chunks=10**6), deadline=deadline)
+        except UpstreamTimeout as failure:
             elapsed = time.monotonic() - started
-            return elapsed - (failure.partial.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
+            return elapsed - (failure.measured.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
     raise AssertionError("did not time out")
 
 

@@ -18,8 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
-from chuixiang.chat_stream import read_chat_completion
 from chuixiang.deadline import Budget
+from chuixiang.upstream.chat import StreamLimits, read_chat_completion
 
 
 def build_stream(chunks: int) -> bytes:
@@ -60,9 +60,9 @@ def serve(port_queue: multiprocessing.Queue, chunks: int) -> None:  # type: igno
 
 def ours(base: str) -> int:
     with httpx.Client() as client:
-        c = read_chat_completion(client, f"{base}/chat/completions", {"stream": True}, {}, idle_s=30,
-                                 deadline=Budget(600_000, None).attempt(600_000), max_chunks=10**7,
-                                 max_bytes=10**9)
+        limits = StreamLimits(idle_s=30, max_chunks=10**7, max_bytes=10**9)
+        c = read_chat_completion(client, f"{base}/chat/completions", {"stream": True}, {}, limits=limits,
+                                 deadline=Budget(600_000, None).attempt(600_000))
     return c.chunks
 
 

@@ -1,8 +1,9 @@
 """Shared fixtures: the scaled-down ladder, the fault-injecting model, the local cloud.
 
-The scaled ladder is the exact override set of the ladder issue, passed through
-the same template parameters production uses; tests read every limit back from
-the template (``scaled_template``) instead of repeating numbers.
+The scaled ladder comes from each limit's declaration (``chuixiang.timeouts``)
+and is passed through the same template parameters production uses; tests read
+every limit back from the template (``scaled_template``) instead of repeating
+numbers.
 """
 
 from __future__ import annotations
@@ -13,20 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from chuixiang.timeouts import scaled_parameters
 from chuixiang_local.api_client import LocalApi
 from chuixiang_local.engine import LocalCloud
 from chuixiang_local.fake_model import FakeModel
 from chuixiang_local.template import Template
 
-SCALED = {
-    "RecipeIdleTimeoutMs": "1000",
-    "RecipeTotalTimeoutMs": "3000",
-    "RecipeRetryWindowMs": "500",
-    "RecipeFunctionTimeout": "5",
-    "ImageFunctionTimeout": "5",
-    "ImageRetryWindowMs": "500",
-    "StateMachineTimeout": "60",
-}
+SCALED = scaled_parameters()
 #: How late a give-up may be, measured on a real socket (the issue's bound).
 LATE_S = 0.3
 

@@ -6,6 +6,8 @@ import pytest
 
 from chuixiang_local.api_client import LocalApi
 
+pytestmark = pytest.mark.pipeline
+
 
 @pytest.mark.parametrize(("body", "why"), [
     ('{"dish": ""}', "empty"),

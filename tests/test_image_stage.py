@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import time
-
-import httpx
 import pytest
 
-from chuixiang.deadline import Budget
-from chuixiang.image_stage import generate_image
-from chuixiang.settings import Settings
+from chuixiang.generation.image import ImageOutcome
 from chuixiang_local.fake_model import FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
 from .conftest import LATE_S
+from .stage_helpers import run_image
 
 
-def image_settings(template: Template, base_url: str) -> Settings:
-    return Settings(**{**template.function_by_dir("image").env, "MODEL_BASE_URL": base_url})
-
-
-def run(template: Template, base_url: str, budget_ms: float = 3000) -> tuple[object, float]:
-    started = time.monotonic()
-    with httpx.Client() as client:
-        outcome = generate_image(client, image_settings(template, base_url), "a dish", Budget(budget_ms + 500, None),
-                                 api_key=None)
-    return outcome, time.monotonic() - started
+def run(template: Template, base_url: str, budget_ms: float = 3000) -> tuple[ImageOutcome, float]:
+    """``budget_ms`` is what the call may use: the Lambda's finishing margin comes on top."""
+    return run_image(template, base_url, budget_ms + 500)
 
 
 @pytest.mark.parametrize(("script", "code", "requests"), [
@@ -39,17 +28,18 @@ def test_image_outcomes(fake: FakeModel, scaled_template: Template, script: list
                         code: str | None, requests: int) -> None:
     fake.image_script.extend(script)
     outcome, _ = run(scaled_template, fake.base_url)
-    assert fake.count("/images/generations") == requests == outcome.metrics.attempts  # type: ignore[attr-defined]
+    assert fake.count("/images/generations") == requests == outcome.metrics.attempts
     if code is None:
-        assert outcome.error is None and outcome.image.data.startswith(b"\x89PNG")  # type: ignore[attr-defined]
+        assert outcome.error is None and outcome.image is not None and outcome.image.data.startswith(b"\x89PNG")
     else:
-        assert outcome.error.code == code  # type: ignore[attr-defined]
+        assert outcome.error is not None and outcome.error.code == code
 
 
 def test_stall_gives_up_at_the_budget_and_is_not_retried(fake: FakeModel, scaled_template: Template) -> None:
     fake.image_script.append(ImageBehaviour(delay_s=30))
     outcome, elapsed = run(scaled_template, fake.base_url, budget_ms=2000)
-    assert outcome.error.code == "IMAGE_TIMEOUT" and fake.count("/images/generations") == 1  # type: ignore[attr-defined]
+    assert outcome.error is not None and outcome.error.code == "IMAGE_TIMEOUT"
+    assert fake.count("/images/generations") == 1
     assert 2.0 <= elapsed <= 2.0 + LATE_S
 
 
@@ -57,5 +47,5 @@ def test_refused_connection_is_retried_then_reported(scaled_template: Template) 
     with FakeModel() as dead:
         url = dead.base_url
     outcome, _ = run(scaled_template, url)
-    assert outcome.error.code == "IMAGE_UPSTREAM_ERROR"  # type: ignore[attr-defined]
-    assert outcome.metrics.attempts == 3  # type: ignore[attr-defined]
+    assert outcome.error is not None and outcome.error.code == "IMAGE_UPSTREAM_ERROR"
+    assert outcome.metrics.attempts == 3

@@ -25,7 +25,7 @@ def test_scaled_override_set_passes() -> None:
 
 @pytest.mark.parametrize(("overrides", "inner", "outer"), [
     ({"RecipeIdleTimeoutMs": "140000"}, "RecipeIdleTimeoutMs = 140000", "RecipeTotalTimeoutMs = 140000"),
-    # The seed's accident: the setting's meaning changed, an old value stayed - here the total outgrows the Lambda.
+    # The old accident: a setting's meaning changed, an old value stayed - here the total outgrows the Lambda.
     ({"RecipeTotalTimeoutMs": "150000"}, "RecipeTotalTimeoutMs = 150000", "RecipeFunctionTimeout (ms) = 150000"),
     ({"RecipeFunctionTimeout": "120"}, "RecipeTotalTimeoutMs = 140000", "RecipeFunctionTimeout (ms) = 120000"),
     ({"StateMachineTimeout": "250"}, "worst-case path", "state machine TimeoutSeconds = 250"),

@@ -3,28 +3,19 @@
 from __future__ import annotations
 
 import itertools
-import time
 
 import httpx
 import pytest
 
-from chuixiang.deadline import Budget
-from chuixiang.recipe_stage import generate_recipe
-from chuixiang.settings import Settings
 from chuixiang_local.api_client import LocalApi
 from chuixiang_local.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
 from .conftest import LATE_S
 from .scenarios import SCENARIOS, Scenario
+from .stage_helpers import function_settings, run_recipe
 
 _dishes = itertools.count(1)
-
-
-def stage_settings(template: Template, base_url: str) -> Settings:
-    """The recipe function's settings exactly as the template sets its environment."""
-    env = {**template.function_by_dir("recipe").env, "MODEL_BASE_URL": base_url}
-    return Settings(**env)
 
 
 def assert_give_up(elapsed_s: float, scenario: Scenario, template: Template, budget_ms: int | None = None) -> None:
@@ -41,12 +32,8 @@ def assert_give_up(elapsed_s: float, scenario: Scenario, template: Template, bud
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
 def test_stage_alone(scenario: Scenario, fake: FakeModel, scaled_template: Template) -> None:
     fake.chat_script.extend(scenario.script)
-    settings = stage_settings(scaled_template, fake.base_url)
-    budget = Budget(scaled_template.function_by_dir("recipe").timeout_s * 1000, None)
-    started = time.monotonic()
-    with httpx.Client() as client:
-        outcome = generate_recipe(client, settings, "番茄炒蛋", budget, api_key="test-key")
-    elapsed = time.monotonic() - started
+    budget_ms = scaled_template.function_by_dir("recipe").timeout_s * 1000
+    outcome, elapsed = run_recipe(scaled_template, fake.base_url, budget_ms, api_key="test-key")
 
     assert fake.count("/chat/completions") == scenario.requests
     assert outcome.metrics.attempts == scenario.requests
@@ -89,31 +76,27 @@ def test_api_key_is_sent_as_bearer(fake: FakeModel, scaled_template: Template) -
     seen: list[str] = []
     original = fake.chat_script
     fake.chat_script.append(ChatBehaviour())
-    settings = stage_settings(scaled_template, fake.base_url)
 
     def hook(request: httpx.Request) -> None:
         seen.append(request.headers.get("authorization", ""))
 
-    with httpx.Client(event_hooks={"request": [hook]}) as client:
-        generate_recipe(client, settings, "番茄炒蛋", Budget(5000, None), api_key="sk-test")
+    run_recipe(scaled_template, fake.base_url, 5000, api_key="sk-test",
+               client=httpx.Client(event_hooks={"request": [hook]}))
     assert seen == ["Bearer sk-test"] and not original
 
 
 def test_connection_refused_is_retried_once(scaled_template: Template) -> None:
     with FakeModel() as dead:
         url = dead.base_url
-    settings = stage_settings(scaled_template, url)
-    with httpx.Client() as client:
-        outcome = generate_recipe(client, settings, "番茄炒蛋", Budget(5000, None), api_key=None)
+    outcome, _ = run_recipe(scaled_template, url, 5000)
     assert outcome.error is not None and outcome.error.code == "RECIPE_UPSTREAM_ERROR"
     assert outcome.metrics.attempts == 2
 
 
 def test_runaway_output_is_capped(fake: FakeModel, scaled_template: Template) -> None:
     fake.chat_script.append(ChatBehaviour(chunk_chars=1))
-    settings = stage_settings(scaled_template, fake.base_url).model_copy(update={"recipe_max_tokens": 10})
-    with httpx.Client() as client:
-        outcome = generate_recipe(client, settings, "番茄炒蛋", Budget(5000, None), api_key=None)
+    settings = function_settings(scaled_template, "recipe", fake.base_url).model_copy(update={"recipe_max_tokens": 10})
+    outcome, _ = run_recipe(scaled_template, fake.base_url, 5000, settings=settings)
     assert outcome.error is not None and outcome.error.code == "RECIPE_INVALID"
     assert "more than 40 chunks" in outcome.error.detail
     assert outcome.metrics.attempts == 1

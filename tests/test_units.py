@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from chuixiang.dish import InvalidDish, normalize_dish
 from chuixiang.errors import CATALOGUE, ErrorCode, StageError
-from chuixiang.recipe import parse_recipe
-from chuixiang.upstream import UpstreamFailure, decide_retry, retry_after_seconds
+from chuixiang.generation.recipe_format import parse_recipe
+from chuixiang.upstream.failures import (
+    ConnectionDropped,
+    IdleTimeout,
+    StatusError,
+    UpstreamError,
+    retry_after_seconds,
+)
+from chuixiang.upstream.retry import RetryPolicy, decide_retry
 from chuixiang_local.fake_model import make_png, recipe_for
 
 
@@ -40,7 +49,7 @@ def test_recipe_parses_with_fences_and_prose() -> None:
     lambda r: r.update(imagePrompt="  "),
     lambda r: r["nutrition"].update(fatG="lots"),
 ])
-def test_recipe_hard_validation(mutate) -> None:  # type: ignore[no-untyped-def]
+def test_recipe_hard_validation(mutate: Callable[[dict[str, Any]], None]) -> None:
     recipe = recipe_for("回锅肉")
     mutate(recipe)
     with pytest.raises(StageError) as err:
@@ -60,23 +69,26 @@ def test_every_code_has_a_chinese_message() -> None:
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in msg) for msg, _ in CATALOGUE.values())
 
 
-def _decide(failure: UpstreamFailure, **kw: float) -> bool:
-    args = {"attempt": 1, "max_attempts": 2, "elapsed_ms": 10, "window_ms": 500, "remaining_ms": 4000,
-            "needed_ms": 2000, "base_backoff_s": 0.1, **kw}
-    return decide_retry(failure, **args).retry  # type: ignore[arg-type]
+def _decide(failure: UpstreamError, *, attempt: int = 1, elapsed_ms: float = 10,
+            remaining_ms: float = 4000) -> bool:
+    policy = RetryPolicy(max_attempts=2, window_ms=500, min_attempt_ms=2000, base_backoff_s=0.1)
+    return decide_retry(failure, attempt=attempt, elapsed_ms=elapsed_ms, remaining_ms=remaining_ms,
+                        policy=policy).retry
 
 
 def test_retry_rule() -> None:
-    transient = UpstreamFailure("status", "503", transient=True, status=503)
+    transient = StatusError("503", status=503)
     assert _decide(transient)
     assert not _decide(transient, elapsed_ms=600)  # late
     assert not _decide(transient, attempt=2)  # one retry at most
     assert not _decide(transient, remaining_ms=1500)  # no room for a typical attempt
-    assert not _decide(UpstreamFailure("timeout", "idle"))  # timeouts never
-    assert not _decide(UpstreamFailure("reset", "mid", transient=False, content_started=True))
-    too_long = UpstreamFailure("status", "429", transient=True, status=429, retry_after_s=30)
+    assert not _decide(IdleTimeout("idle"))  # timeouts never
+    assert not _decide(ConnectionDropped("mid", bytes_received=10, content_started=True))
+    assert _decide(ConnectionDropped("before any byte"))
+    assert not _decide(StatusError("401", status=401))  # the request is refused, not the upstream down
+    too_long = StatusError("429", status=429, retry_after_s=30)
     assert not _decide(too_long)  # Retry-After does not fit the budget
-    fits = UpstreamFailure("status", "429", transient=True, status=429, retry_after_s=0.2)
+    fits = StatusError("429", status=429, retry_after_s=0.2)
     assert _decide(fits)
 
 

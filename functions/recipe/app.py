@@ -3,7 +3,7 @@
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from chuixiang import stages
+from chuixiang import steps
 from chuixiang.models import RecipeEvent
 from chuixiang.observability import logger, metrics, tracer
 
@@ -13,4 +13,4 @@ from chuixiang.observability import logger, metrics, tracer
 @metrics.log_metrics
 @event_parser(model=RecipeEvent)
 def lambda_handler(event: RecipeEvent, context: LambdaContext) -> dict:
-    return stages.run_recipe(event, context.get_remaining_time_in_millis).model_dump()
+    return steps.run_recipe(event, context.get_remaining_time_in_millis).model_dump()

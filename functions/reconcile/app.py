@@ -9,7 +9,7 @@ import json
 from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from chuixiang import stages
+from chuixiang import steps
 from chuixiang.observability import logger
 
 
@@ -18,5 +18,5 @@ from chuixiang.observability import logger
 def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict:
     detail = event.detail
     job_id = json.loads(detail.get("input") or "{}").get("jobId") or detail["name"]
-    changed = stages.reconcile(job_id, detail["status"])
+    changed = steps.reconcile(job_id, detail["status"])
     return {"jobId": job_id, "changed": changed}

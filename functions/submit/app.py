@@ -3,7 +3,7 @@
 from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from chuixiang import stages
+from chuixiang import steps
 from chuixiang.models import SubmitEvent
 from chuixiang.observability import logger, metrics, tracer
 
@@ -13,4 +13,4 @@ from chuixiang.observability import logger, metrics, tracer
 @metrics.log_metrics
 @event_parser(model=SubmitEvent)
 def lambda_handler(event: SubmitEvent, context: LambdaContext) -> dict:
-    return stages.submit(event).model_dump()
+    return steps.submit(event).model_dump()

@@ -9,21 +9,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from chuixiang.job_status import is_terminal
+
+from .context import LocalContext
 from .engine import LocalCloud
 from .template import REPO_ROOT
-
-TERMINAL = ("SUCCEEDED", "FAILED")
-
-
-class _Context:
-    function_name = "api"
-    memory_limit_in_mb = 256
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:api"
-    aws_request_id = "local"
-
-    @staticmethod
-    def get_remaining_time_in_millis() -> int:
-        return 10_000
 
 
 def http_event(method: str, path: str, body: str | None = None,
@@ -57,7 +47,10 @@ class LocalApi:
                 headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
         if os.environ.get("AWS_ENDPOINT_URL") != self.cloud.endpoint:  # another local cloud ran since
             self.cloud.activate_api_environment()
-        resp = self.handler(http_event(method, path, body, headers), _Context())
+        spec = self.cloud.template.function_by_dir("api")
+        context = LocalContext(spec.name, spec.memory_mb, "local", int(time.time() * 1000) + spec.timeout_s * 1000,
+                               spec.arn)
+        resp = self.handler(http_event(method, path, body, headers), context)
         return resp["statusCode"], json.loads(resp["body"])
 
     def post_dish(self, dish: Any, idempotency_key: str | None = None) -> tuple[int, dict[str, Any]]:
@@ -78,6 +71,6 @@ class LocalApi:
             if state != last and on_change:
                 on_change(doc)
             last = state
-            if doc.get("status") in TERMINAL or time.monotonic() > end:
+            if is_terminal(doc.get("status")) or time.monotonic() > end:
                 return doc
             time.sleep(poll_s)

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from .api_client import LocalApi
 from .engine import EngineError, LocalCloud
 from .fake_model import FakeModel
-from .ladder import build_ladder, check_or_raise
+from .ladder import build_ladder, check_or_raise, markdown_table
 from .template import REPO_ROOT, ConfigError, Template, parse_overrides
 
 WORK_DIR = REPO_ROOT / ".chuixiang"
@@ -110,8 +110,9 @@ def cmd_invoke(args: argparse.Namespace) -> int:
 
 
 def cmd_ladder(args: argparse.Namespace) -> int:
-    ladder = build_ladder(Template(parse_overrides(args.parameter_overrides)))
-    print(ladder.render())
+    template = Template(parse_overrides(args.parameter_overrides))
+    ladder = build_ladder(template)
+    print(markdown_table(template) if args.markdown else ladder.render())
     if not ladder.ok:
         for line in ladder.failures():
             print(f"error: {line}", file=sys.stderr)
@@ -152,6 +153,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_invoke)
 
     p = sub.add_parser("ladder", help="print and check the timeout ladder")
+    p.add_argument("--markdown", action="store_true", help="print the ladder as the README's table")
     common(p, model=False)
     p.set_defaults(func=cmd_ladder)
     return ap

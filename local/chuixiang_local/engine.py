@@ -28,8 +28,9 @@ from typing import Any, TextIO
 
 import boto3
 
-from chuixiang.jobs import JobStore
+from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
+from chuixiang.stores.jobs import JobStore
 
 from .invoker import Invocation, invoke
 from .template import ACCOUNT, REGION, FunctionSpec, Template
@@ -229,7 +230,7 @@ class LocalCloud:
         """The layer's own JobStore over this cloud's table (for the runner and tests)."""
         table = boto3.resource("dynamodb", endpoint_url=self.endpoint, region_name=REGION,
                                aws_access_key_id="testing", aws_secret_access_key="testing").Table(self.table_name)
-        return JobStore(Settings(JOBS_TABLE=self.table_name), table)
+        return JobStore(Settings.model_validate({"JOBS_TABLE": self.table_name}), table)
 
     def seed_job_for(self, event: Any) -> None:
         """A stage event names a job the fresh local table does not have: create it RUNNING,
@@ -239,7 +240,7 @@ class LocalCloud:
         store = self.job_store()
         if store.get(event["jobId"]) is None:
             store.create(event["jobId"], event["dish"].strip())
-            store.update(event["jobId"], status="RUNNING", stage="recipe")
+            store.update(event["jobId"], status=JobStatus.RUNNING, stage=JobStage.RECIPE)
 
     def function(self, logical_id: str) -> FunctionSpec:
         return self.functions[logical_id]

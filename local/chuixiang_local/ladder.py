@@ -1,27 +1,36 @@
-"""The timeout ladder as checked data (DESIGN §3).
+"""The timeout ladder as checked data.
 
 Reads ``template.yaml`` and the ASL after parameter overrides, computes every
 limit and the worst case of every path through the state machine (Lambda
 service-error retries add their back-off only: the function never ran), and
 refuses any inner limit that is not strictly inside its outer one with margin.
+Which limit encloses which is declared once, in :mod:`chuixiang.timeouts`.
 ``cook`` and ``serve`` run this before anything starts; so does ``make test``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chuixiang.ladder_rules import (  # the layer package is the one source of these rules
+from chuixiang.timeouts import (  # the layer package is the one source of these rules
+    BY_PARAMETER,
+    LIMITS,
+    SAFETY_MARGIN_S,
+    STATE_MACHINE,
     STATE_TIMEOUT_MARGIN_S,
-    finish_margin_ms,
+    Limit,
+    Margin,
+    Unit,
+    required_margin_ms,
     state_timeout_seconds,
 )
 
-from .template import ConfigError, Template
+from .template import ConfigError, FunctionSpec, Template
 
-#: Worst-case path must leave this much of the state machine timeout unused.
-PATH_MARGIN_S = 5.0
+#: Limits whose value the ladder reads from the ASL itself (after substitution), and how it names them.
+ASL_LABELS = {STATE_MACHINE.parameter: "state machine TimeoutSeconds"}
 LAMBDA_SERVICE_ERRORS = {"Lambda.ServiceException", "Lambda.AWSLambdaException",
                          "Lambda.SdkClientException", "Lambda.TooManyRequestsException"}
 DEFAULT_TASK_TIMEOUT = 99999999
@@ -101,31 +110,24 @@ def retry_backoff(retriers: list[dict[str, Any]]) -> tuple[float, int]:
 
 
 def build_ladder(template: Template) -> Ladder:
-    p = template.number
     ladder = Ladder()
     functions = template.functions()
     by_arn = {spec.arn: spec for spec in functions.values()}
     _, _, asl = template.state_machine()
     sm_timeout = float(asl.get("TimeoutSeconds", 0) or 0)
-    recipe_fn = template.function_by_dir("recipe")
-    image_fn = template.function_by_dir("image")
-    idle_ms, total_ms = p("RecipeIdleTimeoutMs"), p("RecipeTotalTimeoutMs")
-    give_up = p("ClientGiveUpSeconds")
 
-    ladder.limits = [
-        ("stream idle (RecipeIdleTimeoutMs)", f"{idle_ms:g} ms"),
-        ("stream total (RecipeTotalTimeoutMs)", f"{total_ms:g} ms"),
-        ("recipe retry window (RecipeRetryWindowMs)", f"{p('RecipeRetryWindowMs'):g} ms"),
-        ("image retry window (ImageRetryWindowMs)", f"{p('ImageRetryWindowMs'):g} ms"),
-        *[(f"{s.logical_id} Timeout", f"{s.timeout_s} s") for s in functions.values()],
-        ("state machine TimeoutSeconds", f"{sm_timeout:g} s"),
-        ("client gives up (ClientGiveUpSeconds)", f"{give_up:g} s"),
-    ]
+    def value(limit: Limit) -> float:
+        if limit.parameter == STATE_MACHINE.parameter:
+            return sm_timeout
+        return template.number(limit.parameter)
 
+    state_functions: dict[str, FunctionSpec] = {}
     for name, state in asl["States"].items():
         if state["Type"] != "Task":
             continue
         fn = by_arn.get(state.get("Parameters", {}).get("FunctionName", ""))
+        if fn is not None:
+            state_functions[name] = fn
         backoff, attempts = retry_backoff(state.get("Retry", []))
         if "TimeoutSecondsPath" in state:
             if fn is None:
@@ -148,20 +150,66 @@ def build_ladder(template: Template) -> Ladder:
                     ladder.problems.append(f"{name} retries {sorted(extra)}: Lambda tasks may retry only "
                                            f"Lambda service errors (the stage handles its own retries)")
 
-    recipe_margin_ms = finish_margin_ms(recipe_fn.timeout_s * 1000)
-    ladder.checks += [
-        Check("RecipeIdleTimeoutMs", idle_ms, "RecipeTotalTimeoutMs", total_ms, 1, "ms"),
-        Check("RecipeRetryWindowMs", p("RecipeRetryWindowMs"), "RecipeTotalTimeoutMs", total_ms, 1, "ms"),
-        Check("RecipeTotalTimeoutMs", total_ms, "RecipeFunctionTimeout (ms)", recipe_fn.timeout_s * 1000,
-              recipe_margin_ms, "ms"),
-        Check("ImageRetryWindowMs", p("ImageRetryWindowMs"), "ImageFunctionTimeout (ms)",
-              image_fn.timeout_s * 1000, finish_margin_ms(image_fn.timeout_s * 1000), "ms"),
-    ]
+    ladder.limits = [(f"{limit.title} ({limit.parameter})",
+                      f"{value(limit):g} {limit.unit}") for limit in LIMITS]
+    ladder.limits += [(f"{s.logical_id} Timeout", f"{s.timeout_s} s") for s in functions.values()]
+
+    for limit in LIMITS:
+        if limit.inside_state:
+            fn = state_functions.get(limit.inside_state)
+            if fn is None:
+                ladder.problems.append(f"{limit.parameter}: no Lambda task state {limit.inside_state}")
+            elif fn.timeout_s != value(limit):
+                ladder.problems.append(f"{fn.logical_id} Timeout = {fn.timeout_s} s is not {limit.parameter} "
+                                       f"= {value(limit):g} s (the template must !Ref the parameter)")
+        if limit.inside:
+            ladder.checks.append(enclosure_check(limit, BY_PARAMETER[limit.inside], value))
+
     ladder.worst_path, ladder.worst_path_s = _worst_path(asl, ladder.states)
-    ladder.checks.append(Check("worst-case path", ladder.worst_path_s, "state machine TimeoutSeconds",
-                               sm_timeout, PATH_MARGIN_S, "s"))
-    ladder.checks.append(Check("state machine TimeoutSeconds", sm_timeout, "ClientGiveUpSeconds", give_up, 5, "s"))
+    ladder.checks.append(Check("worst-case path", ladder.worst_path_s, ASL_LABELS[STATE_MACHINE.parameter],
+                               sm_timeout, SAFETY_MARGIN_S, "s"))
     return ladder
+
+
+def _label(limit: Limit) -> str:
+    return ASL_LABELS.get(limit.parameter, limit.parameter)
+
+
+def enclosure_check(inner: Limit, outer: Limit, value: Callable[[Limit], float]) -> Check:
+    """``inner`` must sit inside ``outer`` by its declared margin, compared in ``inner``'s unit."""
+    per_unit = 1000.0 if inner.unit is Unit.S else 1.0
+    outer_value = outer.unit.to_ms(value(outer)) / per_unit
+    outer_label = _label(outer) if outer.unit is inner.unit else f"{_label(outer)} ({inner.unit})"
+    margin = required_margin_ms(inner, outer_value * per_unit) / per_unit
+    return Check(_label(inner), value(inner), outer_label, outer_value, margin, str(inner.unit))
+
+
+def markdown_table(template: Template) -> str:
+    """The README's ladder table: every declared limit, the fixed state timeouts, the worst path."""
+    ladder = build_ladder(template)
+    rows = ["| limit | parameter → env | default | must stay inside |", "|---|---|---|---|"]
+    for limit in LIMITS:
+        env = f" → `{limit.env}`" if limit.env else ""
+        default = f"{template.number(limit.parameter):g} {limit.unit}"
+        rows.append(f"| **{limit.title}**: {limit.meaning} | `{limit.parameter}`{env} | {default} | "
+                    f"{_inside_text(limit)} |")
+    for state in ladder.states.values():
+        if state.source == "TimeoutSeconds":
+            rows.append(f"| `{state.name}` state (direct integration or fixed) | ASL `TimeoutSeconds` | "
+                        f"{state.timeout_s:g} s | worst path |")
+    rows.append(f"| worst path: {' → '.join(ladder.worst_path)} (+ Lambda service-error back-offs) | computed | "
+                f"{ladder.worst_path_s:g} s | < `{STATE_MACHINE.parameter}` − {SAFETY_MARGIN_S} s |")
+    return "\n".join(rows)
+
+
+def _inside_text(limit: Limit) -> str:
+    if limit.inside_state:
+        return f"< `{limit.inside_state}` state = Timeout + {STATE_TIMEOUT_MARGIN_S} s (`TimeoutSecondsPath`)"
+    if not limit.inside:
+        return "outermost"
+    margin = {Margin.STRICT: "", Margin.SAFETY: f" − {SAFETY_MARGIN_S} s",
+              Margin.FINISH: " − finish margin"}[limit.margin]
+    return f"< `{limit.inside}`{margin}"
 
 
 def _worst_path(asl: dict[str, Any], states: dict[str, StateLimit]) -> tuple[list[str], float]:

@@ -12,24 +12,9 @@ import importlib
 import json
 import os
 import sys
-import time
 import traceback
-from dataclasses import dataclass
 
-
-@dataclass
-class LocalContext:
-    function_name: str
-    memory_limit_in_mb: int
-    aws_request_id: str
-    deadline_ms: int
-    invoked_function_arn: str = ""
-    function_version: str = "$LATEST"
-    log_group_name: str = "local"
-    log_stream_name: str = "local"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, self.deadline_ms - int(time.time() * 1000))
+from chuixiang_local.context import LocalContext
 
 
 def main() -> None:

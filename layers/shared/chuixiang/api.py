@@ -29,11 +29,13 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .errors import ErrorCode, message_for
-from .images import ImageStore
-from .jobs import JobStore, past_deadline, render
+from .job_status import JobStatus
 from .models import CreateRecipeRequest, CreateRecipeResponse, JobDocument
 from .observability import logger
 from .settings import get_settings
+from .stores.images import ImageStore
+from .stores.jobs import JobStore, past_deadline, render
+from .timeouts import STATE_MACHINE
 
 R = TypeVar("R", bound=ApiGatewayResolver)
 JOB_ID = re.compile(r"^[0-9a-f-]{8,64}$")
@@ -132,7 +134,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
         logger.exception("StartExecution failed")
         store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
         raise JobStartError(str(exc)) from exc
-    return CreateRecipeResponse(jobId=job_id, status="PENDING", pollAfterMs=POLL_AFTER_MS).model_dump()
+    return CreateRecipeResponse(jobId=job_id, status=JobStatus.PENDING, pollAfterMs=POLL_AFTER_MS).model_dump()
 
 
 @lru_cache(maxsize=4)
@@ -164,7 +166,7 @@ def load_job_document(job_id: str) -> JobDocument | None:
     item = store.get(job_id)
     if item is None:
         return None
-    if past_deadline(item, settings.job_timeout_s):
+    if past_deadline(item, STATE_MACHINE.of(settings)):
         store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled by GET after deadlineAt")
         item = store.get(job_id) or item
     url = ImageStore(settings).url(item["imageKey"]) if item.get("imageKey") else None

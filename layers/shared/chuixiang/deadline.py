@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .clock import now_utc
-from .ladder_rules import finish_margin_ms
+from .timeouts import finish_margin_ms
 
 
 @dataclass(frozen=True)
@@ -23,10 +23,6 @@ class Deadline:
 
     def remaining_ms(self) -> float:
         return (self.at - time.monotonic()) * 1000
-
-    @property
-    def expired(self) -> bool:
-        return time.monotonic() >= self.at
 
 
 class Budget:

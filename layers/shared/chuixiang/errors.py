@@ -3,7 +3,8 @@
 The mini-program switches on ``code``; ``message`` is what a user reads, so it
 is a short Chinese sentence that says what to do. The catalogue is the single
 source of messages: the state machine stores only codes (plus an internal
-``detail``), and the job document is rendered from this table.
+``detail``, clipped by :func:`clip_detail`), and the job document is rendered
+from this table.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ def retryable_default(code: str) -> bool:
         return CATALOGUE[ErrorCode(code)][1]
     except ValueError:
         return True
+
+
+#: Longest internal ``detail`` stored in a job item or a state's output.
+MAX_DETAIL_CHARS = 500
+
+
+def clip_detail(detail: str) -> str:
+    return detail[:MAX_DETAIL_CHARS]
 
 
 class StageError(Exception):

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .dish import normalize_dish
-
-JobStatus = Literal["PENDING", "RUNNING", "SUCCEEDED", "FAILED"]
-Stage = Literal["submit", "recipe", "image", "done"]
+from .job_status import JobStage, JobStatus
 
 
 class CreateRecipeRequest(BaseModel):
@@ -139,7 +137,7 @@ class JobDocument(BaseModel):
     jobId: str
     dish: str
     status: JobStatus
-    stage: Stage
+    stage: JobStage
     recipe: dict[str, Any] | None = None
     image: ImageRef | None = None
     imageError: ImageErrorInfo | None = None

@@ -10,7 +10,7 @@ import os
 
 from aws_lambda_powertools.utilities import parameters
 
-from .settings import Settings
+from ..settings import Settings
 
 
 def model_api_key(settings: Settings) -> str | None:

@@ -1,6 +1,8 @@
 """The jobs table: job items, the recipe cache, and rendering the public job document.
 
-One table holds both kinds of item (``pk = JOB#<id>`` and ``pk = DISH#<dish>``).
+One table holds both kinds of item (``pk = JOB#<id>`` and ``pk = DISH#<dish>``;
+the ASL's direct DynamoDB updates spell ``JOB#`` too, and Powertools
+Idempotency keeps its records here under its own keys).
 Terminal transitions are conditional on the job not being terminal yet, so
 whichever of the state machine, the EventBridge reconciler or ``GET`` gets there
 first wins and the others become no-ops.
@@ -18,12 +20,11 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from .clock import iso, now_utc, parse_iso
-from .errors import ErrorCode, message_for, retryable_default
-from .models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
-from .settings import Settings
-
-TERMINAL = ("SUCCEEDED", "FAILED")
+from ..clock import iso, now_utc, parse_iso
+from ..errors import ErrorCode, clip_detail, message_for, retryable_default
+from ..job_status import JobStage, JobStatus, is_terminal
+from ..models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
+from ..settings import Settings
 
 
 def job_key(job_id: str) -> dict[str, str]:
@@ -49,6 +50,14 @@ def from_dynamo(value: Any) -> Any:
     return value
 
 
+def _set_expression(fields: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """``SET`` the given top-level fields and ``updatedAt``, with placeholder names and values."""
+    fields = {**fields, "updatedAt": iso(now_utc())}
+    names = {f"#f{i}": k for i, k in enumerate(fields)}
+    values = {f":v{i}": to_dynamo(v) for i, v in enumerate(fields.values())}
+    return "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields))), names, values
+
+
 @lru_cache(maxsize=4)
 def _table(name: str, endpoint: str | None) -> Any:
     """One resource per container (creating one costs ~100 ms); keyed by endpoint for local runs."""
@@ -68,8 +77,8 @@ class JobStore:
             **job_key(job_id),
             "jobId": job_id,
             "dish": dish,
-            "status": "PENDING",
-            "stage": "submit",
+            "status": JobStatus.PENDING.value,
+            "stage": JobStage.SUBMIT.value,
             "createdAt": iso(now),
             "updatedAt": iso(now),
             "metrics": {},
@@ -80,14 +89,11 @@ class JobStore:
 
     def update(self, job_id: str, only_if_active: bool = True, **fields: Any) -> bool:
         """SET the given top-level fields (plus ``updatedAt``); False if the job is terminal."""
-        fields["updatedAt"] = iso(now_utc())
-        names = {f"#f{i}": k for i, k in enumerate(fields)}
-        values = {f":v{i}": to_dynamo(v) for i, v in enumerate(fields.values())}
-        expr = "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields)))
+        expr, names, values = _set_expression(fields)
         kwargs: dict[str, Any] = {}
         if only_if_active:
             names["#status"] = "status"
-            values[":succeeded"], values[":failed"] = TERMINAL
+            values[":succeeded"], values[":failed"] = JobStatus.SUCCEEDED.value, JobStatus.FAILED.value
             kwargs["ConditionExpression"] = (
                 "attribute_exists(pk) AND NOT #status IN (:succeeded, :failed)"
             )
@@ -119,8 +125,8 @@ class JobStore:
         """Make a non-terminal job FAILED; a terminal one is left as it is."""
         return self.update(
             job_id,
-            status="FAILED",
-            error={"code": code.value, "detail": detail[:500], "retryable": retryable_default(code)},
+            status=JobStatus.FAILED,
+            error={"code": code.value, "detail": clip_detail(detail), "retryable": retryable_default(code)},
         )
 
     # --- the recipe cache ----------------------------------------------------------------
@@ -130,15 +136,9 @@ class JobStore:
         return from_dynamo(item) if item and item.get("recipe") else None
 
     def put_cache(self, dish: str, **fields: Any) -> None:
-        fields["updatedAt"] = iso(now_utc())
-        names = {f"#f{i}": k for i, k in enumerate(fields)}
-        values = {f":v{i}": to_dynamo(v) for i, v in enumerate(fields.values())}
-        self.table.update_item(
-            Key=dish_key(dish),
-            UpdateExpression="SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields))),
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-        )
+        expr, names, values = _set_expression(fields)
+        self.table.update_item(Key=dish_key(dish), UpdateExpression=expr, ExpressionAttributeNames=names,
+                               ExpressionAttributeValues=values)
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -148,7 +148,7 @@ class JobStore:
 
 
 def render(item: dict[str, Any], image_url: str | None) -> JobDocument:
-    """The public job document of DESIGN §5 from a stored item (internals dropped)."""
+    """The public job document (``GET /recipes/{jobId}``) from a stored item (internals dropped)."""
     error = item.get("error")
     image_error = item.get("imageError")
     key = item.get("imageKey")
@@ -156,7 +156,7 @@ def render(item: dict[str, Any], image_url: str | None) -> JobDocument:
         jobId=item["jobId"],
         dish=item["dish"],
         status=item["status"],
-        stage=item.get("stage", "submit"),
+        stage=item.get("stage", JobStage.SUBMIT),
         recipe=item.get("recipe"),
         image=ImageRef(url=image_url, key=key) if key and image_url else None,
         imageError=(
@@ -182,7 +182,7 @@ def render(item: dict[str, Any], image_url: str | None) -> JobDocument:
 
 def past_deadline(item: dict[str, Any], job_timeout_s: int) -> bool:
     """A non-terminal job whose time is up: its ``deadlineAt``, or (never started) creation + timeout."""
-    if item.get("status") in TERMINAL:
+    if is_terminal(item.get("status")):
         return False
     if item.get("deadlineAt"):
         deadline = parse_iso(item["deadlineAt"])

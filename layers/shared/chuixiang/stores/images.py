@@ -14,11 +14,12 @@ from typing import Any
 
 import boto3
 
-from .settings import Settings
+from ..settings import Settings
 
 
-def image_key(job_id: str) -> str:
-    return f"images/{job_id}.png"
+def image_key(job_id: str, extension: str) -> str:
+    """Where a job's picture lives (the bucket lifecycle rule and IAM statements use the prefix)."""
+    return f"images/{job_id}.{extension}"
 
 
 @lru_cache(maxsize=4)

@@ -1,8 +1,8 @@
-"""What each state-machine Lambda does, independent of the Lambda plumbing.
+"""The steps the state machine runs: one function per Lambda task, free of Lambda plumbing.
 
-The handlers in ``functions/*/app.py`` only parse the event, pass the remaining
-execution time and serialise the result; everything here is plain Python that
-tests can call directly.
+The handlers in ``functions/*/app.py`` only parse the event, pass the context's
+clock and serialise the result; everything here is plain Python that tests can
+call directly.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from aws_lambda_powertools.metrics import MetricUnit
 from .clock import iso, now_utc, parse_iso
 from .deadline import Budget
 from .dish import InvalidDish, normalize_dish
-from .errors import ErrorCode
-from .image_stage import generate_image
-from .images import ImageStore
-from .jobs import JobStore
-from .ladder_rules import state_timeout_seconds
+from .errors import ErrorCode, StageError, clip_detail
+from .generation.image import ImageLimits, generate_image
+from .generation.recipe import RecipeLimits, generate_recipe
+from .job_status import JobStage, JobStatus
 from .models import (
     ImageEvent,
     ImageResult,
@@ -33,9 +32,12 @@ from .models import (
     SubmitResult,
 )
 from .observability import logger, metrics
-from .recipe_stage import generate_recipe
-from .secrets import model_api_key
 from .settings import Settings, get_settings
+from .stores.images import ImageStore, image_key
+from .stores.jobs import JobStore
+from .stores.secrets import model_api_key
+from .timeouts import IMAGE_FUNCTION, RECIPE_FUNCTION, STATE_MACHINE, state_timeout_seconds
+from .upstream.endpoint import ModelEndpoint
 
 
 @lru_cache(maxsize=1)
@@ -48,26 +50,35 @@ def job_store(settings: Settings | None = None) -> JobStore:
     return JobStore(settings or get_settings())
 
 
+def _failure(error: StageError) -> StageFailure:
+    return StageFailure(code=error.code, detail=clip_detail(error.detail), retryable=error.retryable)
+
+
+def _budget(remaining_ms: Callable[[], float], deadline_at: str | None) -> Budget:
+    return Budget(remaining_ms(), parse_iso(deadline_at) if deadline_at else None)
+
+
 def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
     settings = get_settings()
     store = store or job_store(settings)
     timeouts = {
-        "recipe": state_timeout_seconds(settings.recipe_function_timeout_s),
-        "image": state_timeout_seconds(settings.image_function_timeout_s),
+        "recipe": state_timeout_seconds(RECIPE_FUNCTION.of(settings)),
+        "image": state_timeout_seconds(IMAGE_FUNCTION.of(settings)),
     }
     if store.get(event.jobId) is None:  # started without the API (console, replay)
         store.create(event.jobId, str(event.dish)[:200])
     try:
         dish = normalize_dish(event.dish)
     except InvalidDish as exc:
-        failure = StageFailure(code=ErrorCode.INVALID_DISH, detail=str(exc), retryable=False)
+        failure = _failure(StageError(ErrorCode.INVALID_DISH, str(exc), retryable=False))
         return SubmitResult(jobId=event.jobId, valid=False, error=failure.model_dump(), stateTimeouts=timeouts)
     started = parse_iso(event.executionStartTime) if event.executionStartTime else now_utc()
-    deadline_at = iso(started + timedelta(seconds=settings.job_timeout_s))
-    fields: dict[str, Any] = {"status": "RUNNING", "stage": "recipe", "dish": dish, "deadlineAt": deadline_at}
+    deadline_at = iso(started + timedelta(seconds=STATE_MACHINE.of(settings)))
+    fields: dict[str, Any] = {"status": JobStatus.RUNNING, "stage": JobStage.RECIPE, "dish": dish,
+                              "deadlineAt": deadline_at}
     cached = store.cached(dish)
     if cached:
-        fields.update(stage="done", recipe=cached["recipe"])
+        fields.update(stage=JobStage.DONE, recipe=cached["recipe"])
         if cached.get("imageKey"):
             fields["imageKey"] = cached["imageKey"]
     store.update(event.jobId, **fields)
@@ -82,10 +93,10 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
     so the budget is what is really left and the finishing margin only has to cover the writes."""
     settings = get_settings()
     store = store or job_store(settings)
-    api_key = model_api_key(settings)
-    budget = Budget(remaining_ms(), parse_iso(event.deadlineAt) if event.deadlineAt else None)
-    outcome = generate_recipe(http_client(), settings, event.dish, budget, api_key)
-    store.set_metrics(event.jobId, "recipe", outcome.metrics.model_dump(exclude_none=True))
+    endpoint = ModelEndpoint(settings.model_base_url, settings.recipe_model, model_api_key(settings))
+    limits = RecipeLimits.from_settings(settings)
+    outcome = generate_recipe(http_client(), endpoint, limits, event.dish, _budget(remaining_ms, event.deadlineAt))
+    store.set_metrics(event.jobId, JobStage.RECIPE, outcome.metrics.model_dump(exclude_none=True))
     m = outcome.metrics
     metrics.add_metric(name="RecipeAttempts", unit=MetricUnit.Count, value=m.attempts)
     metrics.add_metric(name="RecipeTotalMs", unit=MetricUnit.Milliseconds, value=m.totalMs)
@@ -98,11 +109,10 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
         metrics.add_metric(name="RecipeFailed", unit=MetricUnit.Count, value=1)
         metrics.add_metadata(key="errorCode", value=err.code.value)
         logger.warning("recipe failed", extra={"code": err.code.value, "detail": err.detail})
-        return RecipeResult(ok=False, error=StageFailure(code=err.code, detail=err.detail[:500],
-                                                         retryable=err.retryable))
+        return RecipeResult(ok=False, error=_failure(err))
     assert outcome.recipe is not None
     recipe = outcome.recipe.model_dump(mode="json")
-    store.update(event.jobId, recipe=recipe, stage="image")
+    store.update(event.jobId, recipe=recipe, stage=JobStage.IMAGE)
     store.put_cache(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
     return RecipeResult(ok=True, imagePrompt=outcome.recipe.imagePrompt)
@@ -113,21 +123,21 @@ def run_image(event: ImageEvent, remaining_ms: Callable[[], float], store: JobSt
     settings = get_settings()
     store = store or job_store(settings)
     images = images or ImageStore(settings)
-    api_key = model_api_key(settings)
-    budget = Budget(remaining_ms(), parse_iso(event.deadlineAt) if event.deadlineAt else None)
-    outcome = generate_image(http_client(), settings, event.imagePrompt, budget, api_key)
-    store.set_metrics(event.jobId, "image", outcome.metrics.model_dump())
+    endpoint = ModelEndpoint(settings.model_base_url, settings.image_model, model_api_key(settings))
+    limits = ImageLimits.from_settings(settings)
+    outcome = generate_image(http_client(), endpoint, limits, event.imagePrompt,
+                             _budget(remaining_ms, event.deadlineAt))
+    store.set_metrics(event.jobId, JobStage.IMAGE, outcome.metrics.model_dump())
     metrics.add_metric(name="ImageAttempts", unit=MetricUnit.Count, value=outcome.metrics.attempts)
     metrics.add_metric(name="ImageTotalMs", unit=MetricUnit.Milliseconds, value=outcome.metrics.totalMs)
     if outcome.error is not None:
         err = outcome.error
         metrics.add_metric(name="ImageFailed", unit=MetricUnit.Count, value=1)
         logger.warning("image failed", extra={"code": err.code.value, "detail": err.detail})
-        store.update(event.jobId, imageError={"code": err.code.value, "detail": err.detail[:500]})
-        return ImageResult(ok=False, error=StageFailure(code=err.code, detail=err.detail[:500],
-                                                        retryable=err.retryable))
+        store.update(event.jobId, imageError={"code": err.code.value, "detail": clip_detail(err.detail)})
+        return ImageResult(ok=False, error=_failure(err))
     assert outcome.image is not None
-    key = f"images/{event.jobId}.{outcome.image.extension}"
+    key = image_key(event.jobId, outcome.image.extension)
     images.put(key, outcome.image.data, outcome.image.content_type)
     store.update(event.jobId, imageKey=key)
     if event.dish:

@@ -1,0 +1,150 @@
+"""Generate a recipe: stream the model within the budget, retry only early transient failures.
+
+A timeout is ``RECIPE_TIMEOUT``; HTTP errors, refused or dropped connections and
+``error`` objects are ``RECIPE_UPSTREAM_ERROR``; output with no content
+(reasoning only) is ``RECIPE_EMPTY``; truncation at ``length``, broken JSON or a
+failed validation is ``RECIPE_INVALID``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ..deadline import Budget, Deadline
+from ..errors import ErrorCode, StageError
+from ..models import RecipeMetrics
+from ..settings import Settings
+from ..timeouts import RECIPE_IDLE, RECIPE_RETRY_WINDOW, RECIPE_TOTAL, TYPICAL_ATTEMPT_FRACTION
+from ..upstream.chat import Completion, StreamLimits, read_chat_completion
+from ..upstream.endpoint import ModelEndpoint
+from ..upstream.failures import (
+    ConnectFailed,
+    ConnectionDropped,
+    EmptyAnswer,
+    InvalidAnswer,
+    StatusError,
+    StreamError,
+    UpstreamError,
+    UpstreamTimeout,
+    code_for,
+)
+from ..upstream.retry import Attempt, RetryPolicy, run_attempts
+from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe
+
+#: The recipe stage's error code for each kind of upstream failure.
+CODES: dict[type[UpstreamError], ErrorCode] = {
+    UpstreamTimeout: ErrorCode.RECIPE_TIMEOUT,
+    ConnectFailed: ErrorCode.RECIPE_UPSTREAM_ERROR,
+    ConnectionDropped: ErrorCode.RECIPE_UPSTREAM_ERROR,
+    StatusError: ErrorCode.RECIPE_UPSTREAM_ERROR,
+    StreamError: ErrorCode.RECIPE_UPSTREAM_ERROR,
+    InvalidAnswer: ErrorCode.RECIPE_INVALID,
+    EmptyAnswer: ErrorCode.RECIPE_EMPTY,
+}
+
+
+@dataclass(frozen=True)
+class RecipeLimits:
+    """Everything that bounds one recipe generation, built once from the settings."""
+
+    total_ms: float
+    stream: StreamLimits
+    retry: RetryPolicy
+    max_tokens: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RecipeLimits:
+        total_ms = RECIPE_TOTAL.of(settings)
+        return cls(
+            total_ms=total_ms,
+            stream=StreamLimits(idle_s=RECIPE_IDLE.of(settings) / 1000, max_chunks=settings.recipe_max_tokens * 4),
+            retry=RetryPolicy(max_attempts=2, window_ms=RECIPE_RETRY_WINDOW.of(settings),
+                              min_attempt_ms=total_ms * TYPICAL_ATTEMPT_FRACTION),
+            max_tokens=settings.recipe_max_tokens,
+        )
+
+
+@dataclass
+class RecipeOutcome:
+    recipe: Recipe | None
+    error: StageError | None
+    metrics: RecipeMetrics = field(default_factory=RecipeMetrics)
+
+
+def chat_payload(model: str, dish: str, max_tokens: int) -> dict[str, Any]:
+    return {
+        "model": model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": max_tokens,
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"菜名：{dish}"},
+        ],
+    }
+
+
+def to_recipe(completion: Completion) -> Recipe:
+    """Turn a finished completion into a recipe or a classified failure."""
+    if not completion.content.strip():
+        why = "reasoning only" if completion.reasoning_chars else "no content"
+        raise EmptyAnswer(f"{why} (finish_reason={completion.finish_reason})")
+    if completion.finish_reason == "length":
+        raise InvalidAnswer(f"cut short at max_tokens after {len(completion.content)} chars")
+    try:
+        return parse_recipe(completion.content)
+    except StageError as exc:
+        raise InvalidAnswer(exc.detail) from None
+
+
+def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: RecipeLimits, dish: str,
+                    budget: Budget) -> RecipeOutcome:
+    url = endpoint.url("/chat/completions")
+    headers = endpoint.headers(Accept="text/event-stream")
+    payload = chat_payload(endpoint.model, dish, limits.max_tokens)
+    outcome = RecipeOutcome(None, None)
+    started = time.monotonic()
+
+    def call(attempt: Attempt) -> Recipe:
+        deadline = budget.attempt(limits.total_ms)
+        attempt.fields["deadline_bound_by"] = deadline.bound_by
+        completion: Completion | None = None
+        try:
+            completion = read_chat_completion(client, url, payload, headers, limits=limits.stream, deadline=deadline)
+            attempt.status = completion.http_status
+            return to_recipe(completion)
+        except UpstreamError as failure:
+            completion = completion or failure.measured
+            raise
+        finally:
+            _fill(outcome.metrics, attempt, started, completion, deadline)
+
+    attempts = run_attempts(call, upstream="chat.completions", policy=limits.retry, budget=budget)
+    outcome.recipe = attempts.result
+    if attempts.failure is not None:
+        failure = attempts.failure
+        retryable = not (isinstance(failure, StatusError) and failure.client_error)
+        outcome.error = StageError(code_for(failure, CODES), str(failure), retryable=retryable)
+    return outcome
+
+
+def _fill(metrics: RecipeMetrics, attempt: Attempt, started: float, c: Completion | None,
+          deadline: Deadline) -> None:
+    metrics.attempts = attempt.number
+    metrics.totalMs = int((time.monotonic() - started) * 1000)
+    metrics.budgetMs = int(deadline.budget_ms)
+    metrics.boundBy = deadline.bound_by
+    if c is None:
+        return
+    metrics.firstByteMs = c.first_byte_ms
+    metrics.firstContentMs = c.first_content_ms
+    metrics.maxGapMs = c.max_gap_ms
+    metrics.chunks = c.chunks
+    metrics.finishReason = c.finish_reason
+    if c.usage:
+        metrics.promptTokens = c.usage.get("prompt_tokens")
+        metrics.completionTokens = c.usage.get("completion_tokens")

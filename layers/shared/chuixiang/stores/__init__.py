@@ -1,0 +1,1 @@
+"""Where state lives: the jobs table (jobs, recipe cache), the images bucket, the model key."""

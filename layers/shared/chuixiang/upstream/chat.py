@@ -1,0 +1,174 @@
+"""Read one OpenAI-compatible chat completion, streamed or not, inside hard limits.
+
+Two limits are separate: *idle*, the longest silence before the first byte and
+between two reads, enforced by the socket read timeout; and the attempt's
+*deadline*, enforced by the transport's watchdog. Any bytes, SSE comments and
+keep-alives included, reset the idle clock - they prove the upstream is alive -
+while the deadline still holds no matter how the bytes trickle in.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ..deadline import Deadline
+from .failures import AnswerTooLarge, InvalidAnswer, StreamError, UpstreamError
+from .transport import GuardedPost
+
+MAX_STREAM_BYTES = 2 * 1024 * 1024
+MAX_CONTENT_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """The limits of one streamed chat call (the deadline comes per attempt from the budget)."""
+
+    idle_s: float
+    max_chunks: int
+    max_bytes: int = MAX_STREAM_BYTES
+    max_content_chars: int = MAX_CONTENT_CHARS
+
+
+@dataclass
+class Completion:
+    content: str = ""
+    reasoning_chars: int = 0
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    http_status: int | None = None
+    first_byte_ms: int | None = None
+    first_content_ms: int | None = None
+    max_gap_ms: int = 0
+    last_byte_ms: float | None = None  #: when the last bytes arrived, from the attempt start
+    chunks: int = 0
+    total_ms: int = 0
+    streamed: bool = True
+    parts: list[str] = field(default_factory=list, repr=False)
+
+
+class SSEReader:
+    """Incremental SSE parser; split out so the benchmark measures exactly this."""
+
+    def __init__(self, limits: StreamLimits, started: float) -> None:
+        self.out = Completion()
+        self.limits = limits
+        self.started = started
+        self.content_chars = 0
+        self.done = False
+        self._tail = b""
+
+    def feed(self, data: bytes) -> None:
+        lines = (self._tail + data).split(b"\n")
+        self._tail = lines.pop()
+        for line in lines:
+            self._line(line)
+            if self.done:
+                return
+
+    def finish(self) -> None:
+        if self._tail and not self.done:
+            self._line(self._tail)
+        self._tail = b""
+
+    def _line(self, line: bytes) -> None:
+        if not line.startswith(b"data:"):
+            return  # blank line, ":" comment / keep-alive, "event:", "id:", "retry:"
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            self.done = True
+            return
+        if not data:
+            return
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise StreamError(f"undecodable SSE data: {data[:120]!r}",
+                              content_started=self.content_chars > 0) from None
+        self.event(event)
+
+    def event(self, event: Any) -> None:
+        out = self.out
+        if not isinstance(event, dict):
+            return
+        if event.get("error"):
+            detail = json.dumps(event["error"], ensure_ascii=False)[:300]
+            raise StreamError(f"error in stream: {detail}", content_started=self.content_chars > 0)
+        out.chunks += 1
+        if out.chunks > self.limits.max_chunks:
+            raise AnswerTooLarge(f"more than {self.limits.max_chunks} chunks", content_started=True)
+        if event.get("usage"):
+            out.usage = event["usage"]
+        choices = event.get("choices")
+        if not choices:
+            return
+        choice = choices[0]
+        delta = choice.get("delta") or choice.get("message") or {}
+        text = delta.get("content")
+        if text:
+            if out.first_content_ms is None:
+                out.first_content_ms = int((time.monotonic() - self.started) * 1000)
+            out.parts.append(text)
+            self.content_chars += len(text)
+            if self.content_chars > self.limits.max_content_chars:
+                raise AnswerTooLarge(f"content over {self.limits.max_content_chars} characters",
+                                     content_started=True)
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:
+            out.reasoning_chars += len(reasoning)
+        if choice.get("finish_reason"):
+            out.finish_reason = choice["finish_reason"]
+
+
+def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
+                         limits: StreamLimits, deadline: Deadline) -> Completion:
+    """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure."""
+    started = time.monotonic()
+    reader = SSEReader(limits, started)
+    out = reader.out
+    try:
+        with GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=limits.idle_s,
+                         max_bytes=limits.max_bytes) as call:
+            out.http_status = call.status
+            out.first_byte_ms = call.first_byte_ms
+            if call.status != 200:
+                raise call.status_error()
+            out.streamed = "text/event-stream" in call.response.headers.get("content-type", "")
+            body_parts: list[bytes] = []
+            last = time.monotonic()
+            for data in call.chunks():
+                now = time.monotonic()
+                out.max_gap_ms = max(out.max_gap_ms, int((now - last) * 1000))
+                out.last_byte_ms = (now - started) * 1000
+                last = now
+                if out.streamed:
+                    reader.feed(data)
+                    if reader.done:
+                        break
+                else:
+                    body_parts.append(data)
+            if out.streamed:
+                reader.finish()
+            else:
+                _parse_plain(reader, b"".join(body_parts))
+    except UpstreamError as failure:
+        failure.content_started = failure.content_started or reader.content_chars > 0
+        failure.measured = out
+        raise
+    finally:
+        out.total_ms = int((time.monotonic() - started) * 1000)
+    out.content = "".join(out.parts)
+    return out
+
+
+def _parse_plain(reader: SSEReader, body: bytes) -> None:
+    """An upstream that ignored ``stream: true`` and answered one JSON document."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        raise InvalidAnswer(f"non-stream answer is not JSON: {body[:120]!r}") from None
+    reader.event(doc)

@@ -1,0 +1,24 @@
+"""Which model to call, where, and with which key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    base_url: str  #: OpenAI-compatible base URL (``…/v1``)
+    model: str
+    api_key: str | None = None
+
+    def url(self, path: str) -> str:
+        return self.base_url.rstrip("/") + path
+
+    def headers(self, **extra: str) -> dict[str, str]:
+        headers = {k.replace("_", "-"): v for k, v in extra.items()}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def __repr__(self) -> str:  # never print the key
+        return f"ModelEndpoint({self.base_url!r}, {self.model!r})"

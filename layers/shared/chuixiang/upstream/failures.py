@@ -1,0 +1,140 @@
+"""How a call to the model can fail, as types (in the style of ``httpx._exceptions``).
+
+::
+
+    UpstreamError
+    ├── ConnectFailed          refused / unreachable: the upstream did no work  (transient)
+    ├── ConnectionDropped      reset or closed early; transient before any byte of an answer
+    ├── StatusError            an HTTP error status; transient for 5xx and 429
+    ├── UpstreamTimeout        a limit ran out (never transient: it used its whole time)
+    │   ├── IdleTimeout        silence longer than the idle / read limit
+    │   └── DeadlineExceeded   the attempt's deadline (total, Lambda time left, job deadline)
+    ├── StreamError            an ``error`` object or undecodable data in the stream
+    ├── InvalidAnswer          an answer that is not what was asked for
+    │   └── AnswerTooLarge     over a byte, chunk or character cap
+    └── EmptyAnswer            no content at all (e.g. reasoning only)
+
+Each stage maps these to its job error codes in one table (:func:`code_for`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+
+import httpx
+
+from ..clock import now_utc
+
+C = TypeVar("C")
+
+
+class UpstreamError(Exception):
+    """An upstream call gave no usable answer. ``detail`` is internal (logs, the job item)."""
+
+    kind = "upstream"  #: short name used in logs and details
+
+    def __init__(self, detail: str, *, content_started: bool = False, bytes_received: int = 0,
+                 status: int | None = None, retry_after_s: float | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.content_started = content_started  #: the model had begun writing text
+        self.bytes_received = bytes_received  #: body bytes received before the failure
+        self.status = status
+        self.retry_after_s = retry_after_s
+        #: What was measured before the failure (a ``Completion`` for chat calls).
+        self.measured: Any = None
+
+    @property
+    def transient(self) -> bool:
+        """The upstream plainly did not do the work, so another attempt may succeed."""
+        return False
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail}"
+
+
+class ConnectFailed(UpstreamError):
+    kind = "connect"
+
+    @property
+    def transient(self) -> bool:
+        return True
+
+
+class ConnectionDropped(UpstreamError):
+    kind = "reset"
+
+    @property
+    def transient(self) -> bool:
+        return self.bytes_received == 0
+
+
+class StatusError(UpstreamError):
+    kind = "status"
+
+    @property
+    def transient(self) -> bool:
+        return self.status is not None and (self.status >= 500 or self.status == 429)
+
+    @property
+    def client_error(self) -> bool:
+        """4xx other than 429: the request itself is refused (key, model name); trying again won't help."""
+        return self.status is not None and 400 <= self.status < 500 and self.status != 429
+
+    @classmethod
+    def from_response(cls, response: httpx.Response, body: bytes) -> StatusError:
+        snippet = body[:300].decode("utf-8", "replace")
+        return cls(f"HTTP {response.status_code}: {snippet}", status=response.status_code,
+                   retry_after_s=retry_after_seconds(response.headers.get("retry-after")))
+
+
+class UpstreamTimeout(UpstreamError):
+    kind = "timeout"
+
+
+class IdleTimeout(UpstreamTimeout):
+    pass
+
+
+class DeadlineExceeded(UpstreamTimeout):
+    pass
+
+
+class StreamError(UpstreamError):
+    kind = "stream_error"
+
+
+class InvalidAnswer(UpstreamError):
+    kind = "invalid"
+
+
+class AnswerTooLarge(InvalidAnswer):
+    kind = "cap"
+
+
+class EmptyAnswer(UpstreamError):
+    kind = "empty"
+
+
+def code_for(failure: UpstreamError, table: Mapping[type[UpstreamError], C]) -> C:
+    """The most specific entry of ``table`` for ``failure``'s class."""
+    for cls in type(failure).__mro__:
+        if isinstance(cls, type) and issubclass(cls, UpstreamError) and cls in table:
+            return table[cls]
+    raise KeyError(f"no code for {type(failure).__name__}")
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """``Retry-After`` as seconds (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, (parsedate_to_datetime(value) - now_utc()).total_seconds())
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,180 @@
+"""One deadline-guarded POST, shared by the chat and the image call.
+
+Two limits hold on every call. The *read timeout* bounds each silence (before
+the response headers and between two reads); it is the socket's own timeout.
+The *deadline* bounds the whole call, however the bytes trickle in: a
+:class:`Watchdog` shuts the socket down at that instant, which wakes a thread
+blocked in ``recv`` at once. Everything that can go wrong on the wire is raised
+as an :class:`~chuixiang.upstream.failures.UpstreamError` subclass.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from ..deadline import Deadline
+from .failures import (
+    AnswerTooLarge,
+    ConnectFailed,
+    ConnectionDropped,
+    DeadlineExceeded,
+    IdleTimeout,
+    StatusError,
+    UpstreamTimeout,
+)
+
+#: A connection that is not up within this long will not be (a loopback or a regional endpoint).
+CONNECT_TIMEOUT_S = 10.0
+#: How much of an error answer's body is kept for the detail.
+ERROR_BODY_BYTES = 4096
+
+
+class Watchdog:
+    """Closes a response's socket at an absolute deadline, even in the middle of a read.
+
+    A socket read timeout only bounds the *gap* between bytes; a slow drip would
+    outlive any total limit. ``shutdown()`` wakes a thread blocked in ``recv`` at
+    once, which ``close()`` does not guarantee on Linux.
+    """
+
+    def __init__(self, remaining_s: float) -> None:
+        self.fired = threading.Event()
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(0.0, remaining_s), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def attach(self, response: httpx.Response) -> None:
+        stream: Any = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        with self._lock:
+            self._sock = sock
+            if self.fired.is_set():
+                self._shutdown()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired.set()
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+class GuardedPost:
+    """``with GuardedPost(...) as call:`` sends the POST; ``call.chunks()`` reads the body.
+
+    ``read_timeout_s`` bounds each silence; ``deadline`` the whole call; ``max_bytes``
+    the body. The response is closed and the watchdog cancelled on exit.
+    """
+
+    def __init__(self, client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
+                 deadline: Deadline, read_timeout_s: float, max_bytes: int) -> None:
+        self.client = client
+        self.url = url
+        self.payload = payload
+        self.headers = headers
+        self.deadline = deadline
+        self.read_timeout_s = read_timeout_s
+        self.max_bytes = max_bytes
+        self.started = time.monotonic()
+        self.bytes_received = 0
+        self.status: int | None = None
+        self.first_byte_ms: int | None = None  #: response headers, from the call start
+        self._response: httpx.Response | None = None
+        self._watchdog: Watchdog | None = None
+
+    @property
+    def response(self) -> httpx.Response:
+        assert self._response is not None, "use GuardedPost as a context manager"
+        return self._response
+
+    def __enter__(self) -> GuardedPost:
+        remaining_s = self.deadline.remaining_ms() / 1000
+        if remaining_s <= 0:
+            raise DeadlineExceeded("no time left before the call started")
+        first_wait = min(self.read_timeout_s, remaining_s)
+        timeout = httpx.Timeout(first_wait, connect=min(first_wait, CONNECT_TIMEOUT_S))
+        self._watchdog = Watchdog(remaining_s)
+        request = self.client.build_request("POST", self.url, json=self.payload, headers=self.headers,
+                                            timeout=timeout)
+        try:
+            self._response = self.client.send(request, stream=True)
+        except httpx.ConnectError as exc:
+            self._watchdog.cancel()
+            raise ConnectFailed(f"connect failed: {exc}") from None
+        except httpx.TimeoutException:
+            self._watchdog.cancel()
+            raise self.timeout("before response headers") from None
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            self._watchdog.cancel()
+            if self._watchdog.fired.is_set():
+                raise self.timeout("before response headers") from None
+            raise ConnectionDropped(f"connection dropped before headers: {exc}") from None
+        self._watchdog.attach(self._response)
+        self.status = self._response.status_code
+        self.first_byte_ms = int((time.monotonic() - self.started) * 1000)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._response is not None:
+            self._response.close()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.started) * 1000
+
+    def timeout(self, where: str, **kw: Any) -> UpstreamTimeout:
+        """The timeout that applies now: the deadline if the watchdog fired, else the read timeout."""
+        if self._watchdog is not None and self._watchdog.fired.is_set():
+            d = self.deadline
+            return DeadlineExceeded(f"deadline ({d.bound_by}, {d.budget_ms:.0f} ms) reached {where}", **kw)
+        return IdleTimeout(f"no data for {self.read_timeout_s * 1000:.0f} ms {where}", **kw)
+
+    def status_error(self) -> StatusError:
+        """Read a little of an error answer and describe it."""
+        body = bytearray()
+        try:
+            for data in self.response.iter_bytes():
+                body += data
+                if len(body) > ERROR_BODY_BYTES:
+                    break
+        except httpx.HTTPError:
+            pass
+        return StatusError.from_response(self.response, bytes(body))
+
+    def chunks(self) -> Iterator[bytes]:
+        """The body as it arrives; silences, drops, the deadline and the size cap are raised as failures."""
+        try:
+            for data in self.response.iter_bytes():
+                self.bytes_received += len(data)
+                if self.bytes_received > self.max_bytes:
+                    raise AnswerTooLarge(f"answer over {self.max_bytes} bytes", content_started=True,
+                                         bytes_received=self.bytes_received)
+                yield data
+        except httpx.TimeoutException:
+            raise self.timeout("mid-answer", bytes_received=self.bytes_received) from None
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            if self._watchdog is not None and self._watchdog.fired.is_set():
+                raise self.timeout("mid-answer", bytes_received=self.bytes_received) from None
+            raise ConnectionDropped(f"connection dropped after {self.bytes_received} bytes: {exc}",
+                                    bytes_received=self.bytes_received) from None
+        if self._watchdog is not None and self._watchdog.fired.is_set():
+            raise self.timeout("mid-answer", bytes_received=self.bytes_received)

@@ -1,0 +1,20 @@
+"""Rewrite the README's generated blocks (``python -m chuixiang_local.readme``)."""
+
+from __future__ import annotations
+
+import re
+
+from .ladder import markdown_table
+from .template import REPO_ROOT, Template
+
+BLOCK = re.compile(r"(<!-- ladder:begin -->\n).*?(<!-- ladder:end -->)", re.DOTALL)
+
+
+def main() -> None:
+    path = REPO_ROOT / "README.md"
+    text = path.read_text()
+    path.write_text(BLOCK.sub(lambda m: m.group(1) + markdown_table(Template()) + "\n" + m.group(2), text))
+
+
+if __name__ == "__main__":
+    main()
