@@ -63,4 +63,8 @@ def _reset_scripts(request: pytest.FixtureRequest) -> None:
         model: FakeModel = request.getfixturevalue("module_fake")
         model.chat_script.clear()
         model.image_script.clear()
+        model.chat_by_model.clear()
+        model.image_by_model.clear()
         model.requests.clear()
+    if "cloud" in request.fixturenames:
+        request.getfixturevalue("cloud").reset_breakers()

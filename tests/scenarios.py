@@ -17,7 +17,7 @@ class Scenario:
     script: list[B]
     code: str | None  #: None: the recipe succeeds
     requests: int
-    limit: str | None = None  #: "RecipeIdleTimeoutMs" or "RecipeTotalTimeoutMs"
+    limit: str | None = None  #: "RecipeFirstContentTimeoutMs", "RecipeIdleTimeoutMs" or "RecipeTotalTimeoutMs"
     retryable: bool | None = None
     tags: list[str] = field(default_factory=list)
 
@@ -28,11 +28,13 @@ SCENARIOS = [
     Scenario("early_429_retry_after_then_success", [B(status=429, retry_after="0.2"), B()], None, 2),
     Scenario("two_503s", [B(status=503), B(status=503)], "RECIPE_UPSTREAM_ERROR", 2),
     Scenario("503_after_retry_window", [B(status=503, headers_delay_s=0.8), B()], "RECIPE_UPSTREAM_ERROR", 1),
-    Scenario("stall_before_headers", [B(headers_delay_s=30)], "RECIPE_TIMEOUT", 1, "RecipeIdleTimeoutMs"),
+    Scenario("stall_before_headers", [B(headers_delay_s=30)], "RECIPE_TIMEOUT", 1, "RecipeFirstContentTimeoutMs"),
+    Scenario("keepalives_only_never_content", [B(stall_after_chunks=0, stall_s=30, keepalive_every_s=0.2)],
+             "RECIPE_TIMEOUT", 1, "RecipeFirstContentTimeoutMs"),
     Scenario("stall_mid_stream", [B(stall_after_chunks=5, stall_s=30)], "RECIPE_TIMEOUT", 1, "RecipeIdleTimeoutMs"),
     Scenario("slow_drip_under_idle_over_total", [B(chunk_delay_s=0.25)], "RECIPE_TIMEOUT", 1, "RecipeTotalTimeoutMs"),
-    Scenario("keepalives_reset_idle_but_not_total", [B(stall_after_chunks=5, stall_s=30, keepalive_every_s=0.25)],
-             "RECIPE_TIMEOUT", 1, "RecipeTotalTimeoutMs"),
+    Scenario("keepalives_do_not_reset_idle", [B(stall_after_chunks=5, stall_s=30, keepalive_every_s=0.25)],
+             "RECIPE_TIMEOUT", 1, "RecipeIdleTimeoutMs"),
     Scenario("reasoning_only", [B(kind="reasoning_only")], "RECIPE_EMPTY", 1),
     Scenario("error_object_mid_stream", [B(kind="error_mid")], "RECIPE_UPSTREAM_ERROR", 1),
     Scenario("truncated_at_length", [B(kind="length")], "RECIPE_INVALID", 1),

@@ -56,7 +56,7 @@ def test_settings_read_the_declared_variable(limit: Limit, monkeypatch: pytest.M
 
 def test_every_limit_inside_another_names_a_declared_limit() -> None:
     names = {limit.parameter for limit in LIMITS}
-    assert all(limit.inside in names for limit in LIMITS if limit.inside)
+    assert all(outer in names for limit in LIMITS for outer in limit.inside)
     assert all(limit.scaled is None or limit.scaled < limit.default for limit in LIMITS)
 
 

@@ -232,6 +232,14 @@ class LocalCloud:
                                aws_access_key_id="testing", aws_secret_access_key="testing").Table(self.table_name)
         return JobStore(Settings.model_validate({"JOBS_TABLE": self.table_name}), table)
 
+    def reset_breakers(self) -> None:
+        """Forget every model's breaker state (tests that share one cloud start each from closed)."""
+        table = self.job_store().table
+        items = table.scan(ProjectionExpression="pk").get("Items", [])
+        for item in items:
+            if str(item["pk"]).startswith("BREAKER#"):
+                table.delete_item(Key={"pk": item["pk"]})
+
     def seed_job_for(self, event: Any) -> None:
         """A stage event names a job the fresh local table does not have: create it RUNNING,
         as the API and the submit stage would have, so ``invoke`` works on ``events/*.json``."""

@@ -98,7 +98,10 @@ class FakeModel:
     port: int = 0
     chat_script: deque[ChatBehaviour] = field(default_factory=deque)
     image_script: deque[ImageBehaviour] = field(default_factory=deque)
-    requests: list[tuple[str, float]] = field(default_factory=list)
+    #: Standing behaviour of a model name (before the scripts): a model that is down, queued, slow…
+    chat_by_model: dict[str, ChatBehaviour] = field(default_factory=dict)
+    image_by_model: dict[str, ImageBehaviour] = field(default_factory=dict)
+    requests: list[tuple[str, float, str]] = field(default_factory=list)  #: (path, monotonic time, model)
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -128,8 +131,8 @@ class FakeModel:
             self._server.shutdown()
             self._server.server_close()
 
-    def count(self, path_suffix: str) -> int:
-        return sum(1 for path, _ in self.requests if path.endswith(path_suffix))
+    def count(self, path_suffix: str, model: str | None = None) -> int:
+        return sum(1 for path, _, m in self.requests if path.endswith(path_suffix) and model in (None, m))
 
     def __enter__(self) -> FakeModel:
         self.start()
@@ -151,14 +154,17 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:  # noqa: N802
-        self.fake.requests.append((self.path, time.monotonic()))
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
-        chats, images = self.fake.chat_script, self.fake.image_script
+        model = str(body.get("model", ""))
+        self.fake.requests.append((self.path, time.monotonic(), model))
+        fake = self.fake
         if self.path.endswith("/chat/completions"):
-            self._chat(body, chats.popleft() if chats else ChatBehaviour())
+            chat = fake.chat_by_model.get(model) or (fake.chat_script.popleft() if fake.chat_script else None)
+            self._chat(body, chat or ChatBehaviour())
         elif self.path.endswith("/images/generations"):
-            self._image(body, images.popleft() if images else ImageBehaviour())
+            image = fake.image_by_model.get(model) or (fake.image_script.popleft() if fake.image_script else None)
+            self._image(body, image or ImageBehaviour())
         else:
             self._json(404, {"error": {"message": "not found"}})
 

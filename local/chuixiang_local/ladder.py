@@ -16,6 +16,7 @@ from typing import Any
 
 from chuixiang.timeouts import (  # the layer package is the one source of these rules
     BY_PARAMETER,
+    CLIENT_GIVE_UP,
     LIMITS,
     SAFETY_MARGIN_S,
     STATE_MACHINE,
@@ -162,8 +163,8 @@ def build_ladder(template: Template) -> Ladder:
             elif fn.timeout_s != value(limit):
                 ladder.problems.append(f"{fn.logical_id} Timeout = {fn.timeout_s} s is not {limit.parameter} "
                                        f"= {value(limit):g} s (the template must !Ref the parameter)")
-        if limit.inside:
-            ladder.checks.append(enclosure_check(limit, BY_PARAMETER[limit.inside], value))
+        for outer in limit.inside:
+            ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
 
     ladder.worst_path, ladder.worst_path_s = _worst_path(asl, ladder.states)
     ladder.checks.append(Check("worst-case path", ladder.worst_path_s, ASL_LABELS[STATE_MACHINE.parameter],
@@ -206,10 +207,10 @@ def _inside_text(limit: Limit) -> str:
     if limit.inside_state:
         return f"< `{limit.inside_state}` state = Timeout + {STATE_TIMEOUT_MARGIN_S} s (`TimeoutSecondsPath`)"
     if not limit.inside:
-        return "outermost"
+        return "outermost" if limit is CLIENT_GIVE_UP else "not a nested limit"
     margin = {Margin.STRICT: "", Margin.SAFETY: f" − {SAFETY_MARGIN_S} s",
               Margin.FINISH: " − finish margin"}[limit.margin]
-    return f"< `{limit.inside}`{margin}"
+    return ", ".join(f"< `{outer}`{margin}" for outer in limit.inside)
 
 
 def _worst_path(asl: dict[str, Any], states: dict[str, StateLimit]) -> tuple[list[str], float]:

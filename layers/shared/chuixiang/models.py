@@ -92,8 +92,20 @@ class ImageResult(BaseModel):
 # --- the job document (GET /recipes/{jobId}) -----------------------------------------------
 
 
+class UpstreamCall(BaseModel):
+    """One call to a model: which, how long, how it ended (``ok``, ``http_error``, ``first_content_timeout``,
+    ``idle_timeout``, ``deadline``, ``breaker_open`` (no request sent), …) and the HTTP status."""
+
+    model: str
+    ms: int
+    outcome: str
+    status: int | None = None
+
+
 class RecipeMetrics(BaseModel):
-    attempts: int = 0
+    attempts: int = 0  #: upstream requests made (over every model)
+    model: str | None = None  #: the model that wrote the recipe (or the last one tried)
+    calls: list[UpstreamCall] = Field(default_factory=list)
     firstByteMs: int | None = None
     firstContentMs: int | None = None
     maxGapMs: int | None = None
@@ -110,6 +122,8 @@ class RecipeMetrics(BaseModel):
 class ImageMetrics(BaseModel):
     attempts: int = 0
     totalMs: int = 0
+    model: str | None = None
+    calls: list[UpstreamCall] = Field(default_factory=list)
 
 
 class JobMetrics(BaseModel):

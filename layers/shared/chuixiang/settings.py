@@ -29,6 +29,9 @@ class _Config(BaseSettings):
     model_base_url: str = Field("http://127.0.0.1:8765/v1", validation_alias="MODEL_BASE_URL")
     recipe_model: str = Field("gpt-6-luna", validation_alias="RECIPE_MODEL")
     image_model: str = Field("gpt-image-1", validation_alias="IMAGE_MODEL")
+    #: Comma-separated models on the same base URL, tried in order when a model cannot serve now.
+    recipe_fallback_models: str = Field("", validation_alias="RECIPE_FALLBACK_MODELS")
+    image_fallback_models: str = Field("", validation_alias="IMAGE_FALLBACK_MODELS")
     model_api_key_secret_arn: str = Field("", validation_alias="MODEL_API_KEY_SECRET_ARN")
 
     recipe_max_tokens: int = Field(3000, gt=0, validation_alias="RECIPE_MAX_TOKENS")
@@ -37,6 +40,20 @@ class _Config(BaseSettings):
     image_url_ttl_s: int = Field(3600, gt=0, validation_alias="IMAGE_URL_TTL_SECONDS")
     #: Local runs only: export images here and use the file path as ``image.url``.
     local_image_dir: str = Field("", validation_alias="LOCAL_IMAGE_DIR")
+
+    @property
+    def recipe_models(self) -> tuple[str, ...]:
+        """The recipe model, then its fallbacks."""
+        return _models(self.recipe_model, self.recipe_fallback_models)
+
+    @property
+    def image_models(self) -> tuple[str, ...]:
+        return _models(self.image_model, self.image_fallback_models)
+
+
+def _models(primary: str, fallbacks: str) -> tuple[str, ...]:
+    names = [primary, *(m.strip() for m in fallbacks.split(","))]
+    return tuple(dict.fromkeys(m for m in names if m))
 
 
 def _limit_fields() -> dict[str, Any]:

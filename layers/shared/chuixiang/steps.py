@@ -30,13 +30,22 @@ from .models import (
     StageFailure,
     SubmitEvent,
     SubmitResult,
+    UpstreamCall,
 )
-from .observability import logger, metrics
+from .observability import logger, metrics, model_metric
 from .settings import Settings, get_settings
+from .stores.breaker import BreakerConfig, CircuitBreaker
 from .stores.images import ImageStore, image_key
 from .stores.jobs import JobStore
 from .stores.secrets import model_api_key
-from .timeouts import IMAGE_FUNCTION, RECIPE_FUNCTION, STATE_MACHINE, state_timeout_seconds
+from .timeouts import (
+    BREAKER_RECOVERY,
+    BREAKER_THRESHOLD,
+    IMAGE_FUNCTION,
+    RECIPE_FUNCTION,
+    STATE_MACHINE,
+    state_timeout_seconds,
+)
 from .upstream.endpoint import ModelEndpoint
 
 
@@ -52,6 +61,18 @@ def job_store(settings: Settings | None = None) -> JobStore:
 
 def _failure(error: StageError) -> StageFailure:
     return StageFailure(code=error.code, detail=clip_detail(error.detail), retryable=error.retryable)
+
+
+def breakers(settings: Settings, store: JobStore) -> Callable[[str], CircuitBreaker]:
+    """Each model's breaker, its state in the jobs table (shared by every invocation)."""
+    config = BreakerConfig(failure_threshold=BREAKER_THRESHOLD.of(settings),
+                           recovery_s=BREAKER_RECOVERY.of(settings))
+    return lambda model: CircuitBreaker(store.table, settings.model_base_url, model, config)
+
+
+def _call_metrics(prefix: str, calls: list[UpstreamCall]) -> None:
+    for c in calls:
+        model_metric(f"{prefix}Calls", MetricUnit.Count, 1, c.model, Outcome=c.outcome)
 
 
 def _budget(remaining_ms: Callable[[], float], deadline_at: str | None) -> Budget:
@@ -95,9 +116,15 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
     store = store or job_store(settings)
     endpoint = ModelEndpoint(settings.model_base_url, settings.recipe_model, model_api_key(settings))
     limits = RecipeLimits.from_settings(settings)
-    outcome = generate_recipe(http_client(), endpoint, limits, event.dish, _budget(remaining_ms, event.deadlineAt))
+    outcome = generate_recipe(http_client(), endpoint, limits, event.dish, _budget(remaining_ms, event.deadlineAt),
+                              fallbacks=settings.recipe_models[1:], breaker_for=breakers(settings, store))
     store.set_metrics(event.jobId, JobStage.RECIPE, outcome.metrics.model_dump(exclude_none=True))
     m = outcome.metrics
+    _call_metrics("Recipe", m.calls)
+    if m.model and m.calls:
+        model_metric("RecipeTotalMs", MetricUnit.Milliseconds, m.totalMs, m.model)
+        if m.firstContentMs is not None:
+            model_metric("RecipeFirstContentMs", MetricUnit.Milliseconds, m.firstContentMs, m.model)
     metrics.add_metric(name="RecipeAttempts", unit=MetricUnit.Count, value=m.attempts)
     metrics.add_metric(name="RecipeTotalMs", unit=MetricUnit.Milliseconds, value=m.totalMs)
     if m.firstContentMs is not None:
@@ -126,8 +153,10 @@ def run_image(event: ImageEvent, remaining_ms: Callable[[], float], store: JobSt
     endpoint = ModelEndpoint(settings.model_base_url, settings.image_model, model_api_key(settings))
     limits = ImageLimits.from_settings(settings)
     outcome = generate_image(http_client(), endpoint, limits, event.imagePrompt,
-                             _budget(remaining_ms, event.deadlineAt))
+                             _budget(remaining_ms, event.deadlineAt), fallbacks=settings.image_models[1:],
+                             breaker_for=breakers(settings, store))
     store.set_metrics(event.jobId, JobStage.IMAGE, outcome.metrics.model_dump())
+    _call_metrics("Image", outcome.metrics.calls)
     metrics.add_metric(name="ImageAttempts", unit=MetricUnit.Count, value=outcome.metrics.attempts)
     metrics.add_metric(name="ImageTotalMs", unit=MetricUnit.Milliseconds, value=outcome.metrics.totalMs)
     if outcome.error is not None:

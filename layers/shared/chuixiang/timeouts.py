@@ -23,6 +23,7 @@ from typing import Any
 class Unit(StrEnum):
     MS = "ms"
     S = "s"
+    CALLS = "calls"
 
     def to_ms(self, value: float) -> float:
         return value * 1000 if self is Unit.S else value
@@ -47,7 +48,7 @@ class Limit:
     attr: str | None = None  #: ``Settings`` attribute
     functions: tuple[str, ...] = ()  #: function code dirs whose environment carries it ("*": Globals)
     scaled: int | None = None  #: value in the scaled-down test ladder (same parameter, same code path)
-    inside: str | None = None  #: parameter of the limit that must enclose this one
+    inside: tuple[str, ...] = ()  #: parameters of the limits that must enclose this one
     margin: Margin = Margin.STRICT
     inside_state: str | None = None  #: for a function Timeout: the Task state that encloses it
     minimum: int = 1  #: smallest valid value (settings validation)
@@ -67,29 +68,38 @@ FINISH_MARGIN_MIN_MS = 500
 #: The worst-case path through the state machine must leave this much of its timeout unused,
 #: and the client must wait this much longer than the execution may run.
 SAFETY_MARGIN_S = 5
-#: A retry is only worth starting when the budget left holds a typical attempt:
-#: ~90 s at the evening peak against the 140 s total, i.e. about two thirds.
-TYPICAL_ATTEMPT_FRACTION = 2 / 3
 
 
+RECIPE_FIRST_CONTENT = Limit(
+    "RecipeFirstContentTimeoutMs", Unit.MS, 60_000, "first content",
+    "request → first delta carrying text (content or reasoning); SSE comments, empty deltas and "
+    "role-only chunks prove the connection is alive, not that the model writes: they do not count",
+    env="RECIPE_FIRST_CONTENT_TIMEOUT_MS", attr="recipe_first_content_timeout_ms", functions=("recipe",),
+    scaled=1500, inside=("RecipeTotalTimeoutMs",), minimum=100)
 RECIPE_IDLE = Limit(
-    "RecipeIdleTimeoutMs", Unit.MS, 30_000, "stream idle",
-    "longest silence before the first byte and between two reads "
-    "(socket read timeout; any bytes, keep-alives included, reset it)",
+    "RecipeIdleTimeoutMs", Unit.MS, 30_000, "text idle",
+    "longest gap between two text-carrying deltas once the model writes (same rule: keep-alives do not "
+    "count); a silent socket is caught at the same limits",
     env="RECIPE_TEXT_IDLE_TIMEOUT_MS", attr="recipe_idle_timeout_ms", functions=("recipe",),
-    scaled=1000, inside="RecipeTotalTimeoutMs", minimum=100)
+    scaled=1000, inside=("RecipeTotalTimeoutMs", "RecipeFirstContentTimeoutMs"), minimum=100)
 RECIPE_TOTAL = Limit(
     "RecipeTotalTimeoutMs", Unit.MS, 140_000, "stream total",
     "whole generation, per attempt; capped by the Lambda's time left "
     f"− max({FINISH_MARGIN_MIN_MS} ms, {FINISH_MARGIN_FRACTION:.0%}) and the job's `deadlineAt`",
     env="RECIPE_TEXT_TIMEOUT_MS", attr="recipe_total_timeout_ms", functions=("recipe",),
-    scaled=3000, inside="RecipeFunctionTimeout", margin=Margin.FINISH, minimum=500)
+    scaled=3000, inside=("RecipeFunctionTimeout",), margin=Margin.FINISH, minimum=500)
 RECIPE_RETRY_WINDOW = Limit(
     "RecipeRetryWindowMs", Unit.MS, 20_000, "recipe retry window",
-    "one retry, only for a 5xx/429/refused/reset-before-data within this long of the attempt start, "
-    f"before content, if {TYPICAL_ATTEMPT_FRACTION:.0%} of the total still fits",
+    "one same-model retry, only for a 5xx/429/refused/reset-before-data within this long of the attempt "
+    "start, before content",
     env="RECIPE_RETRY_WINDOW_MS", attr="recipe_retry_window_ms", functions=("recipe",),
-    scaled=500, inside="RecipeTotalTimeoutMs", minimum=0)
+    scaled=500, inside=("RecipeTotalTimeoutMs",), minimum=0)
+RECIPE_MIN_ATTEMPT = Limit(
+    "RecipeMinAttemptMs", Unit.MS, 60_000, "minimum attempt",
+    "no retry or fallback attempt starts with less budget left than this (the job then fails with the "
+    "code of the last failure)",
+    env="RECIPE_MIN_ATTEMPT_MS", attr="recipe_min_attempt_ms", functions=("recipe",),
+    scaled=1000, inside=("RecipeTotalTimeoutMs",), minimum=0)
 RECIPE_FUNCTION = Limit(
     "RecipeFunctionTimeout", Unit.S, 150, "recipe Lambda", "the recipe function's `Timeout`",
     env="RECIPE_FUNCTION_TIMEOUT", attr="recipe_function_timeout_s", functions=("submit",),
@@ -103,18 +113,28 @@ IMAGE_RETRY_WINDOW = Limit(
     "the image retries only a 5xx/429/refused within this long of the attempt start "
     "(up to 3 attempts, each needing half the budget it started with)",
     env="IMAGE_RETRY_WINDOW_MS", attr="image_retry_window_ms", functions=("image",),
-    scaled=500, inside="ImageFunctionTimeout", margin=Margin.FINISH, minimum=0)
+    scaled=500, inside=("ImageFunctionTimeout",), margin=Margin.FINISH, minimum=0)
 STATE_MACHINE = Limit(
     "StateMachineTimeout", Unit.S, 300, "state machine",
     "the whole execution; fixes each job's `deadlineAt` (execution start + this)",
     env="JOB_TIMEOUT_SECONDS", attr="job_timeout_s", functions=("*",),
-    scaled=60, inside="ClientGiveUpSeconds", margin=Margin.SAFETY, minimum=10)
+    scaled=60, inside=("ClientGiveUpSeconds",), margin=Margin.SAFETY, minimum=10)
+BREAKER_THRESHOLD = Limit(
+    "BreakerFailureThreshold", Unit.CALLS, 3, "breaker threshold",
+    "a model's breaker opens after this many consecutive health failures (5xx, 429, refused/reset, "
+    "first-content limit), shared by every invocation",
+    env="BREAKER_FAILURE_THRESHOLD", attr="breaker_failure_threshold", functions=("recipe", "image"))
+BREAKER_RECOVERY = Limit(
+    "BreakerRecoverySeconds", Unit.S, 60, "breaker recovery",
+    "an open breaker sends no request for this long, then lets exactly one probe through",
+    env="BREAKER_RECOVERY_SECONDS", attr="breaker_recovery_s", functions=("recipe", "image"),
+    scaled=2)
 CLIENT_GIVE_UP = Limit(
     "ClientGiveUpSeconds", Unit.S, 360, "client gives up", "documented: the mini-program stops polling after this")
 
 LIMITS: tuple[Limit, ...] = (
-    RECIPE_IDLE, RECIPE_TOTAL, RECIPE_RETRY_WINDOW, RECIPE_FUNCTION,
-    IMAGE_FUNCTION, IMAGE_RETRY_WINDOW, STATE_MACHINE, CLIENT_GIVE_UP,
+    RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_TOTAL, RECIPE_RETRY_WINDOW, RECIPE_MIN_ATTEMPT, RECIPE_FUNCTION,
+    IMAGE_FUNCTION, IMAGE_RETRY_WINDOW, STATE_MACHINE, CLIENT_GIVE_UP, BREAKER_THRESHOLD, BREAKER_RECOVERY,
 )
 BY_PARAMETER: dict[str, Limit] = {limit.parameter: limit for limit in LIMITS}
 

@@ -8,17 +8,20 @@ recipe (transient and early and time left); a timeout is never retried.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
 
 from ..deadline import Budget
 from ..errors import ErrorCode, StageError
-from ..models import ImageMetrics
+from ..models import ImageMetrics, UpstreamCall
 from ..settings import Settings
+from ..stores.breaker import CircuitBreaker
 from ..timeouts import IMAGE_RETRY_WINDOW
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import (
+    CircuitOpen,
     ConnectFailed,
     ConnectionDropped,
     InvalidAnswer,
@@ -29,7 +32,8 @@ from ..upstream.failures import (
     code_for,
 )
 from ..upstream.images import GeneratedImage, request_image
-from ..upstream.retry import Attempt, RetryPolicy, run_attempts
+from ..upstream.retry import Attempt, RetryPolicy
+from ..upstream.routing import call_models
 
 #: The image stage's error code for each kind of upstream failure.
 CODES: dict[type[UpstreamError], ErrorCode] = {
@@ -38,6 +42,7 @@ CODES: dict[type[UpstreamError], ErrorCode] = {
     ConnectionDropped: ErrorCode.IMAGE_UPSTREAM_ERROR,
     StatusError: ErrorCode.IMAGE_UPSTREAM_ERROR,
     StreamError: ErrorCode.IMAGE_UPSTREAM_ERROR,
+    CircuitOpen: ErrorCode.IMAGE_UPSTREAM_ERROR,
     InvalidAnswer: ErrorCode.IMAGE_INVALID,
 }
 #: A retry must leave at least this share of the stage's starting budget.
@@ -74,26 +79,27 @@ def image_payload(model: str, prompt: str) -> dict[str, object]:
 
 
 def generate_image(client: httpx.Client, endpoint: ModelEndpoint, limits: ImageLimits, prompt: str,
-                   budget: Budget) -> ImageOutcome:
+                   budget: Budget, *, fallbacks: tuple[str, ...] = (),
+                   breaker_for: Callable[[str], CircuitBreaker | None] | None = None) -> ImageOutcome:
     url = endpoint.url("/images/generations")
     headers = endpoint.headers()
-    payload = image_payload(endpoint.model, prompt)
     outcome = ImageOutcome(None, None)
     started = time.monotonic()
 
-    def call(attempt: Attempt) -> GeneratedImage:
-        try:
-            image = request_image(client, url, payload, headers, deadline=budget.attempt(None),
-                                  max_bytes=limits.max_bytes)
-            attempt.status = 200
-            return image
-        finally:
-            outcome.metrics.attempts = attempt.number
-            outcome.metrics.totalMs = int((time.monotonic() - started) * 1000)
+    def call(model: str, attempt: Attempt) -> GeneratedImage:
+        image = request_image(client, url, image_payload(model, prompt), headers, deadline=budget.attempt(None),
+                              max_bytes=limits.max_bytes)
+        attempt.status = 200
+        return image
 
-    attempts = run_attempts(call, upstream="images.generations", policy=limits.retry_policy(budget.remaining_ms()),
-                            budget=budget)
-    outcome.image = attempts.result
-    if attempts.failure is not None:
-        outcome.error = StageError(code_for(attempts.failure, CODES), str(attempts.failure))
+    budget_ms = budget.remaining_ms()
+    routed = call_models((endpoint.model, *fallbacks), call, upstream="images.generations",
+                         policy=limits.retry_policy(budget_ms), budget=budget, breaker_for=breaker_for,
+                         lease_s=budget_ms / 1000)
+    outcome.image = routed.result
+    outcome.metrics = ImageMetrics(attempts=routed.attempts, totalMs=int((time.monotonic() - started) * 1000),
+                                   model=routed.model,
+                                   calls=[UpstreamCall.model_validate(c.as_dict()) for c in routed.calls])
+    if routed.failure is not None:
+        outcome.error = StageError(code_for(routed.failure, CODES), str(routed.failure))
     return outcome

@@ -9,6 +9,7 @@ failed validation is ``RECIPE_INVALID``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,12 +17,14 @@ import httpx
 
 from ..deadline import Budget, Deadline
 from ..errors import ErrorCode, StageError
-from ..models import RecipeMetrics
+from ..models import RecipeMetrics, UpstreamCall
 from ..settings import Settings
-from ..timeouts import RECIPE_IDLE, RECIPE_RETRY_WINDOW, RECIPE_TOTAL, TYPICAL_ATTEMPT_FRACTION
+from ..stores.breaker import CircuitBreaker
+from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
 from ..upstream.chat import Completion, StreamLimits, read_chat_completion
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import (
+    CircuitOpen,
     ConnectFailed,
     ConnectionDropped,
     EmptyAnswer,
@@ -32,7 +35,8 @@ from ..upstream.failures import (
     UpstreamTimeout,
     code_for,
 )
-from ..upstream.retry import Attempt, RetryPolicy, run_attempts
+from ..upstream.retry import Attempt, RetryPolicy
+from ..upstream.routing import call_models
 from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe
 
 #: The recipe stage's error code for each kind of upstream failure.
@@ -42,6 +46,7 @@ CODES: dict[type[UpstreamError], ErrorCode] = {
     ConnectionDropped: ErrorCode.RECIPE_UPSTREAM_ERROR,
     StatusError: ErrorCode.RECIPE_UPSTREAM_ERROR,
     StreamError: ErrorCode.RECIPE_UPSTREAM_ERROR,
+    CircuitOpen: ErrorCode.RECIPE_UPSTREAM_ERROR,
     InvalidAnswer: ErrorCode.RECIPE_INVALID,
     EmptyAnswer: ErrorCode.RECIPE_EMPTY,
 }
@@ -58,12 +63,12 @@ class RecipeLimits:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RecipeLimits:
-        total_ms = RECIPE_TOTAL.of(settings)
         return cls(
-            total_ms=total_ms,
-            stream=StreamLimits(idle_s=RECIPE_IDLE.of(settings) / 1000, max_chunks=settings.recipe_max_tokens * 4),
+            total_ms=RECIPE_TOTAL.of(settings),
+            stream=StreamLimits(first_content_s=RECIPE_FIRST_CONTENT.of(settings) / 1000,
+                                idle_s=RECIPE_IDLE.of(settings) / 1000, max_chunks=settings.recipe_max_tokens * 4),
             retry=RetryPolicy(max_attempts=2, window_ms=RECIPE_RETRY_WINDOW.of(settings),
-                              min_attempt_ms=total_ms * TYPICAL_ATTEMPT_FRACTION),
+                              min_attempt_ms=RECIPE_MIN_ATTEMPT.of(settings)),
             max_tokens=settings.recipe_max_tokens,
         )
 
@@ -102,17 +107,19 @@ def to_recipe(completion: Completion) -> Recipe:
 
 
 def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: RecipeLimits, dish: str,
-                    budget: Budget) -> RecipeOutcome:
+                    budget: Budget, *, fallbacks: tuple[str, ...] = (),
+                    breaker_for: Callable[[str], CircuitBreaker | None] | None = None) -> RecipeOutcome:
+    """Stream ``endpoint.model`` (then each of ``fallbacks`` when it cannot serve now) into a recipe."""
     url = endpoint.url("/chat/completions")
     headers = endpoint.headers(Accept="text/event-stream")
-    payload = chat_payload(endpoint.model, dish, limits.max_tokens)
     outcome = RecipeOutcome(None, None)
     started = time.monotonic()
 
-    def call(attempt: Attempt) -> Recipe:
+    def call(model: str, attempt: Attempt) -> Recipe:
         deadline = budget.attempt(limits.total_ms)
         attempt.fields["deadline_bound_by"] = deadline.bound_by
         completion: Completion | None = None
+        payload = chat_payload(model, dish, limits.max_tokens)
         try:
             completion = read_chat_completion(client, url, payload, headers, limits=limits.stream, deadline=deadline)
             attempt.status = completion.http_status
@@ -121,20 +128,24 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
             completion = completion or failure.measured
             raise
         finally:
-            _fill(outcome.metrics, attempt, started, completion, deadline)
+            _fill(outcome.metrics, started, completion, deadline)
 
-    attempts = run_attempts(call, upstream="chat.completions", policy=limits.retry, budget=budget)
-    outcome.recipe = attempts.result
-    if attempts.failure is not None:
-        failure = attempts.failure
+    routed = call_models((endpoint.model, *fallbacks), call, upstream="chat.completions", policy=limits.retry,
+                         budget=budget, breaker_for=breaker_for, lease_s=limits.total_ms / 1000)
+    outcome.recipe = routed.result
+    outcome.metrics.attempts = routed.attempts
+    outcome.metrics.totalMs = int((time.monotonic() - started) * 1000)
+    outcome.metrics.model = routed.model
+    outcome.metrics.calls = [UpstreamCall.model_validate(c.as_dict()) for c in routed.calls]
+    if routed.failure is not None:
+        failure = routed.failure
         retryable = not (isinstance(failure, StatusError) and failure.client_error)
         outcome.error = StageError(code_for(failure, CODES), str(failure), retryable=retryable)
     return outcome
 
 
-def _fill(metrics: RecipeMetrics, attempt: Attempt, started: float, c: Completion | None,
-          deadline: Deadline) -> None:
-    metrics.attempts = attempt.number
+def _fill(metrics: RecipeMetrics, started: float, c: Completion | None, deadline: Deadline) -> None:
+    """The measurements of the latest call (a failed call's partial ones included)."""
     metrics.totalMs = int((time.monotonic() - started) * 1000)
     metrics.budgetMs = int(deadline.budget_ms)
     metrics.boundBy = deadline.bound_by

@@ -1,16 +1,20 @@
 """Read one OpenAI-compatible chat completion, streamed or not, inside hard limits.
 
-Two limits are separate: *idle*, the longest silence before the first byte and
-between two reads, enforced by the socket read timeout; and the attempt's
-*deadline*, enforced by the transport's watchdog. Any bytes, SSE comments and
-keep-alives included, reset the idle clock - they prove the upstream is alive -
-while the deadline still holds no matter how the bytes trickle in.
+Three limits hold on a stream, all enforced by the transport's watchdog on the
+socket: the wait for the *first text* (content or reasoning), the *idle* gap
+between two texts, and the attempt's *deadline*. They are measured on what the
+model writes, as the Vercel AI SDK (``firstChunkMs`` / ``chunkMs``) and LangChain
+(``stream_chunk_timeout``) do: SSE comments (a gateway's ``: PROCESSING`` while a
+request is queued), empty deltas and role-only chunks prove the connection is
+alive, not that the model is writing, so they reset nothing. A silent socket is
+caught at the same limits.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +22,7 @@ import httpx
 
 from ..deadline import Deadline
 from .failures import AnswerTooLarge, InvalidAnswer, StreamError, UpstreamError
-from .transport import GuardedPost
+from .transport import GuardedPost, TextLimits
 
 MAX_STREAM_BYTES = 2 * 1024 * 1024
 MAX_CONTENT_CHARS = 200_000
@@ -28,6 +32,7 @@ MAX_CONTENT_CHARS = 200_000
 class StreamLimits:
     """The limits of one streamed chat call (the deadline comes per attempt from the budget)."""
 
+    first_content_s: float
     idle_s: float
     max_chunks: int
     max_bytes: int = MAX_STREAM_BYTES
@@ -54,9 +59,10 @@ class Completion:
 class SSEReader:
     """Incremental SSE parser; split out so the benchmark measures exactly this."""
 
-    def __init__(self, limits: StreamLimits, started: float) -> None:
+    def __init__(self, limits: StreamLimits, started: float, on_text: Callable[[], None] | None = None) -> None:
         self.out = Completion()
         self.limits = limits
+        self.on_text = on_text
         self.started = started
         self.content_chars = 0
         self.done = False
@@ -120,6 +126,8 @@ class SSEReader:
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning:
             out.reasoning_chars += len(reasoning)
+        if (text or reasoning) and self.on_text is not None:
+            self.on_text()
         if choice.get("finish_reason"):
             out.finish_reason = choice["finish_reason"]
 
@@ -128,11 +136,14 @@ def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any]
                          limits: StreamLimits, deadline: Deadline) -> Completion:
     """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure."""
     started = time.monotonic()
-    reader = SSEReader(limits, started)
+    text = TextLimits(first_content_s=limits.first_content_s, idle_s=limits.idle_s)
+    # The socket's own read timeout only backs the watchdog up (the idle limit sits inside the first-content one).
+    post = GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=limits.first_content_s,
+                       max_bytes=limits.max_bytes, text=text)
+    reader = SSEReader(limits, started, on_text=post.text_arrived)
     out = reader.out
     try:
-        with GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=limits.idle_s,
-                         max_bytes=limits.max_bytes) as call:
+        with post as call:
             out.http_status = call.status
             out.first_byte_ms = call.first_byte_ms
             if call.status != 200:

@@ -7,14 +7,19 @@
     ├── ConnectionDropped      reset or closed early; transient before any byte of an answer
     ├── StatusError            an HTTP error status; transient for 5xx and 429
     ├── UpstreamTimeout        a limit ran out (never transient: it used its whole time)
+    │   ├── FirstContentTimeout  no text from the model within the first-content limit
     │   ├── IdleTimeout        silence longer than the idle / read limit
     │   └── DeadlineExceeded   the attempt's deadline (total, Lambda time left, job deadline)
+    ├── CircuitOpen            the model's breaker is open: no request was sent
     ├── StreamError            an ``error`` object or undecodable data in the stream
     ├── InvalidAnswer          an answer that is not what was asked for
     │   └── AnswerTooLarge     over a byte, chunk or character cap
     └── EmptyAnswer            no content at all (e.g. reasoning only)
 
 Each stage maps these to its job error codes in one table (:func:`code_for`).
+:attr:`UpstreamError.unhealthy` says whether a failure counts against the model's
+health (its circuit breaker, and moving on to a fallback model): the model could
+not serve now, and nothing of an answer had started.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class UpstreamError(Exception):
     """An upstream call gave no usable answer. ``detail`` is internal (logs, the job item)."""
 
     kind = "upstream"  #: short name used in logs and details
+    outcome = "error"  #: what ``metrics.*.calls[].outcome`` says
 
     def __init__(self, detail: str, *, content_started: bool = False, bytes_received: int = 0,
                  status: int | None = None, retry_after_s: float | None = None) -> None:
@@ -51,32 +57,52 @@ class UpstreamError(Exception):
         """The upstream plainly did not do the work, so another attempt may succeed."""
         return False
 
+    @property
+    def unhealthy(self) -> bool:
+        """The model could not serve now (and nothing had started): a breaker failure, a reason to fall back."""
+        return False
+
     def __str__(self) -> str:
         return f"{self.kind}: {self.detail}"
 
 
 class ConnectFailed(UpstreamError):
     kind = "connect"
+    outcome = "connect_failed"
 
     @property
     def transient(self) -> bool:
         return True
 
+    @property
+    def unhealthy(self) -> bool:
+        return True
+
 
 class ConnectionDropped(UpstreamError):
     kind = "reset"
+    outcome = "connection_dropped"
 
     @property
     def transient(self) -> bool:
         return self.bytes_received == 0
 
+    @property
+    def unhealthy(self) -> bool:
+        return not self.content_started
+
 
 class StatusError(UpstreamError):
     kind = "status"
+    outcome = "http_error"
 
     @property
     def transient(self) -> bool:
         return self.status is not None and (self.status >= 500 or self.status == 429)
+
+    @property
+    def unhealthy(self) -> bool:
+        return self.transient
 
     @property
     def client_error(self) -> bool:
@@ -92,30 +118,52 @@ class StatusError(UpstreamError):
 
 class UpstreamTimeout(UpstreamError):
     kind = "timeout"
+    outcome = "timeout"
+
+
+class FirstContentTimeout(UpstreamTimeout):
+    outcome = "first_content_timeout"
+
+    @property
+    def unhealthy(self) -> bool:
+        return True
 
 
 class IdleTimeout(UpstreamTimeout):
-    pass
+    outcome = "idle_timeout"
 
 
 class DeadlineExceeded(UpstreamTimeout):
-    pass
+    outcome = "deadline"
+
+
+class CircuitOpen(UpstreamError):
+    kind = "breaker_open"
+    outcome = "breaker_open"
+
+    @property
+    def unhealthy(self) -> bool:
+        return True
 
 
 class StreamError(UpstreamError):
     kind = "stream_error"
+    outcome = "stream_error"
 
 
 class InvalidAnswer(UpstreamError):
     kind = "invalid"
+    outcome = "invalid"
 
 
 class AnswerTooLarge(InvalidAnswer):
     kind = "cap"
+    outcome = "too_large"
 
 
 class EmptyAnswer(UpstreamError):
     kind = "empty"
+    outcome = "empty"
 
 
 def code_for(failure: UpstreamError, table: Mapping[type[UpstreamError], C]) -> C:

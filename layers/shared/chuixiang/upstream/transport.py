@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -25,6 +26,7 @@ from .failures import (
     ConnectFailed,
     ConnectionDropped,
     DeadlineExceeded,
+    FirstContentTimeout,
     IdleTimeout,
     StatusError,
     UpstreamTimeout,
@@ -36,21 +38,65 @@ CONNECT_TIMEOUT_S = 10.0
 ERROR_BODY_BYTES = 4096
 
 
-class Watchdog:
-    """Closes a response's socket at an absolute deadline, even in the middle of a read.
+@dataclass(frozen=True)
+class TextLimits:
+    """Limits measured on what the model *writes*, not on bytes: keep-alives do not reset them."""
 
-    A socket read timeout only bounds the *gap* between bytes; a slow drip would
-    outlive any total limit. ``shutdown()`` wakes a thread blocked in ``recv`` at
-    once, which ``close()`` does not guarantee on Linux.
+    first_content_s: float  #: request → first text
+    idle_s: float  #: between two texts
+
+
+class Watchdog:
+    """Shuts a response's socket down when the first limit that applies runs out, even mid-read.
+
+    The attempt's deadline always applies; with :class:`TextLimits`, so do the
+    first-content limit (until the first text) and the idle limit (after each text,
+    re-armed by :meth:`text_arrived`). A socket read timeout could not enforce either:
+    a slow drip or an SSE keep-alive resets it. ``shutdown()`` wakes a thread blocked
+    in ``recv`` at once, which ``close()`` does not guarantee on Linux.
     """
 
-    def __init__(self, remaining_s: float) -> None:
+    def __init__(self, remaining_s: float, text: TextLimits | None = None) -> None:
+        now = time.monotonic()
         self.fired = threading.Event()
+        self.reason: str | None = None  #: "deadline", "first_content" or "idle" once fired
+        self.text_seen = False
+        self._deadline_at = now + max(0.0, remaining_s)
+        self._idle_s = text.idle_s if text else None
+        self._text_at = now + text.first_content_s if text else None
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
-        self._timer = threading.Timer(max(0.0, remaining_s), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        self._cancelled = False
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="watchdog", daemon=True)
+        self._thread.start()
+
+    def text_arrived(self) -> None:
+        """The model wrote something: the idle limit starts again (a float store: cheap per chunk).
+
+        Only the first text can move the due time earlier (first-content → idle); later
+        ones move it later, so the thread is woken only then."""
+        if self._idle_s is not None:
+            self._text_at = time.monotonic() + self._idle_s
+            if not self.text_seen:
+                self.text_seen = True
+                self._wake.set()
+
+    def _run(self) -> None:
+        while True:
+            text_at = self._text_at
+            due = self._deadline_at if text_at is None else min(self._deadline_at, text_at)
+            wait = due - time.monotonic()
+            if wait <= 0:
+                if text_at is None or self._deadline_at <= text_at:
+                    self._fire("deadline")
+                else:
+                    self._fire("idle" if self.text_seen else "first_content")
+                return
+            if self._wake.wait(wait):
+                if self._cancelled:
+                    return
+                self._wake.clear()
 
     def attach(self, response: httpx.Response) -> None:
         stream: Any = response.extensions.get("network_stream")
@@ -60,8 +106,9 @@ class Watchdog:
             if self.fired.is_set():
                 self._shutdown()
 
-    def _fire(self) -> None:
+    def _fire(self, reason: str) -> None:
         with self._lock:
+            self.reason = reason
             self.fired.set()
             self._shutdown()
 
@@ -73,18 +120,20 @@ class Watchdog:
                 pass
 
     def cancel(self) -> None:
-        self._timer.cancel()
+        self._cancelled = True
+        self._wake.set()
 
 
 class GuardedPost:
     """``with GuardedPost(...) as call:`` sends the POST; ``call.chunks()`` reads the body.
 
-    ``read_timeout_s`` bounds each silence; ``deadline`` the whole call; ``max_bytes``
-    the body. The response is closed and the watchdog cancelled on exit.
+    ``read_timeout_s`` bounds each silence on the socket; ``deadline`` the whole call;
+    ``text`` (optional) the wait for the model's first text and the gaps between texts;
+    ``max_bytes`` the body. The response is closed and the watchdog cancelled on exit.
     """
 
     def __init__(self, client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
-                 deadline: Deadline, read_timeout_s: float, max_bytes: int) -> None:
+                 deadline: Deadline, read_timeout_s: float, max_bytes: int, text: TextLimits | None = None) -> None:
         self.client = client
         self.url = url
         self.payload = payload
@@ -92,12 +141,14 @@ class GuardedPost:
         self.deadline = deadline
         self.read_timeout_s = read_timeout_s
         self.max_bytes = max_bytes
+        self.text = text
         self.started = time.monotonic()
         self.bytes_received = 0
         self.status: int | None = None
         self.first_byte_ms: int | None = None  #: response headers, from the call start
         self._response: httpx.Response | None = None
         self._watchdog: Watchdog | None = None
+        self._first_wait_is_deadline = False
 
     @property
     def response(self) -> httpx.Response:
@@ -110,7 +161,8 @@ class GuardedPost:
             raise DeadlineExceeded("no time left before the call started")
         first_wait = min(self.read_timeout_s, remaining_s)
         timeout = httpx.Timeout(first_wait, connect=min(first_wait, CONNECT_TIMEOUT_S))
-        self._watchdog = Watchdog(remaining_s)
+        self._first_wait_is_deadline = first_wait >= remaining_s
+        self._watchdog = Watchdog(remaining_s, self.text)
         request = self.client.build_request("POST", self.url, json=self.payload, headers=self.headers,
                                             timeout=timeout)
         try:
@@ -141,11 +193,29 @@ class GuardedPost:
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.started) * 1000
 
+    def text_arrived(self) -> None:
+        """Tell the watchdog the model wrote text (re-arms the idle limit)."""
+        if self._watchdog is not None:
+            self._watchdog.text_arrived()
+
     def timeout(self, where: str, **kw: Any) -> UpstreamTimeout:
-        """The timeout that applies now: the deadline if the watchdog fired, else the read timeout."""
-        if self._watchdog is not None and self._watchdog.fired.is_set():
-            d = self.deadline
+        """The limit that ended the call: the watchdog's reason if it fired, else the socket read timeout's."""
+        dog = self._watchdog
+        reason = dog.reason if dog is not None and dog.fired.is_set() else None
+        if reason is None:  # the socket read timeout
+            if self._first_wait_is_deadline:
+                reason = "deadline"
+            elif self.text is not None:
+                reason = "idle" if dog is not None and dog.text_seen else "first_content"
+            else:
+                reason = "read"
+        d = self.deadline
+        if reason == "deadline":
             return DeadlineExceeded(f"deadline ({d.bound_by}, {d.budget_ms:.0f} ms) reached {where}", **kw)
+        if reason == "first_content" and self.text is not None:
+            return FirstContentTimeout(f"no text within {self.text.first_content_s * 1000:.0f} ms {where}", **kw)
+        if reason == "idle" and self.text is not None:
+            return IdleTimeout(f"no text for {self.text.idle_s * 1000:.0f} ms {where}", **kw)
         return IdleTimeout(f"no data for {self.read_timeout_s * 1000:.0f} ms {where}", **kw)
 
     def status_error(self) -> StatusError:

@@ -1,0 +1,95 @@
+"""Route a call over a model and its fallbacks, each behind its shared circuit breaker.
+
+For each model in order: if its breaker is open, move on at once (no request).
+Otherwise run the attempt loop on it (same-model retries follow the retry rule).
+Move to the next model only when the last failure says the model could not serve
+now (:attr:`UpstreamError.unhealthy`: 5xx, 429, refused or reset before any
+content, the first-content limit, an open breaker) and the budget left still holds
+``min_attempt_ms``. Never after content has started, never for a bad answer: that
+is the model's quality, not its health. Every upstream call is recorded once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from ..deadline import Budget
+from ..observability import logger
+from ..stores.breaker import Admission, CircuitBreaker
+from .failures import CircuitOpen, UpstreamError
+from .retry import Attempt, RetryPolicy, run_attempts
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One upstream call (or one skipped by an open breaker), as ``metrics.*.calls`` shows it."""
+
+    model: str
+    ms: int
+    outcome: str  #: "ok", "breaker_open" or the failure's outcome ("http_error", "first_content_timeout", …)
+    status: int | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {"model": self.model, "ms": self.ms, "outcome": self.outcome, "status": self.status}
+
+
+@dataclass
+class Routed(Generic[T]):
+    result: T | None = None
+    failure: UpstreamError | None = None
+    model: str | None = None  #: the model that answered (or the last one tried)
+    attempts: int = 0
+    calls: list[CallRecord] = field(default_factory=list)
+
+
+def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, upstream: str, policy: RetryPolicy,
+                budget: Budget, breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
+                lease_s: float = 0) -> Routed[T]:
+    """``call(model, attempt)`` makes one upstream call; ``breaker_for(model)`` its breaker (None: no breaker)."""
+    routed: Routed[T] = Routed()
+    for index, model in enumerate(models):
+        if index and routed.failure is not None:
+            left = budget.remaining_ms()
+            if left < policy.min_attempt_ms:
+                logger.info("no fallback: too little budget", extra={
+                    "model": model, "remaining_ms": round(left), "min_attempt_ms": policy.min_attempt_ms})
+                break
+        breaker = breaker_for(model) if breaker_for else None
+
+        def guarded(attempt: Attempt, model: str = model, breaker: CircuitBreaker | None = breaker) -> T:
+            admission = breaker.admit(lease_s) if breaker else Admission.CALL
+            attempt.fields["model"] = model
+            if admission is Admission.REJECT:
+                routed.calls.append(CallRecord(model, 0, CircuitOpen.outcome))
+                raise CircuitOpen(f"breaker open for {model}: no request sent")
+            if admission is Admission.PROBE:
+                attempt.fields["breaker_probe"] = True
+            started = time.monotonic()
+            try:
+                result = call(model, attempt)
+            except UpstreamError as failure:
+                routed.calls.append(CallRecord(model, _ms(started), failure.outcome, failure.status or attempt.status))
+                if breaker:
+                    breaker.record(admission, healthy=not failure.unhealthy)
+                raise
+            routed.calls.append(CallRecord(model, _ms(started), "ok", attempt.status))
+            if breaker:
+                breaker.record(admission, healthy=True)
+            return result
+
+        attempts = run_attempts(guarded, upstream=upstream, policy=policy, budget=budget)
+        routed.model = model
+        routed.result, routed.failure = attempts.result, attempts.failure
+        if attempts.failure is None or not attempts.failure.unhealthy:
+            break
+    routed.attempts = sum(1 for c in routed.calls if c.outcome != CircuitOpen.outcome)
+    return routed
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
