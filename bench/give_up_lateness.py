@@ -1,8 +1,8 @@
-"""How late the recipe reader closes the connection after its idle limit and its total deadline.
+"""How late the recipe reader closes the connection after each of its limits.
 
-20 runs each against the fault-injecting fake model on loopback: a stall mid-stream
-(idle limit) and a slow drip under the idle limit (total deadline). Lateness is the
-measured give-up time minus the limit.
+20 runs each against the fault-injecting fake model on loopback: keep-alives only
+(first-content limit), a stall mid-stream (idle limit) and a slow drip under the
+idle limit (total deadline). Lateness is the measured give-up time minus the limit.
 
     .venv/bin/python bench/give_up_lateness.py [--runs 20]
 """
@@ -20,7 +20,7 @@ from chuixiang.upstream.chat import StreamLimits, read_chat_completion
 from chuixiang.upstream.failures import UpstreamTimeout
 from chuixiang_local.fake_model import ChatBehaviour, FakeModel
 
-IDLE_S, TOTAL_S = 0.5, 1.0
+IDLE_S, FIRST_S, TOTAL_S = 0.5, 0.8, 1.0
 
 
 def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool) -> float:
@@ -30,8 +30,9 @@ def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool) -> fl
         deadline = Budget(60_000, None).attempt(TOTAL_S * 1000)
         started = time.monotonic()
         try:
+            limits = StreamLimits(first_content_s=FIRST_S, idle_s=IDLE_S, max_chunks=10**6)
             read_chat_completion(client, f"{fake.base_url}/chat/completions", {"stream": True, "messages": []}, {},
-                                 limits=StreamLimits(idle_s=IDLE_S, max_chunks=10**6), deadline=deadline)
+                                 limits=limits, deadline=deadline)
         except UpstreamTimeout as failure:
             elapsed = time.monotonic() - started
             return elapsed - (failure.measured.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
@@ -54,7 +55,11 @@ def main() -> None:
         stall = [(once(fake, ChatBehaviour(stall_after_chunks=5, stall_s=10), True) - IDLE_S) * 1000
                  for _ in range(args.runs)]
         drip = [(once(fake, ChatBehaviour(chunk_delay_s=0.1), False) - TOTAL_S) * 1000 for _ in range(args.runs)]
-    print(f"give-up lateness over {args.runs} runs (idle {IDLE_S * 1000:.0f} ms, total {TOTAL_S * 1000:.0f} ms)")
+        queued = [(once(fake, ChatBehaviour(stall_after_chunks=0, stall_s=10, keepalive_every_s=0.1), False)
+                   - FIRST_S) * 1000 for _ in range(args.runs)]
+    print(f"give-up lateness over {args.runs} runs (first content {FIRST_S * 1000:.0f} ms, idle "
+          f"{IDLE_S * 1000:.0f} ms, total {TOTAL_S * 1000:.0f} ms)")
+    report("first content (keep-alives only)", queued)
     report("idle limit (stall mid-stream)", stall)
     report("total deadline (slow drip)", drip)
 

@@ -60,7 +60,7 @@ def serve(port_queue: multiprocessing.Queue, chunks: int) -> None:  # type: igno
 
 def ours(base: str) -> int:
     with httpx.Client() as client:
-        limits = StreamLimits(idle_s=30, max_chunks=10**7, max_bytes=10**9)
+        limits = StreamLimits(first_content_s=60, idle_s=30, max_chunks=10**7, max_bytes=10**9)
         c = read_chat_completion(client, f"{base}/chat/completions", {"stream": True}, {}, limits=limits,
                                  deadline=Budget(600_000, None).attempt(600_000))
     return c.chunks

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -15,6 +13,7 @@ import pytest
 from chuixiang_local.fake_model import ChatBehaviour, FakeModel
 
 from .conftest import SCALED
+from .serve_helper import Serve
 
 pytestmark = pytest.mark.pipeline
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,35 +56,11 @@ def test_invoke_one_function_with_its_sample_event() -> None:
     assert out["ok"] is True and out["imagePrompt"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_serve_answers_http() -> None:
-    port = _free_port()
-    proc = subprocess.Popen([*CLI, "serve", "--port", str(port), *SCALED_ARGS], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
+    server = Serve(SCALED)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{base}/recipes/none", timeout=1)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
-                time.sleep(0.2)
-        created = httpx.post(f"{base}/recipes", json={"dish": "宫保鸡丁"})
-        assert created.status_code == 202, created.text
-        job_id = created.json()["jobId"]
-        doc: dict = {}
-        for _ in range(300):
-            doc = httpx.get(f"{base}/recipes/{job_id}").json()
-            if doc["status"] in ("SUCCEEDED", "FAILED"):
-                break
-            time.sleep(0.1)
+        base = server.base
+        doc = server.cook("宫保鸡丁")
         assert doc["status"] == "SUCCEEDED"
         missing = httpx.get(f"{base}/recipes/00000000-0000-4000-8000-000000000000")
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "JOB_NOT_FOUND"
@@ -93,5 +68,4 @@ def test_serve_answers_http() -> None:
             bad = httpx.post(f"{base}/recipes", content=body, headers={"content-type": "application/json"})
             assert bad.status_code == 400 and bad.json()["error"]["code"] == "INVALID_DISH", bad.text
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        server.stop()

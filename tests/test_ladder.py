@@ -32,6 +32,10 @@ def test_scaled_override_set_passes() -> None:
     ({"ImageFunctionTimeout": "140"}, "worst-case path", "state machine TimeoutSeconds = 300"),
     ({"ClientGiveUpSeconds": "300"}, "state machine TimeoutSeconds = 300", "ClientGiveUpSeconds = 300"),
     ({"RecipeRetryWindowMs": "150000"}, "RecipeRetryWindowMs = 150000", "RecipeTotalTimeoutMs = 140000"),
+    ({"RecipeMinAttemptMs": "150000"}, "RecipeMinAttemptMs = 150000", "RecipeTotalTimeoutMs = 140000"),
+    ({"RecipeFirstContentTimeoutMs": "140000"}, "RecipeFirstContentTimeoutMs = 140000",
+     "RecipeTotalTimeoutMs = 140000"),
+    ({"RecipeIdleTimeoutMs": "60000"}, "RecipeIdleTimeoutMs = 60000", "RecipeFirstContentTimeoutMs = 60000"),
 ])
 def test_wrong_orderings_fail_naming_both_limits(overrides: dict[str, str], inner: str, outer: str) -> None:
     ladder = build_ladder(Template(overrides))
@@ -64,6 +68,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_ladder_command_exit_codes() -> None:
     ok = _cli("ladder")
     assert ok.returncode == 0 and "ladder OK" in ok.stdout
+    assert "first content (RecipeFirstContentTimeoutMs)" in ok.stdout and "RecipeMinAttemptMs" in ok.stdout
+    first = _cli("ladder", "--parameter-overrides", "RecipeFirstContentTimeoutMs=140000")
+    assert first.returncode == 2
+    assert "RecipeFirstContentTimeoutMs = 140000" in first.stderr and "RecipeTotalTimeoutMs = 140000" in first.stderr
     broken = _cli("ladder", "--parameter-overrides", "RecipeTotalTimeoutMs=150000")
     assert broken.returncode == 2
     assert "RecipeTotalTimeoutMs = 150000" in broken.stderr

@@ -21,12 +21,8 @@ from ..stores.breaker import CircuitBreaker
 from ..timeouts import IMAGE_RETRY_WINDOW
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import (
-    CircuitOpen,
-    ConnectFailed,
-    ConnectionDropped,
+    NO_ANSWER,
     InvalidAnswer,
-    StatusError,
-    StreamError,
     UpstreamError,
     UpstreamTimeout,
     code_for,
@@ -38,11 +34,7 @@ from ..upstream.routing import call_models
 #: The image stage's error code for each kind of upstream failure.
 CODES: dict[type[UpstreamError], ErrorCode] = {
     UpstreamTimeout: ErrorCode.IMAGE_TIMEOUT,
-    ConnectFailed: ErrorCode.IMAGE_UPSTREAM_ERROR,
-    ConnectionDropped: ErrorCode.IMAGE_UPSTREAM_ERROR,
-    StatusError: ErrorCode.IMAGE_UPSTREAM_ERROR,
-    StreamError: ErrorCode.IMAGE_UPSTREAM_ERROR,
-    CircuitOpen: ErrorCode.IMAGE_UPSTREAM_ERROR,
+    **dict.fromkeys(NO_ANSWER, ErrorCode.IMAGE_UPSTREAM_ERROR),
     InvalidAnswer: ErrorCode.IMAGE_INVALID,
 }
 #: A retry must leave at least this share of the stage's starting budget.

@@ -24,13 +24,10 @@ from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RE
 from ..upstream.chat import Completion, StreamLimits, read_chat_completion
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import (
-    CircuitOpen,
-    ConnectFailed,
-    ConnectionDropped,
+    NO_ANSWER,
     EmptyAnswer,
     InvalidAnswer,
     StatusError,
-    StreamError,
     UpstreamError,
     UpstreamTimeout,
     code_for,
@@ -42,11 +39,7 @@ from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe
 #: The recipe stage's error code for each kind of upstream failure.
 CODES: dict[type[UpstreamError], ErrorCode] = {
     UpstreamTimeout: ErrorCode.RECIPE_TIMEOUT,
-    ConnectFailed: ErrorCode.RECIPE_UPSTREAM_ERROR,
-    ConnectionDropped: ErrorCode.RECIPE_UPSTREAM_ERROR,
-    StatusError: ErrorCode.RECIPE_UPSTREAM_ERROR,
-    StreamError: ErrorCode.RECIPE_UPSTREAM_ERROR,
-    CircuitOpen: ErrorCode.RECIPE_UPSTREAM_ERROR,
+    **dict.fromkeys(NO_ANSWER, ErrorCode.RECIPE_UPSTREAM_ERROR),
     InvalidAnswer: ErrorCode.RECIPE_INVALID,
     EmptyAnswer: ErrorCode.RECIPE_EMPTY,
 }

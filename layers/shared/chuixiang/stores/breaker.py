@@ -94,8 +94,7 @@ class CircuitBreaker:
         # HALF_OPEN: someone probes; take over only if that probe's lease ran out (its invocation died).
         lease_until = float(item.get("probeUntil", 0))
         if now >= lease_until and self._claim_probe(
-                "#state = :half AND probeUntil = :until", {":half": BreakerState.HALF_OPEN.value,
-                                                           ":until": item.get("probeUntil", 0)}, lease_s):
+                "#state = :half AND probeUntil = :lease_was", {":lease_was": item.get("probeUntil", 0)}, lease_s):
             return Admission.PROBE
         return self._reject(state)
 

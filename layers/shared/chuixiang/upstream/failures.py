@@ -166,6 +166,11 @@ class EmptyAnswer(UpstreamError):
     outcome = "empty"
 
 
+#: Failures that mean "the upstream did not give an answer" (as opposed to a timeout or a bad answer):
+#: both stages map them to their ``*_UPSTREAM_ERROR`` code.
+NO_ANSWER: tuple[type[UpstreamError], ...] = (ConnectFailed, ConnectionDropped, StatusError, StreamError, CircuitOpen)
+
+
 def code_for(failure: UpstreamError, table: Mapping[type[UpstreamError], C]) -> C:
     """The most specific entry of ``table`` for ``failure``'s class."""
     for cls in type(failure).__mro__:

@@ -1,0 +1,61 @@
+"""``chuixiang serve`` as a test fixture: started in its own process, driven over HTTP."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Serve:
+    """``chuixiang serve`` in its own process, as a user starts it; ready when it answers."""
+
+    def __init__(self, overrides: dict[str, str], model_base_url: str | None = None) -> None:
+        port = free_port()
+        model = ["--model-base-url", model_base_url] if model_base_url else []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "chuixiang_local.cli", "serve", "--port", str(port), *model,
+             "--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{self.base}/recipes/none", timeout=1)
+                return
+            except httpx.TransportError:
+                assert self.proc.poll() is None and time.monotonic() < deadline, "serve did not start"
+                time.sleep(0.2)
+
+    def post(self, dish: str) -> str:
+        created = httpx.post(f"{self.base}/recipes", json={"dish": dish}, timeout=30)
+        assert created.status_code == 202, created.text
+        return str(created.json()["jobId"])
+
+    def wait(self, job_id: str, give_up_s: float = 60) -> dict[str, Any]:
+        end = time.monotonic() + give_up_s
+        while True:
+            doc: dict[str, Any] = httpx.get(f"{self.base}/recipes/{job_id}", timeout=30).json()
+            if doc["status"] in ("SUCCEEDED", "FAILED") or time.monotonic() > end:
+                return doc
+            time.sleep(0.1)
+
+    def cook(self, dish: str) -> dict[str, Any]:
+        return self.wait(self.post(dish))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=15)
