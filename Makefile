@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 DISH   ?= 番茄炒蛋
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast lint ladder readme-ladder serve bench sam-build deploy clean
+.PHONY: run test test-fast test-sockets lint ladder readme-ladder serve bench sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,9 +21,13 @@ test: $(STAMP)
 	$(BIN)/chuixiang ladder > /dev/null
 	$(BIN)/python -m pytest
 
-# The fast tier: everything that needs no local cloud (real sockets, the ladder, units).
+# The fast tier: units, the ladder, limits (no local cloud, no scaled waits). `make test` runs every tier.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not pipeline"
+	$(BIN)/python -m pytest -m "not pipeline and not sockets"
+
+# The middle tier: the fault scenarios, fallbacks and breaker on real sockets (no local cloud).
+test-sockets: $(STAMP)
+	$(BIN)/python -m pytest -m "sockets and not pipeline"
 
 lint: $(STAMP)
 	$(BIN)/ruff check layers functions local tests bench

@@ -22,6 +22,8 @@ from chuixiang_local.template import Template
 from .conftest import LATE_S
 from .stage_helpers import function_settings, run_image, run_recipe
 
+pytestmark = pytest.mark.sockets
+
 PRIMARY, FALLBACK = "model-primary", "model-fallback"
 KEEPALIVES_ONLY = ChatBehaviour(stall_after_chunks=0, stall_s=30, keepalive_every_s=0.2)
 

@@ -11,6 +11,8 @@ from chuixiang_local.template import Template
 from .conftest import LATE_S
 from .stage_helpers import run_image
 
+pytestmark = pytest.mark.sockets
+
 
 def run(template: Template, base_url: str, budget_ms: float = 3000) -> tuple[ImageOutcome, float]:
     """``budget_ms`` is what the call may use: the Lambda's finishing margin comes on top."""

@@ -29,6 +29,7 @@ def assert_give_up(elapsed_s: float, scenario: Scenario, template: Template, bud
     assert limit_s <= elapsed_s <= limit_s + LATE_S, f"gave up after {elapsed_s:.3f} s, limit {limit_s} s"
 
 
+@pytest.mark.sockets
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
 def test_stage_alone(scenario: Scenario, fake: FakeModel, scaled_template: Template) -> None:
     fake.chat_script.extend(scenario.script)
