@@ -15,7 +15,7 @@ import httpx
 
 from ..deadline import Budget
 from ..errors import ErrorCode, StageError
-from ..models import ImageMetrics, UpstreamCall
+from ..models import ImageMetrics
 from ..settings import Settings
 from ..stores.breaker import CircuitBreaker
 from ..timeouts import IMAGE_RETRY_WINDOW
@@ -91,7 +91,7 @@ def generate_image(client: httpx.Client, endpoint: ModelEndpoint, limits: ImageL
     outcome.image = routed.result
     outcome.metrics = ImageMetrics(attempts=routed.attempts, totalMs=int((time.monotonic() - started) * 1000),
                                    model=routed.model,
-                                   calls=[UpstreamCall.model_validate(c.as_dict()) for c in routed.calls])
+                                   calls=list(routed.calls))
     if routed.failure is not None:
         outcome.error = StageError(code_for(routed.failure, CODES), str(routed.failure))
     return outcome

@@ -17,7 +17,7 @@ import httpx
 
 from ..deadline import Budget, Deadline
 from ..errors import ErrorCode, StageError
-from ..models import RecipeMetrics, UpstreamCall
+from ..models import RecipeMetrics
 from ..settings import Settings
 from ..stores.breaker import CircuitBreaker
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
@@ -121,7 +121,7 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
             completion = completion or failure.measured
             raise
         finally:
-            _fill(outcome.metrics, started, completion, deadline)
+            _fill(outcome.metrics, completion, deadline)
 
     routed = call_models((endpoint.model, *fallbacks), call, upstream="chat.completions", policy=limits.retry,
                          budget=budget, breaker_for=breaker_for, lease_s=limits.total_ms / 1000)
@@ -129,7 +129,7 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
     outcome.metrics.attempts = routed.attempts
     outcome.metrics.totalMs = int((time.monotonic() - started) * 1000)
     outcome.metrics.model = routed.model
-    outcome.metrics.calls = [UpstreamCall.model_validate(c.as_dict()) for c in routed.calls]
+    outcome.metrics.calls = list(routed.calls)
     if routed.failure is not None:
         failure = routed.failure
         retryable = not (isinstance(failure, StatusError) and failure.client_error)
@@ -137,9 +137,8 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
     return outcome
 
 
-def _fill(metrics: RecipeMetrics, started: float, c: Completion | None, deadline: Deadline) -> None:
+def _fill(metrics: RecipeMetrics, c: Completion | None, deadline: Deadline) -> None:
     """The measurements of the latest call (a failed call's partial ones included)."""
-    metrics.totalMs = int((time.monotonic() - started) * 1000)
     metrics.budgetMs = int(deadline.budget_ms)
     metrics.boundBy = deadline.bound_by
     if c is None:

@@ -109,13 +109,9 @@ class CircuitBreaker:
                                            ":until": _num(time.time() + lease_s)},
             )
             return True
-        except ClientError as exc:
-            if _conditional_failed(exc):
-                return False
-            logger.warning("breaker probe claim failed", extra={"model": self.model, "error": str(exc)})
-            return False
-        except BotoCoreError as exc:
-            logger.warning("breaker probe claim failed", extra={"model": self.model, "error": str(exc)})
+        except (ClientError, BotoCoreError) as exc:
+            if not (isinstance(exc, ClientError) and _conditional_failed(exc)):
+                logger.warning("breaker probe claim failed", extra={"model": self.model, "error": str(exc)})
             return False
 
     def _reject(self, state: BreakerState) -> Admission:

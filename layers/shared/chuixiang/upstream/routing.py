@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from ..deadline import Budget
+from ..models import UpstreamCall
 from ..observability import logger
 from ..stores.breaker import Admission, CircuitBreaker
 from .failures import CircuitOpen, UpstreamError
@@ -25,26 +26,13 @@ from .retry import Attempt, RetryPolicy, run_attempts
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class CallRecord:
-    """One upstream call (or one skipped by an open breaker), as ``metrics.*.calls`` shows it."""
-
-    model: str
-    ms: int
-    outcome: str  #: "ok", "breaker_open" or the failure's outcome ("http_error", "first_content_timeout", …)
-    status: int | None = None
-
-    def as_dict(self) -> dict[str, object]:
-        return {"model": self.model, "ms": self.ms, "outcome": self.outcome, "status": self.status}
-
-
 @dataclass
 class Routed(Generic[T]):
     result: T | None = None
     failure: UpstreamError | None = None
     model: str | None = None  #: the model that answered (or the last one tried)
     attempts: int = 0
-    calls: list[CallRecord] = field(default_factory=list)
+    calls: list[UpstreamCall] = field(default_factory=list)
 
 
 def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, upstream: str, policy: RetryPolicy,
@@ -65,7 +53,7 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
             admission = breaker.admit(lease_s) if breaker else Admission.CALL
             attempt.fields["model"] = model
             if admission is Admission.REJECT:
-                routed.calls.append(CallRecord(model, 0, CircuitOpen.outcome))
+                routed.calls.append(UpstreamCall(model=model, ms=0, outcome=CircuitOpen.outcome))
                 raise CircuitOpen(f"breaker open for {model}: no request sent")
             if admission is Admission.PROBE:
                 attempt.fields["breaker_probe"] = True
@@ -73,11 +61,12 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
             try:
                 result = call(model, attempt)
             except UpstreamError as failure:
-                routed.calls.append(CallRecord(model, _ms(started), failure.outcome, failure.status or attempt.status))
+                routed.calls.append(UpstreamCall(model=model, ms=_ms(started), outcome=failure.outcome,
+                                                 status=failure.status or attempt.status))
                 if breaker:
                     breaker.record(admission, healthy=not failure.unhealthy)
                 raise
-            routed.calls.append(CallRecord(model, _ms(started), "ok", attempt.status))
+            routed.calls.append(UpstreamCall(model=model, ms=_ms(started), outcome="ok", status=attempt.status))
             if breaker:
                 breaker.record(admission, healthy=True)
             return result

@@ -1,11 +1,13 @@
 """One deadline-guarded POST, shared by the chat and the image call.
 
-Two limits hold on every call. The *read timeout* bounds each silence (before
-the response headers and between two reads); it is the socket's own timeout.
 The *deadline* bounds the whole call, however the bytes trickle in: a
 :class:`Watchdog` shuts the socket down at that instant, which wakes a thread
-blocked in ``recv`` at once. Everything that can go wrong on the wire is raised
-as an :class:`~chuixiang.upstream.failures.UpstreamError` subclass.
+blocked in ``recv`` at once. With :class:`TextLimits` (the chat stream) the same
+watchdog also enforces the wait for the model's first text and the gap between
+two texts. The socket's own *read timeout* bounds each silence on the wire (before
+the response headers, and as a backstop between reads). Everything that can go
+wrong on the wire is raised as an :class:`~chuixiang.upstream.failures.UpstreamError`
+subclass.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class Watchdog:
                 self._wake.set()
 
     def _run(self) -> None:
-        while True:
+        while not self._cancelled:
             text_at = self._text_at
             due = self._deadline_at if text_at is None else min(self._deadline_at, text_at)
             wait = due - time.monotonic()
