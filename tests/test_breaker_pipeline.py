@@ -37,6 +37,13 @@ def test_fallback_models_through_the_pipeline(fake: FakeModel, tmp_path: Path) -
     assert doc["image"] is not None and doc["metrics"]["image"]["model"] == FALLBACK
 
 
+def one_request_then_refused(doc: dict[str, Any]) -> bool:
+    """One 503, then either the breaker refused the retry or too little budget was left to try one
+    (a late cold start on a busy machine): in both cases the model saw no second request."""
+    outcomes = [c["outcome"] for c in doc["metrics"]["recipe"]["calls"]]
+    return outcomes[0] == "http_error" and outcomes[1:] in ([], ["breaker_open"])
+
+
 @pytest.fixture
 def serve(fake: FakeModel) -> Iterator[Serve]:
     server = Serve(SCALED, fake.base_url)
@@ -54,9 +61,9 @@ def test_breaker_shared_by_every_invocation(serve: Serve, fake: FakeModel, scale
     recovery_s = scaled_template.number("BreakerRecoverySeconds")
     fake.chat_by_model[model] = ChatBehaviour(status=503)
 
-    first = [serve.cook(f"熔断测试{i}") for i in range(2)]  # 2 calls, then 1 call + a refused retry
+    first = [serve.cook(f"熔断测试{i}") for i in range(2)]  # 2 calls, then 1 call whose retry cannot go out
     assert fake.count("/chat/completions") == threshold
-    assert [c["outcome"] for c in first[1]["metrics"]["recipe"]["calls"]] == ["http_error", "breaker_open"]
+    assert one_request_then_refused(first[1])
 
     rest: list[dict[str, Any]] = []
     for batch in range(6):  # 18 more jobs, 3 at a time (more would measure this 2-core machine, not the breaker)
@@ -68,8 +75,8 @@ def test_breaker_shared_by_every_invocation(serve: Serve, fake: FakeModel, scale
         assert doc["status"] == "FAILED" and doc["error"]["code"] == "RECIPE_UPSTREAM_ERROR", doc
         assert doc["error"]["retryable"] is True
         recipe = doc["metrics"]["recipe"]
-        if doc in probes:  # one request; its failure re-opened the breaker, so the retry was refused
-            assert [c["outcome"] for c in recipe["calls"]] == ["http_error", "breaker_open"]
+        if doc in probes:  # one request; its failure re-opened the breaker, so no retry went out
+            assert one_request_then_refused(doc)
         else:
             assert [c["outcome"] for c in recipe["calls"]] == ["breaker_open"] and recipe["totalMs"] < 200
     # While open, the model saw only probes, at most one per recovery window.
