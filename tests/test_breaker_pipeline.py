@@ -61,13 +61,16 @@ def test_breaker_shared_by_every_invocation(serve: Serve, fake: FakeModel, scale
     recovery_s = scaled_template.number("BreakerRecoverySeconds")
     fake.chat_by_model[model] = ChatBehaviour(status=503)
 
-    first = [serve.cook(f"熔断测试{i}") for i in range(2)]  # 2 calls, then 1 call whose retry cannot go out
-    assert fake.count("/chat/completions") == threshold
-    assert one_request_then_refused(first[1])
+    first: list[dict[str, Any]] = []  # one at a time until the model has failed `threshold` times
+    while fake.count("/chat/completions") < threshold:
+        assert len(first) < threshold, "the breaker never reached its threshold"
+        first.append(serve.cook(f"熔断测试{len(first)}"))
+    assert fake.count("/chat/completions") == threshold  # the failure that reached it opened the breaker
+    assert one_request_then_refused(first[-1]) or len(first[-1]["metrics"]["recipe"]["calls"]) == 2
 
     rest: list[dict[str, Any]] = []
-    for batch in range(6):  # 18 more jobs, 3 at a time (more would measure this 2-core machine, not the breaker)
-        ids = [serve.post(f"熔断测试{2 + batch * 3 + i}") for i in range(3)]
+    while len(first) + len(rest) < 20:  # the other jobs, 3 at a time (more would measure this 2-core machine)
+        ids = [serve.post(f"熔断测试{len(first) + len(rest) + i}") for i in range(min(3, 20 - len(first) - len(rest)))]
         rest += [serve.wait(job_id) for job_id in ids]
     assert len(first + rest) == 20
     probes = [doc for doc in rest if doc["metrics"]["recipe"]["calls"][0]["outcome"] != "breaker_open"]
