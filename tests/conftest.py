@@ -11,8 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from chuixiang.timeouts import scaled_parameters
 from chuixiang_local.api_client import LocalApi
@@ -68,3 +71,17 @@ def _reset_scripts(request: pytest.FixtureRequest) -> None:
         model.requests.clear()
     if "cloud" in request.fixturenames:
         request.getfixturevalue("cloud").reset_breakers()
+
+
+@pytest.fixture
+def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An in-process moto table (a local cloud that ran earlier may have left its endpoint in the env)."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    with mock_aws():
+        ddb = boto3.resource("dynamodb", region_name="us-east-1")
+        yield ddb.create_table(TableName="jobs", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                               AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                               BillingMode="PAY_PER_REQUEST")

@@ -23,9 +23,12 @@ def free_port() -> int:
 class Serve:
     """``chuixiang serve`` in its own process, as a user starts it; ready when it answers."""
 
-    def __init__(self, overrides: dict[str, str], model_base_url: str | None = None) -> None:
+    def __init__(self, overrides: dict[str, str], model_base_url: str | None = None,
+                 fake_pace_ms: float | None = None) -> None:
         port = free_port()
         model = ["--model-base-url", model_base_url] if model_base_url else []
+        if fake_pace_ms is not None:
+            model += ["--fake-pace-ms", str(fake_pace_ms)]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "chuixiang_local.cli", "serve", "--port", str(port), *model,
              "--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]],
@@ -45,10 +48,14 @@ class Serve:
         assert created.status_code == 202, created.text
         return str(created.json()["jobId"])
 
+    def get(self, job_id: str) -> dict[str, Any]:
+        doc: dict[str, Any] = httpx.get(f"{self.base}/recipes/{job_id}", timeout=30).json()
+        return doc
+
     def wait(self, job_id: str, give_up_s: float = 60) -> dict[str, Any]:
         end = time.monotonic() + give_up_s
         while True:
-            doc: dict[str, Any] = httpx.get(f"{self.base}/recipes/{job_id}", timeout=30).json()
+            doc = self.get(job_id)
             if doc["status"] in ("SUCCEEDED", "FAILED") or time.monotonic() > end:
                 return doc
             time.sleep(0.1)

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from chuixiang.stores.breaker import Admission, BreakerConfig, CircuitBreaker
 from chuixiang_local.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
@@ -37,20 +34,6 @@ def settings_with_fallback(template: Template, url: str, function: str = "recipe
 
 def budget_ms(template: Template) -> float:
     return template.function_by_dir("recipe").timeout_s * 1000
-
-
-@pytest.fixture
-def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """An in-process moto table (a local cloud that ran earlier may have left its endpoint in the env)."""
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(key, value)
-    with mock_aws():
-        ddb = boto3.resource("dynamodb", region_name="us-east-1")
-        yield ddb.create_table(TableName="jobs", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                               AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                               BillingMode="PAY_PER_REQUEST")
 
 
 def test_primary_503_fallback_writes_the_recipe(fake: FakeModel, scaled_template: Template) -> None:

@@ -60,17 +60,15 @@ class LocalApi:
     def get(self, job_id: str) -> tuple[int, dict[str, Any]]:
         return self.request("GET", f"/recipes/{job_id}")
 
-    def wait(self, job_id: str, give_up_s: float, on_change: Callable[[dict[str, Any]], None] | None = None,
+    def wait(self, job_id: str, give_up_s: float, on_doc: Callable[[dict[str, Any]], None] | None = None,
              poll_s: float = 0.1) -> dict[str, Any]:
-        """Poll until the job is terminal or the client gives up (then the last document)."""
+        """Poll until the job is terminal or the client gives up (then the last document);
+        ``on_doc`` sees every polled document."""
         end = time.monotonic() + give_up_s
-        last: tuple[Any, Any] | None = None
         while True:
             _, doc = self.get(job_id)
-            state = (doc.get("status"), doc.get("stage"))
-            if state != last and on_change:
-                on_change(doc)
-            last = state
+            if on_doc:
+                on_doc(doc)
             if is_terminal(doc.get("status")) or time.monotonic() > end:
                 return doc
             time.sleep(poll_s)

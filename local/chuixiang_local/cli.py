@@ -20,6 +20,7 @@ from .engine import EngineError, LocalCloud
 from .fake_model import FakeModel
 from .ladder import build_ladder, check_or_raise, markdown_table
 from .template import REPO_ROOT, ConfigError, Template, parse_overrides
+from .watch import JobWatch
 
 WORK_DIR = REPO_ROOT / ".chuixiang"
 
@@ -61,8 +62,11 @@ def cmd_cook(args: argparse.Namespace) -> int:
             _progress(f"POST /recipes -> {status} {body['error']['code']}: {body['error'].get('reason')}")
             return 2 if status == 400 else 1
         _progress(f"POST /recipes -> 202 job {body['jobId']}")
-        doc = api.wait(body["jobId"], cloud.template.number("ClientGiveUpSeconds"),
-                       on_change=lambda d: _progress(f"status={d.get('status')} stage={d.get('stage')}"))
+        watch = JobWatch()
+        try:
+            doc = api.wait(body["jobId"], cloud.template.number("ClientGiveUpSeconds"), on_doc=watch)
+        finally:
+            watch.close()
     print(json.dumps(doc, ensure_ascii=False, indent=2) if args.json else _summary(doc))
     return 0 if doc.get("status") == "SUCCEEDED" else 1
 

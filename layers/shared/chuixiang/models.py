@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .dish import normalize_dish
+from .generation.progress import PartialRecipe
 from .job_status import JobStage, JobStatus
 
 
@@ -147,6 +148,17 @@ class ImageRef(BaseModel):
     key: str
 
 
+class Progress(BaseModel):
+    """How far the model is while the recipe streams (``percent`` reaches 100 only once it validated)."""
+
+    chars: int  #: characters written (content and reasoning) in the current attempt
+    tokens: int  #: from the provider's usage when it reports any while streaming, else estimated from chars
+    expectedTokens: int
+    percent: int = Field(ge=0, le=100)
+    etaMs: int | None = None  #: at the observed writing rate; None until the model has written a little
+    updatedAt: str
+
+
 class JobDocument(BaseModel):
     jobId: str
     dish: str
@@ -159,4 +171,7 @@ class JobDocument(BaseModel):
     createdAt: str
     updatedAt: str
     deadlineAt: str | None = None
+    progress: Progress | None = None
+    #: The recipe fields already complete in the stream (until ``recipe`` is there, which supersedes it).
+    partial: PartialRecipe | None = None
     metrics: JobMetrics = Field(default_factory=JobMetrics)

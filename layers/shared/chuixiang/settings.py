@@ -35,6 +35,8 @@ class _Config(BaseSettings):
     model_api_key_secret_arn: str = Field("", validation_alias="MODEL_API_KEY_SECRET_ARN")
 
     recipe_max_tokens: int = Field(3000, gt=0, validation_alias="RECIPE_MAX_TOKENS")
+    #: A typical recipe's length: what ``progress.percent`` and ``etaMs`` are measured against.
+    recipe_expected_tokens: int = Field(1600, gt=0, validation_alias="RECIPE_EXPECTED_TOKENS")
     image_max_bytes: int = Field(8 * 1024 * 1024, gt=0, validation_alias="IMAGE_MAX_BYTES")
     job_ttl_days: int = Field(30, gt=0, validation_alias="JOB_TTL_DAYS")
     image_url_ttl_s: int = Field(3600, gt=0, validation_alias="IMAGE_URL_TTL_SECONDS")

@@ -20,6 +20,7 @@ from .deadline import Budget
 from .dish import InvalidDish, normalize_dish
 from .errors import ErrorCode, StageError, clip_detail
 from .generation.image import ImageLimits, generate_image
+from .generation.progress import ProgressReporter
 from .generation.recipe import RecipeLimits, generate_recipe
 from .job_status import JobStage, JobStatus
 from .models import (
@@ -42,6 +43,7 @@ from .timeouts import (
     BREAKER_RECOVERY,
     BREAKER_THRESHOLD,
     IMAGE_FUNCTION,
+    PROGRESS_INTERVAL,
     RECIPE_FUNCTION,
     STATE_MACHINE,
     state_timeout_seconds,
@@ -116,8 +118,13 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
     store = store or job_store(settings)
     endpoint = ModelEndpoint(settings.model_base_url, settings.recipe_model, model_api_key(settings))
     limits = RecipeLimits.from_settings(settings)
-    outcome = generate_recipe(http_client(), endpoint, limits, event.dish, _budget(remaining_ms, event.deadlineAt),
-                              fallbacks=settings.recipe_models[1:], breaker_for=breakers(settings, store))
+    reporter = ProgressReporter(lambda progress, partial: store.record_progress(event.jobId, progress, partial),
+                                interval_s=PROGRESS_INTERVAL.of(settings) / 1000,
+                                expected_tokens=settings.recipe_expected_tokens)
+    with reporter:
+        outcome = generate_recipe(http_client(), endpoint, limits, event.dish,
+                                  _budget(remaining_ms, event.deadlineAt), fallbacks=settings.recipe_models[1:],
+                                  breaker_for=breakers(settings, store), progress=reporter)
     store.set_metrics(event.jobId, JobStage.RECIPE, outcome.metrics.model_dump(exclude_none=True))
     m = outcome.metrics
     _call_metrics("Recipe", m.calls)
@@ -139,7 +146,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
         return RecipeResult(ok=False, error=_failure(err))
     assert outcome.recipe is not None
     recipe = outcome.recipe.model_dump(mode="json")
-    store.update(event.jobId, recipe=recipe, stage=JobStage.IMAGE)
+    store.update(event.jobId, recipe=recipe, stage=JobStage.IMAGE, progress=reporter.finished(), remove=("partial",))
     store.put_cache(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
     return RecipeResult(ok=True, imagePrompt=outcome.recipe.imagePrompt)

@@ -100,6 +100,12 @@ RECIPE_MIN_ATTEMPT = Limit(
     "code of the last failure)",
     env="RECIPE_MIN_ATTEMPT_MS", attr="recipe_min_attempt_ms", functions=("recipe",),
     scaled=1000, inside=("RecipeTotalTimeoutMs",), minimum=0)
+PROGRESS_INTERVAL = Limit(
+    "ProgressIntervalMs", Unit.MS, 2_000, "progress interval",
+    "at most one progress write (`progress`, `partial`) per interval while the recipe streams; inside the "
+    "stream total, or no write would ever land",
+    env="PROGRESS_INTERVAL_MS", attr="progress_interval_ms", functions=("recipe",),
+    scaled=250, inside=("RecipeTotalTimeoutMs",), minimum=100)
 RECIPE_FUNCTION = Limit(
     "RecipeFunctionTimeout", Unit.S, 150, "recipe Lambda", "the recipe function's `Timeout`",
     env="RECIPE_FUNCTION_TIMEOUT", attr="recipe_function_timeout_s", functions=("submit",),
@@ -133,7 +139,8 @@ CLIENT_GIVE_UP = Limit(
     "ClientGiveUpSeconds", Unit.S, 360, "client gives up", "documented: the mini-program stops polling after this")
 
 LIMITS: tuple[Limit, ...] = (
-    RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_TOTAL, RECIPE_RETRY_WINDOW, RECIPE_MIN_ATTEMPT, RECIPE_FUNCTION,
+    RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_TOTAL, RECIPE_RETRY_WINDOW, RECIPE_MIN_ATTEMPT, PROGRESS_INTERVAL,
+    RECIPE_FUNCTION,
     IMAGE_FUNCTION, IMAGE_RETRY_WINDOW, STATE_MACHINE, CLIENT_GIVE_UP, BREAKER_THRESHOLD, BREAKER_RECOVERY,
 )
 BY_PARAMETER: dict[str, Limit] = {limit.parameter: limit for limit in LIMITS}

@@ -34,7 +34,8 @@ from ..upstream.failures import (
 )
 from ..upstream.retry import Attempt, RetryPolicy
 from ..upstream.routing import call_models
-from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe
+from .progress import ProgressReporter
+from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe, strip_reasoning
 
 #: The recipe stage's error code for each kind of upstream failure.
 CODES: dict[type[UpstreamError], ErrorCode] = {
@@ -88,21 +89,28 @@ def chat_payload(model: str, dish: str, max_tokens: int) -> dict[str, Any]:
 
 def to_recipe(completion: Completion) -> Recipe:
     """Turn a finished completion into a recipe or a classified failure."""
-    if not completion.content.strip():
+    content, think_chars = strip_reasoning(completion.content)
+    completion.reasoning_chars += think_chars
+    if not content.strip():
+        if completion.finish_reason == "length":
+            raise EmptyAnswer(f"the token budget (max_tokens) went to reasoning: {completion.reasoning_chars} "
+                              "characters of reasoning, no content")
         why = "reasoning only" if completion.reasoning_chars else "no content"
         raise EmptyAnswer(f"{why} (finish_reason={completion.finish_reason})")
     if completion.finish_reason == "length":
-        raise InvalidAnswer(f"cut short at max_tokens after {len(completion.content)} chars")
+        raise InvalidAnswer(f"cut short at max_tokens after {len(content)} chars")
     try:
-        return parse_recipe(completion.content)
+        return parse_recipe(content)
     except StageError as exc:
         raise InvalidAnswer(exc.detail) from None
 
 
 def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: RecipeLimits, dish: str,
                     budget: Budget, *, fallbacks: tuple[str, ...] = (),
-                    breaker_for: Callable[[str], CircuitBreaker | None] | None = None) -> RecipeOutcome:
-    """Stream ``endpoint.model`` (then each of ``fallbacks`` when it cannot serve now) into a recipe."""
+                    breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
+                    progress: ProgressReporter | None = None) -> RecipeOutcome:
+    """Stream ``endpoint.model`` (then each of ``fallbacks`` when it cannot serve now) into a recipe;
+    ``progress`` watches each attempt's stream."""
     url = endpoint.url("/chat/completions")
     headers = endpoint.headers(Accept="text/event-stream")
     outcome = RecipeOutcome(None, None)
@@ -114,7 +122,8 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
         completion: Completion | None = None
         payload = chat_payload(model, dish, limits.max_tokens)
         try:
-            completion = read_chat_completion(client, url, payload, headers, limits=limits.stream, deadline=deadline)
+            completion = read_chat_completion(client, url, payload, headers, limits=limits.stream, deadline=deadline,
+                                              watch=progress.watch if progress else None)
             attempt.status = completion.http_status
             return to_recipe(completion)
         except UpstreamError as failure:

@@ -63,6 +63,21 @@ class Recipe(_Strict):
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
+
+
+def strip_reasoning(text: str) -> tuple[str, int]:
+    """``text`` without the ``<think>…</think>`` blocks some providers write into the content
+    (an unclosed one runs to the end), and how many characters of reasoning were removed."""
+    if "<think>" not in text:
+        return text, 0
+    kept = _THINK.sub("", text)
+    return kept, len(text) - len(kept)
+
+
+def json_start(text: str) -> int:
+    """Where the JSON object in ``text`` begins (after a code fence's opening), or -1."""
+    return text.find("{")
 
 
 def extract_json_text(text: str) -> str:
@@ -78,7 +93,7 @@ def extract_json_text(text: str) -> str:
 
 def parse_recipe(text: str) -> Recipe:
     """Parse model output into a :class:`Recipe` or raise ``RECIPE_INVALID``."""
-    candidate = extract_json_text(text)
+    candidate = extract_json_text(strip_reasoning(text)[0])
     try:
         data = json.loads(candidate)
     except json.JSONDecodeError as exc:

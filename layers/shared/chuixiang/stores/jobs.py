@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from datetime import timedelta
 from decimal import Decimal
 from functools import lru_cache
@@ -87,9 +88,12 @@ class JobStore:
         self.table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)")
         return item
 
-    def update(self, job_id: str, only_if_active: bool = True, **fields: Any) -> bool:
-        """SET the given top-level fields (plus ``updatedAt``); False if the job is terminal."""
+    def update(self, job_id: str, only_if_active: bool = True, remove: tuple[str, ...] = (), **fields: Any) -> bool:
+        """SET the given top-level fields (plus ``updatedAt``) and REMOVE ``remove``; False if the job is terminal."""
         expr, names, values = _set_expression(fields)
+        if remove:
+            names.update({f"#r{i}": k for i, k in enumerate(remove)})
+            expr += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(remove)))
         kwargs: dict[str, Any] = {}
         if only_if_active:
             names["#status"] = "status"
@@ -105,6 +109,25 @@ class JobStore:
                 ExpressionAttributeValues=values,
                 **kwargs,
             )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def record_progress(self, job_id: str, progress: dict[str, Any], partial: Mapping[str, Any] | None) -> bool:
+        """SET ``progress`` (and ``partial``) only while the job is RUNNING in the recipe stage, so a
+        late write can never touch a job that moved on; False when it no longer applies."""
+        fields: dict[str, Any] = {"progress": progress}
+        if partial:
+            fields["partial"] = partial
+        expr, names, values = _set_expression(fields)
+        names.update({"#status": "status", "#stage": "stage"})
+        values.update({":running": JobStatus.RUNNING.value, ":recipe": JobStage.RECIPE.value})
+        try:
+            self.table.update_item(Key=job_key(job_id), UpdateExpression=expr, ExpressionAttributeNames=names,
+                                   ExpressionAttributeValues=values,
+                                   ConditionExpression="#status = :running AND #stage = :recipe")
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 return False
@@ -176,6 +199,9 @@ def render(item: dict[str, Any], image_url: str | None) -> JobDocument:
         createdAt=item["createdAt"],
         updatedAt=iso(parse_iso(item.get("updatedAt") or item["createdAt"])),
         deadlineAt=item.get("deadlineAt"),
+        # A failed job shows its error, not how far it got; a written recipe supersedes the partial one.
+        progress=item.get("progress") if item["status"] != JobStatus.FAILED else None,
+        partial=item.get("partial") if item["status"] != JobStatus.FAILED and not item.get("recipe") else None,
         metrics=JobMetrics.model_validate(item.get("metrics") or {}),
     )
 

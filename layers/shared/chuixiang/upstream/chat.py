@@ -65,8 +65,25 @@ class SSEReader:
         self.on_text = on_text
         self.started = started
         self.content_chars = 0
+        self.first_text_at: float | None = None  #: monotonic time of the first text (content or reasoning)
         self.done = False
         self._tail = b""
+
+    # What a progress reporter reads from another thread (plain attribute reads; nothing is locked).
+
+    @property
+    def reasoning_chars(self) -> int:
+        return self.out.reasoning_chars
+
+    @property
+    def completion_tokens(self) -> int | None:
+        """Tokens written so far, when the provider reports usage while streaming."""
+        usage = self.out.usage
+        tokens = usage.get("completion_tokens") if usage else None
+        return tokens if isinstance(tokens, int) else None
+
+    def text_so_far(self) -> str:
+        return "".join(list(self.out.parts))
 
     def feed(self, data: bytes) -> None:
         lines = (self._tail + data).split(b"\n")
@@ -126,21 +143,30 @@ class SSEReader:
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning:
             out.reasoning_chars += len(reasoning)
-        if (text or reasoning) and self.on_text is not None:
-            self.on_text()
+        if text or reasoning:
+            if self.first_text_at is None:
+                self.first_text_at = time.monotonic()
+            if self.on_text is not None:
+                self.on_text()
         if choice.get("finish_reason"):
             out.finish_reason = choice["finish_reason"]
 
 
 def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
-                         limits: StreamLimits, deadline: Deadline) -> Completion:
-    """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure."""
+                         limits: StreamLimits, deadline: Deadline,
+                         watch: Callable[[SSEReader], None] | None = None) -> Completion:
+    """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure.
+
+    ``watch`` receives the reader before the request is sent (a progress reporter reads it).
+    """
     started = time.monotonic()
     text = TextLimits(first_content_s=limits.first_content_s, idle_s=limits.idle_s)
     # The socket's own read timeout only backs the watchdog up (the idle limit sits inside the first-content one).
     post = GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=limits.first_content_s,
                        max_bytes=limits.max_bytes, text=text)
     reader = SSEReader(limits, started, on_text=post.text_arrived)
+    if watch is not None:
+        watch(reader)
     out = reader.out
     try:
         with post as call:
