@@ -3,6 +3,9 @@
 20 runs each against the fault-injecting fake model on loopback: keep-alives only
 (first-content limit), a stall mid-stream (idle limit) and a slow drip under the
 idle limit (total deadline). Lateness is the measured give-up time minus the limit.
+Each is run with progress reporting off and on (a reporter thread parsing and
+"writing" every 100 ms, 20x production's interval), to show the reporter never
+delays a give-up.
 
     .venv/bin/python bench/give_up_lateness.py [--runs 20]
 """
@@ -16,6 +19,7 @@ import time
 import httpx
 
 from chuixiang.deadline import Budget
+from chuixiang.generation.progress import ProgressReporter
 from chuixiang.upstream.chat import StreamLimits, read_chat_completion
 from chuixiang.upstream.failures import UpstreamTimeout
 from chuixiang_local.fake_model import ChatBehaviour, FakeModel
@@ -23,16 +27,22 @@ from chuixiang_local.fake_model import ChatBehaviour, FakeModel
 IDLE_S, FIRST_S, TOTAL_S = 0.5, 0.8, 1.0
 
 
-def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool) -> float:
+def _slow_write(progress: dict[str, object], partial: object) -> bool:
+    time.sleep(0.01)  # a DynamoDB round trip
+    return True
+
+
+def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool, progress: bool) -> float:
     """Seconds from the attempt start (or from the last byte received) to the give-up."""
     fake.chat_script.append(behaviour)
-    with httpx.Client() as client:
+    reporter = ProgressReporter(_slow_write, interval_s=0.1, expected_tokens=1600)
+    with httpx.Client() as client, reporter:
         deadline = Budget(60_000, None).attempt(TOTAL_S * 1000)
         started = time.monotonic()
         try:
             limits = StreamLimits(first_content_s=FIRST_S, idle_s=IDLE_S, max_chunks=10**6)
             read_chat_completion(client, f"{fake.base_url}/chat/completions", {"stream": True, "messages": []}, {},
-                                 limits=limits, deadline=deadline)
+                                 limits=limits, deadline=deadline, watch=reporter.watch if progress else None)
         except UpstreamTimeout as failure:
             elapsed = time.monotonic() - started
             return elapsed - (failure.measured.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
@@ -50,19 +60,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
     args = ap.parse_args()
-    with FakeModel(pace_s=0.001) as fake:
-        # Idle: silence is counted from the last byte received; total: from the attempt start.
-        stall = [(once(fake, ChatBehaviour(stall_after_chunks=5, stall_s=10), True) - IDLE_S) * 1000
-                 for _ in range(args.runs)]
-        drip = [(once(fake, ChatBehaviour(chunk_delay_s=0.1), False) - TOTAL_S) * 1000 for _ in range(args.runs)]
-        queued = [(once(fake, ChatBehaviour(stall_after_chunks=0, stall_s=10, keepalive_every_s=0.1), False)
-                   - FIRST_S) * 1000 for _ in range(args.runs)]
-    print(f"give-up lateness over {args.runs} runs (first content {FIRST_S * 1000:.0f} ms, idle "
-          f"{IDLE_S * 1000:.0f} ms, total {TOTAL_S * 1000:.0f} ms)")
-    report("first content (keep-alives only)", queued)
-    report("idle limit (stall mid-stream)", stall)
-    report("total deadline (slow drip)", drip)
-
+    for progress in (False, True):
+        with FakeModel(pace_s=0.001) as fake:
+            # Idle: silence is counted from the last byte received; total: from the attempt start.
+            stall = [(once(fake, ChatBehaviour(stall_after_chunks=5, stall_s=10), True, progress) - IDLE_S) * 1000
+                     for _ in range(args.runs)]
+            drip = [(once(fake, ChatBehaviour(chunk_delay_s=0.1), False, progress) - TOTAL_S) * 1000
+                    for _ in range(args.runs)]
+            queued = [(once(fake, ChatBehaviour(stall_after_chunks=0, stall_s=10, keepalive_every_s=0.1), False,
+                            progress) - FIRST_S) * 1000 for _ in range(args.runs)]
+        print(f"give-up lateness over {args.runs} runs (first content {FIRST_S * 1000:.0f} ms, idle "
+              f"{IDLE_S * 1000:.0f} ms, total {TOTAL_S * 1000:.0f} ms), progress {'on' if progress else 'off'}")
+        report("first content (keep-alives only)", queued)
+        report("idle limit (stall mid-stream)", stall)
+        report("total deadline (slow drip)", drip)
 
 if __name__ == "__main__":
     main()
