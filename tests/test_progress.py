@@ -97,7 +97,7 @@ def test_progress_figures() -> None:
     reporter.watch(stream)
     waiting = reporter.progress()
     assert waiting and waiting["percent"] == 0 and waiting["etaMs"] is None  # no rate before any text
-    stream.content_chars, now[0] = 700, 110.0  # 700 chars ~ 500 tokens in 10 s: 50 tokens/s
+    stream.content_chars, now[0] = 600, 110.0  # 600 chars ~ 500 tokens in 10 s: 50 tokens/s
     p = reporter.progress()
     assert p and (p["tokens"], p["percent"], p["etaMs"]) == (500, 50, 10_000)
     stream.completion_tokens = 400  # the provider's usage wins over the estimate

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from chuixiang.observability import logger
+
 from .api_client import LocalApi
 from .engine import EngineError, LocalCloud
 from .fake_model import FakeModel
@@ -113,6 +115,69 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
+def _names(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+
+    given = parse_overrides(args.parameter_overrides)
+    models = _names(args.models)
+    dishes = _names(args.dishes) or list(bench.DEFAULT_DISHES)
+    if args.runs < 1 or args.concurrency < 1:
+        raise ConfigError("--runs and --concurrency must be at least 1")
+    fake: FakeModel | None = None
+    extra: dict[str, Any] = {}
+    overrides = given
+    base_url = args.model_base_url
+    if not base_url:
+        models = models or bench.default_models()
+        fake = FakeModel(pace_s=args.fake_pace_ms / 1000)
+        base_url = fake.start()
+        overrides = bench.scaled_overrides(Template(), fake.time_scale, given)
+        extra["fakeTimeScale"] = round(fake.time_scale, 4)
+        _progress(f"embedded fake model at {base_url}: profiles play {1 / fake.time_scale:.0f}x faster than "
+                  f"real time, recipe limits scaled alike")
+    elif not models:
+        raise ConfigError("--models is required with --model-base-url")
+    template = Template(overrides)
+    settings = bench.bench_settings(template, base_url)
+    started = bench.started_at()
+    bar = bench.progress_bar(len(models) * len(dishes) * args.runs)
+    failed = 0
+
+    def done(call: bench.BenchCall) -> None:
+        nonlocal failed
+        failed += not call.valid
+        bar.set_postfix(failed=failed)
+        bar.update()
+
+    logger.setLevel("WARNING")  # one log line per call would mix with the table; calls.csv has them all
+    function_ms = template.function_by_dir("recipe").timeout_s * 1000
+    try:
+        calls = bench.run_bench(settings, models, dishes, args.runs, args.concurrency, bench.api_key_from_env(),
+                                function_ms, done)
+    finally:
+        bar.close()
+        if fake:
+            fake.stop()
+    rows = bench.summarise(calls, models)
+    parameters = {p: str(template.parameters[p]) for p in sorted(template.parameters)
+                  if p.startswith("Recipe") and p not in ("RecipeModel", "RecipeFallbackModels")}
+    doc = bench.document(rows, parameters, started, {"dishes": dishes, **extra})
+    written = bench.write_outputs(Path(args.out), doc, calls, settings)
+    if args.json:
+        print(json.dumps(doc, ensure_ascii=False))
+    else:
+        print(bench.table(rows))
+        if fake:
+            print(f"(fake time: the profiles and the recipe limits run {1 / fake.time_scale:.1f}x faster than real "
+                  "time; multiply times by that, divide tokens/s)")
+    _progress("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
 def cmd_ladder(args: argparse.Namespace) -> int:
     template = Template(parse_overrides(args.parameter_overrides))
     ladder = build_ladder(template)
@@ -155,6 +220,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-e", "--event", help="event JSON file (events/*.json)")
     common(p)
     p.set_defaults(func=cmd_invoke)
+
+    p = sub.add_parser("bench", help="send the recipe request to several models; time and check every answer")
+    p.add_argument("--models", help="comma-separated models (default, offline: the embedded profiles fake-steady, "
+                                    "fake-peak, fake-late-start, fake-broken-json, fake-length, fake-thinker)")
+    p.add_argument("--dishes", help="comma-separated dishes (default: 番茄炒蛋,红烧肉)")
+    p.add_argument("--runs", type=int, default=1, help="runs of every (model, dish)")
+    p.add_argument("--concurrency", type=int, default=4, help="calls at once")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    p.add_argument("--out", default=str(WORK_DIR / "bench"), help="directory for bench.json, calls.csv, bench.png")
+    common(p)
+    p.set_defaults(func=cmd_bench, fake_pace_ms=3.0)
 
     p = sub.add_parser("ladder", help="print and check the timeout ladder")
     p.add_argument("--markdown", action="store_true", help="print the ladder as the README's table")

@@ -4,6 +4,9 @@
 streamed as SSE at a configurable pace, and a real PNG. Tests and benchmarks
 queue :class:`ChatBehaviour` / :class:`ImageBehaviour` scripts to inject faults
 (early 5xx, stalls, slow drips, resets, broken JSON ...) on a real socket.
+A model named after one of :data:`~chuixiang_local.model_profiles.PROFILES`
+(``fake-steady``, ``fake-peak`` …) plays that measured behaviour, ``pace_s`` per
+token of the steady model (so its real timings are scaled by ``time_scale``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from .model_profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile, profile_text, token_pieces
 
 
 def make_png(width: int = 64, height: int = 64, seed: int = 0) -> bytes:
@@ -71,7 +76,7 @@ def recipe_for(dish: str) -> dict[str, Any]:
 class ChatBehaviour:
     """How the fake answers one chat request. Defaults: a valid recipe, streamed."""
 
-    kind: str = "ok"  #: ok|reasoning_only|error_mid|length|json|eof_no_done|reset_mid|garbage
+    kind: str = "ok"  #: ok|reasoning_only|error_mid|length|json|eof_no_done|reset_mid|garbage|think
     status: int = 200
     headers_delay_s: float = 0.0  #: silence before the status line
     chunk_delay_s: float | None = None  #: pace between chunks (None: the server's pace)
@@ -106,6 +111,11 @@ class FakeModel:
     def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def time_scale(self) -> float:
+        """How much faster than real time the profiles play (``pace_s`` per token vs 18 tokens/s)."""
+        return self.pace_s * 1000 / REAL_MS_PER_TOKEN
 
     # --- control ---------------------------------------------------------------------------
 
@@ -146,6 +156,17 @@ class FakeModel:
         return self._stop.wait(seconds)
 
 
+def _dish(body: dict[str, Any]) -> str:
+    messages = body.get("messages") or [{}]
+    user = str(messages[-1].get("content", ""))
+    return re.sub(r"^菜名[:：]\s*", "", user).strip() or "番茄炒蛋"
+
+
+def _chunk_base(body: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": body.get("model", "fake")}
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeModel
     protocol_version = "HTTP/1.1"
@@ -161,7 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         if self.path.endswith("/chat/completions"):
             chat = fake.chat_by_model.get(model) or (fake.chat_script.popleft() if fake.chat_script else None)
-            self._chat(body, chat or ChatBehaviour())
+            if chat is None and model in PROFILES:
+                self._profile(body, PROFILES[model])
+            else:
+                self._chat(body, chat or ChatBehaviour())
         elif self.path.endswith("/images/generations"):
             image = fake.image_by_model.get(model) or (fake.image_script.popleft() if fake.image_script else None)
             self._image(body, image or ImageBehaviour())
@@ -187,6 +211,24 @@ class _Handler(BaseHTTPRequestHandler):
     def _event(self, doc: Any) -> None:
         self._chunk(b"data: " + json.dumps(doc, ensure_ascii=False).encode() + b"\n\n")
 
+    def _open_stream(self, base: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        self._chunk(b": connected\n\n")
+        self._event({**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})
+
+    def _close_stream(self, base: dict[str, Any], finish: str, tokens: int, done: bool = True) -> None:
+        """The finish chunk, usage in a last chunk of its own (as OpenAI sends it), ``[DONE]``, end."""
+        self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        self._event({**base, "choices": [], "usage": {"prompt_tokens": 200, "completion_tokens": tokens}})
+        if done:
+            self._chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
     def _reset(self) -> None:
         """Abort the connection with a TCP RST, like a crashed upstream or proxy."""
         self.wfile.flush()
@@ -204,30 +246,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(b.status, {"error": {"message": f"fake upstream status {b.status}",
                                             "type": "server_error"}}, extra)
             return
-        messages = body.get("messages") or [{}]
-        user = str(messages[-1].get("content", ""))
-        dish = re.sub(r"^菜名[:：]\s*", "", user).strip() or "番茄炒蛋"
+        dish = _dish(body)
         text = json.dumps(recipe_for(dish), ensure_ascii=False)
-        created = int(time.time())
-        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": created,
-                "model": body.get("model", "fake")}
+        base = _chunk_base(body)
         if b.kind == "json" or not body.get("stream"):
             self._json(200, {**base, "object": "chat.completion", "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 200, "completion_tokens": len(text) // 2}})
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Cache-Control", "no-cache")
-        self.end_headers()
         pace = self.fake.pace_s if b.chunk_delay_s is None else b.chunk_delay_s
         if b.kind == "length":
             text = text[: len(text) // 2]
+        if b.kind == "think":  # reasoning written into the content, as some providers do
+            text = "<think>用户要一道家常菜，先列食材，再排步骤。</think>\n" + text
         pieces = [text[i : i + b.chunk_chars] for i in range(0, len(text), b.chunk_chars)]
         try:
-            self._chunk(b": connected\n\n")
-            self._event({**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})
+            self._open_stream(base)
             for n, piece in enumerate(pieces):
                 if b.stall_after_chunks is not None and n == b.stall_after_chunks:
                     if self._stall(b):
@@ -245,14 +279,40 @@ class _Handler(BaseHTTPRequestHandler):
                 if pace and self.fake.wait(pace):
                     return
             finish = "length" if b.kind in ("length", "reasoning_only") else "stop"
-            self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-            self._event({**base, "choices": [], "usage": {"prompt_tokens": 200, "completion_tokens": len(pieces)}})
-            if b.kind != "eof_no_done":
-                self._chunk(b"data: [DONE]\n\n")
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self._close_stream(base, finish, len(pieces), done=b.kind != "eof_no_done")
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
+
+    def _profile(self, body: dict[str, Any], p: ModelProfile) -> None:
+        """Play a measured model behaviour, ``time_scale`` times faster than real time, drift-free."""
+        scale = self.fake.time_scale
+        base = _chunk_base(body)
+        if p.kind == "length":  # the whole token budget goes to reasoning
+            budget = int(body.get("max_tokens") or 3000)
+            pieces, key, finish = ["想"] * budget, "reasoning_content", "length"
+        else:
+            pieces, key, finish = token_pieces(profile_text(p, _dish(body))), "content", "stop"
+        try:
+            self._open_stream(base)
+            if self._keepalive_until(time.monotonic() + p.first_content_s * scale, every_s=5 * scale):
+                return
+            start, per_token = time.monotonic(), scale / p.tokens_per_s
+            for i, piece in enumerate(pieces):
+                delay = start + i * per_token - time.monotonic()
+                if delay > 0 and self.fake.wait(delay):
+                    return
+                self._event({**base, "choices": [{"index": 0, "delta": {key: piece}, "finish_reason": None}]})
+            self._close_stream(base, finish, len(pieces))
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+
+    def _keepalive_until(self, end: float, every_s: float) -> bool:
+        """SSE comments (a gateway's queue notices) until ``end``; True if the server stopped."""
+        while (left := end - time.monotonic()) > 0:
+            if self.fake.wait(min(left, every_s)):
+                return True
+            self._chunk(b": PROCESSING\n\n")
+        return False
 
     def _stall(self, b: ChatBehaviour) -> bool:
         end = time.monotonic() + b.stall_s

@@ -118,6 +118,7 @@ class RecipeMetrics(BaseModel):
     boundBy: str | None = None
     promptTokens: int | None = None
     completionTokens: int | None = None
+    outputChars: int | None = None  #: characters written (content and reasoning), a failed call's included
 
 
 class ImageMetrics(BaseModel):

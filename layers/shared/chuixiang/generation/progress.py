@@ -30,8 +30,8 @@ from ..observability import logger
 from .recipe_format import json_start, strip_reasoning
 
 #: Characters per token of a recipe (Chinese text, JSON punctuation and an English image prompt):
-#: a 1,600-token recipe is about 2,300 characters. Used only while the provider reports no usage.
-CHARS_PER_TOKEN = 1.4
+#: a 1,600-token recipe is about 2,000 characters. Used only while the provider reports no usage.
+CHARS_PER_TOKEN = 1.2
 #: Below 100 until the recipe is validated: the last tokens can still fail it.
 MAX_STREAMING_PERCENT = 99
 #: No ETA before the model has written this long (the first tokens' rate says little).

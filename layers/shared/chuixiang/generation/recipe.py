@@ -157,6 +157,7 @@ def _fill(metrics: RecipeMetrics, c: Completion | None, deadline: Deadline) -> N
     metrics.maxGapMs = c.max_gap_ms
     metrics.chunks = c.chunks
     metrics.finishReason = c.finish_reason
+    metrics.outputChars = sum(len(p) for p in c.parts) + c.reasoning_chars
     if c.usage:
         metrics.promptTokens = c.usage.get("prompt_tokens")
         metrics.completionTokens = c.usage.get("completion_tokens")
