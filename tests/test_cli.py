@@ -69,3 +69,15 @@ def test_serve_answers_http() -> None:
             assert bad.status_code == 400 and bad.json()["error"]["code"] == "INVALID_DISH", bad.text
     finally:
         server.stop()
+
+
+def test_invoke_canary_probes_each_model_of_its_event() -> None:
+    event = json.loads((ROOT / "events" / "canary.json").read_text())
+    result = run("invoke", "canary", "-e", "events/canary.json", "--fake-pace-ms", "0.5", *SCALED_ARGS)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert [p["model"] for p in out["probes"]] == event["models"]
+    codes = {p["model"]: p["code"] for p in out["probes"]}
+    assert codes == {"fake-steady": None, "fake-late-start": None, "fake-broken-json": "RECIPE_INVALID"}
+    # Each probe's figures are also per-model metrics (EMF on the function's output).
+    assert '"Model":"fake-late-start"' in result.stderr and '"RecipeValid"' in result.stderr

@@ -28,8 +28,7 @@ import httpx
 
 from chuixiang.clock import iso, now_utc
 from chuixiang.deadline import Budget
-from chuixiang.generation.progress import CHARS_PER_TOKEN
-from chuixiang.generation.recipe import RecipeLimits, generate_recipe
+from chuixiang.generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
 from chuixiang.settings import Settings
 from chuixiang.timeouts import (
     RECIPE_FIRST_CONTENT,
@@ -89,14 +88,10 @@ def one_call(client: httpx.Client, settings: Settings, model: str, dish: str, ru
     endpoint = ModelEndpoint(settings.model_base_url, model, api_key)
     outcome = generate_recipe(client, endpoint, limits, dish, Budget(function_ms, None))
     m = outcome.metrics
-    rate = None
-    # A failed call reports no usage: its rate is estimated from what it wrote (as progress does).
-    tokens = m.completionTokens or (round(m.outputChars / CHARS_PER_TOKEN) if m.outputChars else None)
-    if tokens and m.firstContentMs is not None and m.totalMs > m.firstContentMs:
-        rate = round(tokens / ((m.totalMs - m.firstContentMs) / 1000), 1)
     return BenchCall(model=model, dish=dish, run=run, valid=outcome.recipe is not None,
                      code=outcome.error.code.value if outcome.error else None, firstContentMs=m.firstContentMs,
-                     totalMs=m.totalMs, tokensPerSecond=rate, maxGapMs=m.maxGapMs, finishReason=m.finishReason,
+                     totalMs=m.totalMs, tokensPerSecond=tokens_per_second(m), maxGapMs=m.maxGapMs,
+                     finishReason=m.finishReason,
                      completionTokens=m.completionTokens, attempts=m.attempts,
                      detail=outcome.error.detail[:200] if outcome.error else "")
 

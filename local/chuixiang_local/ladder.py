@@ -163,6 +163,11 @@ def build_ladder(template: Template) -> Ladder:
             elif fn.timeout_s != value(limit):
                 ladder.problems.append(f"{fn.logical_id} Timeout = {fn.timeout_s} s is not {limit.parameter} "
                                        f"= {value(limit):g} s (the template must !Ref the parameter)")
+        if limit.timeout_of:
+            fn = next((f for f in functions.values() if f.code_dir.name == limit.timeout_of), None)
+            if fn is None or fn.timeout_s != value(limit):
+                ladder.problems.append(f"functions/{limit.timeout_of} Timeout is not {limit.parameter} "
+                                       f"= {value(limit):g} s (the template must !Ref the parameter)")
         for outer in limit.inside:
             ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
 
@@ -206,6 +211,8 @@ def markdown_table(template: Template) -> str:
 def _inside_text(limit: Limit) -> str:
     if limit.inside_state:
         return f"< `{limit.inside_state}` state = Timeout + {STATE_TIMEOUT_MARGIN_S} s (`TimeoutSecondsPath`)"
+    if limit.timeout_of:
+        return "encloses the recipe limits (the canary runs outside the state machine)"
     if not limit.inside:
         return "outermost" if limit is CLIENT_GIVE_UP else "not a nested limit"
     margin = {Margin.STRICT: "", Margin.SAFETY: f" − {SAFETY_MARGIN_S} s",

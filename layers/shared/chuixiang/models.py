@@ -90,6 +90,28 @@ class ImageResult(BaseModel):
     error: StageFailure | None = None
 
 
+class CanaryEvent(BaseModel):
+    """What the schedule sends (its default input is ``{}``); a run by hand may name models and a dish."""
+
+    model_config = ConfigDict(extra="ignore")
+    models: list[str] | None = None  #: default: the function's ``CANARY_MODELS``
+    dish: str = Field("番茄炒蛋", min_length=1, max_length=40)
+
+
+class CanaryProbe(BaseModel):
+    model: str
+    valid: bool
+    code: str | None = None
+    firstContentMs: int | None = None
+    totalMs: int
+    tokensPerSecond: float | None = None
+
+
+class CanaryResult(BaseModel):
+    dish: str
+    probes: list[CanaryProbe]
+
+
 # --- the job document (GET /recipes/{jobId}) -----------------------------------------------
 
 

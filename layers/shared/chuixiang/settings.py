@@ -32,6 +32,8 @@ class _Config(BaseSettings):
     #: Comma-separated models on the same base URL, tried in order when a model cannot serve now.
     recipe_fallback_models: str = Field("", validation_alias="RECIPE_FALLBACK_MODELS")
     image_fallback_models: str = Field("", validation_alias="IMAGE_FALLBACK_MODELS")
+    #: Comma-separated models the canary probes (the function only exists when this is set).
+    canary_models: str = Field("", validation_alias="CANARY_MODELS")
     model_api_key_secret_arn: str = Field("", validation_alias="MODEL_API_KEY_SECRET_ARN")
 
     recipe_max_tokens: int = Field(3000, gt=0, validation_alias="RECIPE_MAX_TOKENS")

@@ -8,6 +8,7 @@ call directly.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
@@ -21,12 +22,16 @@ from .dish import InvalidDish, normalize_dish
 from .errors import ErrorCode, StageError, clip_detail
 from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
-from .generation.recipe import RecipeLimits, generate_recipe
+from .generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
 from .job_status import JobStage, JobStatus
 from .models import (
+    CanaryEvent,
+    CanaryProbe,
+    CanaryResult,
     ImageEvent,
     ImageResult,
     RecipeEvent,
+    RecipeMetrics,
     RecipeResult,
     StageFailure,
     SubmitEvent,
@@ -75,6 +80,22 @@ def breakers(settings: Settings, store: JobStore) -> Callable[[str], CircuitBrea
 def _call_metrics(prefix: str, calls: list[UpstreamCall]) -> None:
     for c in calls:
         model_metric(f"{prefix}Calls", MetricUnit.Count, 1, c.model, Outcome=c.outcome)
+
+
+def _recipe_model_metrics(m: RecipeMetrics, valid: bool) -> None:
+    """Per-model figures of one recipe generation, the same from real traffic and from the canary:
+    every call by outcome, and for the model that answered its total, first content, writing rate and
+    whether the recipe was valid (``RecipeValid`` averages to the valid rate)."""
+    _call_metrics("Recipe", m.calls)
+    if not (m.model and m.calls) or m.calls[-1].outcome == "breaker_open":
+        return
+    model_metric("RecipeTotalMs", MetricUnit.Milliseconds, m.totalMs, m.model)
+    model_metric("RecipeValid", MetricUnit.Count, 1 if valid else 0, m.model)
+    if m.firstContentMs is not None:
+        model_metric("RecipeFirstContentMs", MetricUnit.Milliseconds, m.firstContentMs, m.model)
+    rate = tokens_per_second(m)
+    if rate is not None:
+        model_metric("RecipeTokensPerSecond", MetricUnit.CountPerSecond, rate, m.model)
 
 
 def _budget(remaining_ms: Callable[[], float], deadline_at: str | None) -> Budget:
@@ -127,11 +148,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
                                   breaker_for=breakers(settings, store), progress=reporter)
     store.set_metrics(event.jobId, JobStage.RECIPE, outcome.metrics.model_dump(exclude_none=True))
     m = outcome.metrics
-    _call_metrics("Recipe", m.calls)
-    if m.model and m.calls:
-        model_metric("RecipeTotalMs", MetricUnit.Milliseconds, m.totalMs, m.model)
-        if m.firstContentMs is not None:
-            model_metric("RecipeFirstContentMs", MetricUnit.Milliseconds, m.firstContentMs, m.model)
+    _recipe_model_metrics(m, valid=outcome.recipe is not None)
     metrics.add_metric(name="RecipeAttempts", unit=MetricUnit.Count, value=m.attempts)
     metrics.add_metric(name="RecipeTotalMs", unit=MetricUnit.Milliseconds, value=m.totalMs)
     if m.firstContentMs is not None:
@@ -179,6 +196,34 @@ def run_image(event: ImageEvent, remaining_ms: Callable[[], float], store: JobSt
     if event.dish:
         store.put_cache(event.dish, imageKey=key)
     return ImageResult(ok=True, key=key)
+
+
+def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryResult:
+    """Probe each model with the recipe request, all at once, each inside the recipe limits and this
+    invocation's time; emit the same per-model metrics as real traffic. No breaker: a canary must
+    reach a model whose breaker is open, that is how its recovery shows."""
+    settings = get_settings()
+    models = event.models or [m.strip() for m in settings.canary_models.split(",") if m.strip()]
+    limits = RecipeLimits.from_settings(settings)
+    key = model_api_key(settings)
+    budget = _budget(remaining_ms, None)
+
+    def probe(model: str) -> CanaryProbe:
+        endpoint = ModelEndpoint(settings.model_base_url, model, key)
+        outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget)
+        m = outcome.metrics
+        _recipe_model_metrics(m, valid=outcome.recipe is not None)
+        return CanaryProbe(model=model, valid=outcome.recipe is not None,
+                           code=outcome.error.code.value if outcome.error else None,
+                           firstContentMs=m.firstContentMs, totalMs=m.totalMs, tokensPerSecond=tokens_per_second(m))
+
+    with ThreadPoolExecutor(max_workers=max(1, len(models))) as pool:
+        probes = list(pool.map(probe, models))
+    for p in probes:
+        logger.info("canary probe", extra=p.model_dump())
+    metrics.add_metric(name="CanaryProbes", unit=MetricUnit.Count, value=len(probes))
+    metrics.add_metric(name="CanaryInvalid", unit=MetricUnit.Count, value=sum(not p.valid for p in probes))
+    return CanaryResult(dish=event.dish, probes=probes)
 
 
 def reconcile(job_id: str, status: str, store: JobStore | None = None) -> bool:

@@ -51,6 +51,7 @@ class Limit:
     inside: tuple[str, ...] = ()  #: parameters of the limits that must enclose this one
     margin: Margin = Margin.STRICT
     inside_state: str | None = None  #: for a function Timeout: the Task state that encloses it
+    timeout_of: str | None = None  #: for a function Timeout outside the state machine: its code dir
     minimum: int = 1  #: smallest valid value (settings validation)
 
     def of(self, settings: Any) -> int:
@@ -74,31 +75,31 @@ RECIPE_FIRST_CONTENT = Limit(
     "RecipeFirstContentTimeoutMs", Unit.MS, 60_000, "first content",
     "request → first delta carrying text (content or reasoning); SSE comments, empty deltas and "
     "role-only chunks prove the connection is alive, not that the model writes: they do not count",
-    env="RECIPE_FIRST_CONTENT_TIMEOUT_MS", attr="recipe_first_content_timeout_ms", functions=("recipe",),
+    env="RECIPE_FIRST_CONTENT_TIMEOUT_MS", attr="recipe_first_content_timeout_ms", functions=("recipe", "canary"),
     scaled=1500, inside=("RecipeTotalTimeoutMs",), minimum=100)
 RECIPE_IDLE = Limit(
     "RecipeIdleTimeoutMs", Unit.MS, 30_000, "text idle",
     "longest gap between two text-carrying deltas once the model writes (same rule: keep-alives do not "
     "count); a silent socket is caught at the same limits",
-    env="RECIPE_TEXT_IDLE_TIMEOUT_MS", attr="recipe_idle_timeout_ms", functions=("recipe",),
+    env="RECIPE_TEXT_IDLE_TIMEOUT_MS", attr="recipe_idle_timeout_ms", functions=("recipe", "canary"),
     scaled=1000, inside=("RecipeTotalTimeoutMs", "RecipeFirstContentTimeoutMs"), minimum=100)
 RECIPE_TOTAL = Limit(
     "RecipeTotalTimeoutMs", Unit.MS, 140_000, "stream total",
     "whole generation, per attempt; capped by the Lambda's time left "
     f"− max({FINISH_MARGIN_MIN_MS} ms, {FINISH_MARGIN_FRACTION:.0%}) and the job's `deadlineAt`",
-    env="RECIPE_TEXT_TIMEOUT_MS", attr="recipe_total_timeout_ms", functions=("recipe",),
-    scaled=3000, inside=("RecipeFunctionTimeout",), margin=Margin.FINISH, minimum=500)
+    env="RECIPE_TEXT_TIMEOUT_MS", attr="recipe_total_timeout_ms", functions=("recipe", "canary"),
+    scaled=3000, inside=("RecipeFunctionTimeout", "CanaryFunctionTimeout"), margin=Margin.FINISH, minimum=500)
 RECIPE_RETRY_WINDOW = Limit(
     "RecipeRetryWindowMs", Unit.MS, 20_000, "recipe retry window",
     "one same-model retry, only for a 5xx/429/refused/reset-before-data within this long of the attempt "
     "start, before content",
-    env="RECIPE_RETRY_WINDOW_MS", attr="recipe_retry_window_ms", functions=("recipe",),
+    env="RECIPE_RETRY_WINDOW_MS", attr="recipe_retry_window_ms", functions=("recipe", "canary"),
     scaled=500, inside=("RecipeTotalTimeoutMs",), minimum=0)
 RECIPE_MIN_ATTEMPT = Limit(
     "RecipeMinAttemptMs", Unit.MS, 60_000, "minimum attempt",
     "no retry or fallback attempt starts with less budget left than this (the job then fails with the "
     "code of the last failure)",
-    env="RECIPE_MIN_ATTEMPT_MS", attr="recipe_min_attempt_ms", functions=("recipe",),
+    env="RECIPE_MIN_ATTEMPT_MS", attr="recipe_min_attempt_ms", functions=("recipe", "canary"),
     scaled=1000, inside=("RecipeTotalTimeoutMs",), minimum=0)
 PROGRESS_INTERVAL = Limit(
     "ProgressIntervalMs", Unit.MS, 2_000, "progress interval",
@@ -114,6 +115,11 @@ IMAGE_FUNCTION = Limit(
     "ImageFunctionTimeout", Unit.S, 100, "image Lambda", "the image function's `Timeout`",
     env="IMAGE_FUNCTION_TIMEOUT", attr="image_function_timeout_s", functions=("submit",),
     scaled=5, inside_state="Image", minimum=2)
+CANARY_FUNCTION = Limit(
+    "CanaryFunctionTimeout", Unit.S, 150, "canary Lambda",
+    "the canary function's `Timeout`: each run probes every `CanaryModels` model at once, each attempt "
+    "inside the recipe limits",
+    scaled=5, timeout_of="canary", minimum=2)
 IMAGE_RETRY_WINDOW = Limit(
     "ImageRetryWindowMs", Unit.MS, 15_000, "image retry window",
     "the image retries only a 5xx/429/refused within this long of the attempt start "
@@ -140,8 +146,8 @@ CLIENT_GIVE_UP = Limit(
 
 LIMITS: tuple[Limit, ...] = (
     RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_TOTAL, RECIPE_RETRY_WINDOW, RECIPE_MIN_ATTEMPT, PROGRESS_INTERVAL,
-    RECIPE_FUNCTION,
-    IMAGE_FUNCTION, IMAGE_RETRY_WINDOW, STATE_MACHINE, CLIENT_GIVE_UP, BREAKER_THRESHOLD, BREAKER_RECOVERY,
+    RECIPE_FUNCTION, IMAGE_FUNCTION, IMAGE_RETRY_WINDOW, CANARY_FUNCTION, STATE_MACHINE, CLIENT_GIVE_UP,
+    BREAKER_THRESHOLD, BREAKER_RECOVERY,
 )
 BY_PARAMETER: dict[str, Limit] = {limit.parameter: limit for limit in LIMITS}
 

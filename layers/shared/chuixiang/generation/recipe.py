@@ -34,7 +34,7 @@ from ..upstream.failures import (
 )
 from ..upstream.retry import Attempt, RetryPolicy
 from ..upstream.routing import call_models
-from .progress import ProgressReporter
+from .progress import CHARS_PER_TOKEN, ProgressReporter
 from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe, strip_reasoning
 
 #: The recipe stage's error code for each kind of upstream failure.
@@ -144,6 +144,15 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
         retryable = not (isinstance(failure, StatusError) and failure.client_error)
         outcome.error = StageError(code_for(failure, CODES), str(failure), retryable=retryable)
     return outcome
+
+
+def tokens_per_second(m: RecipeMetrics) -> float | None:
+    """The writing rate: tokens (the provider's count, else estimated from the characters, as a failed
+    call reports no usage) over the time from the first content to the end."""
+    tokens = m.completionTokens or (round(m.outputChars / CHARS_PER_TOKEN) if m.outputChars else None)
+    if not tokens or m.firstContentMs is None or m.totalMs <= m.firstContentMs:
+        return None
+    return round(tokens / ((m.totalMs - m.firstContentMs) / 1000), 1)
 
 
 def _fill(metrics: RecipeMetrics, c: Completion | None, deadline: Deadline) -> None:

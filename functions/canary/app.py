@@ -1,0 +1,16 @@
+"""Canary: the recipe request to each candidate model, on a schedule, as per-model metrics."""
+
+from aws_lambda_powertools.utilities.parser import event_parser
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from chuixiang import steps
+from chuixiang.models import CanaryEvent
+from chuixiang.observability import logger, metrics, tracer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+@event_parser(model=CanaryEvent)
+def lambda_handler(event: CanaryEvent, context: LambdaContext) -> dict:
+    return steps.run_canary(event, context.get_remaining_time_in_millis).model_dump()
