@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,14 @@ class Serve:
     def __init__(self, overrides: dict[str, str], model_base_url: str | None = None,
                  fake_pace_ms: float | None = None) -> None:
         port = free_port()
+        self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server never blocks on it
         model = ["--model-base-url", model_base_url] if model_base_url else []
         if fake_pace_ms is not None:
             model += ["--fake-pace-ms", str(fake_pace_ms)]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "chuixiang_local.cli", "serve", "--port", str(port), *model,
              "--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._stderr)
         self.base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:
@@ -40,7 +42,11 @@ class Serve:
                 httpx.get(f"{self.base}/recipes/none", timeout=1)
                 return
             except httpx.TransportError:
-                assert self.proc.poll() is None and time.monotonic() < deadline, "serve did not start"
+                if self.proc.poll() is not None:
+                    self._stderr.seek(0)
+                    raise AssertionError(f"serve exited {self.proc.returncode}: "
+                                         f"{self._stderr.read().decode(errors='replace')}")
+                assert time.monotonic() < deadline, "serve did not start in 60 s"
                 time.sleep(0.2)
 
     def post(self, dish: str) -> str:

@@ -238,7 +238,7 @@ def test_a_late_progress_write_never_touches_a_finished_job(terminal: JobStatus,
 @pytest.mark.pipeline
 def test_polling_serve_sees_the_recipe_being_written(scaled_template: Template) -> None:
     overrides = {**SCALED, "RecipeTotalTimeoutMs": "8000", "RecipeFunctionTimeout": "12",
-                 "StateMachineTimeout": "90"}
+                 "CanaryFunctionTimeout": "12", "StateMachineTimeout": "90"}
     serve = Serve(overrides, fake_pace_ms=12)  # ~3 s of streaming
     try:
         job_id = serve.post("番茄炒蛋")
@@ -265,3 +265,21 @@ def test_polling_serve_sees_the_recipe_being_written(scaled_template: Template) 
     assert len(set(step_counts)) >= 2 and step_counts == sorted(step_counts), step_counts
     for p in partials:  # never a half-written step
         assert p.get("steps", []) == final["recipe"]["steps"][: len(p.get("steps", []))]
+
+
+def test_provider_quirks_in_the_stream() -> None:
+    """Reasoning under ``reasoning`` (not only ``reasoning_content``), usage only in a last chunk with no
+    choices, and a content-less answer cut at ``length``: the recipe stage's code for each."""
+    from chuixiang.upstream.chat import SSEReader, StreamLimits
+
+    reader = SSEReader(StreamLimits(first_content_s=1, idle_s=1, max_chunks=100), started=time.monotonic())
+    events = [{"choices": [{"delta": {"reasoning": "想一想"}}]},
+              {"choices": [{"delta": {"reasoning_content": "再想想"}}]},
+              {"choices": [{"delta": {}, "finish_reason": "length"}]},
+              {"choices": [], "usage": {"completion_tokens": 3000}}]
+    reader.feed(b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events))
+    out = reader.out
+    assert (out.reasoning_chars, out.finish_reason, reader.completion_tokens) == (6, "length", 3000)
+    assert reader.first_text_at is not None and reader.content_chars == 0
+    with pytest.raises(EmptyAnswer, match="went to reasoning"):
+        to_recipe(out)
