@@ -45,7 +45,7 @@ class Serve:
                 if self.proc.poll() is not None:
                     self._stderr.seek(0)
                     raise AssertionError(f"serve exited {self.proc.returncode}: "
-                                         f"{self._stderr.read().decode(errors='replace')}")
+                                         f"{self._stderr.read().decode(errors='replace')}") from None
                 assert time.monotonic() < deadline, "serve did not start in 60 s"
                 time.sleep(0.2)
 
