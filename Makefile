@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 DISH   ?= 番茄炒蛋
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast test-sockets lint ladder readme-ladder serve bench sam-build deploy clean
+.PHONY: run test test-fast test-sockets lint ladder readme-ladder openapi serve bench sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ lint: $(STAMP)
 
 ladder: $(STAMP)
 	$(BIN)/chuixiang ladder
+
+# Rewrite docs/openapi.json from the routes (a test fails when it drifts).
+openapi: $(STAMP)
+	$(BIN)/python -c "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver; from chuixiang.api import build_app, openapi_json; print(openapi_json(build_app(APIGatewayHttpResolver)))" > docs/openapi.json
 
 # Rewrite the README's ladder table from the declarations (a test fails when it is stale).
 readme-ladder: $(STAMP)

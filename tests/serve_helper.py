@@ -31,9 +31,9 @@ class Serve:
         model = ["--model-base-url", model_base_url] if model_base_url else []
         if fake_pace_ms is not None:
             model += ["--fake-pace-ms", str(fake_pace_ms)]
+        params = ["--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]] if overrides else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chuixiang_local.cli", "serve", "--port", str(port), *model,
-             "--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]],
+            [sys.executable, "-m", "chuixiang_local.cli", "serve", "--port", str(port), *model, *params],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._stderr)
         self.base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

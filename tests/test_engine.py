@@ -24,8 +24,17 @@ def test_state_machine_runs_our_handlers_in_order(cloud: LocalCloud, api: LocalA
     assert doc["status"] == "SUCCEEDED"
     ran = [(lid, inv.error_type) for lid, inv in cloud.invocations[before:]]
     assert ran == [("SubmitFunction", None), ("RecipeFunction", None), ("ImageFunction", None)]
-    # Each one was a real process with its own cold start, not moto's canned "happy path" answer.
-    assert all(inv.duration_ms > 100 for _, inv in cloud.invocations[before:])
+    # Each ran in a worker process of its function (moto's canned answer has no init and takes ~0 ms):
+    # its first invocation had a cold start, whose init is reported apart from the duration.
+    for lid in ("SubmitFunction", "RecipeFunction", "ImageFunction"):
+        first = next(inv for name, inv in cloud.invocations if name == lid)
+        assert first.init_ms is not None and first.init_ms > 0, lid
+    # A second job finds the workers warm: no init at all.
+    again = api.wait(api.post_dish("引擎自检菜二")[1]["jobId"], give_up_s=30)
+    assert again["status"] == "SUCCEEDED"
+    warm = cloud.invocations[before + 3:]
+    assert [lid for lid, _ in warm] == ["SubmitFunction", "RecipeFunction", "ImageFunction"]
+    assert all(inv.init_ms is None for _, inv in warm)
 
 
 @pytest.mark.pipeline

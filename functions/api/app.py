@@ -4,13 +4,14 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from chuixiang.api import build_app
+from chuixiang.api import build_app, handle, warm_up
 from chuixiang.observability import logger, tracer
 
 app = build_app(APIGatewayHttpResolver)
+warm_up()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
-    return app.resolve(event, context)
+    return handle(app, event, context)

@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -90,16 +93,23 @@ def _summary(doc: dict[str, Any]) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-    from aws_lambda_powertools.event_handler import HttpResolverLocal
-
+    """The local cloud here; the API in its own process (see :mod:`chuixiang_local.api_server`)."""
     with local_stack(args, sys.stderr if args.verbose else None) as cloud:
-        cloud.activate_api_environment()
-        from chuixiang.api import build_app
-
-        app = build_app(HttpResolverLocal)
-        _progress(f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}})")
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        spec = cloud.template.function_by_dir("api")
+        env = {**os.environ, **cloud.api_environment(),
+               "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
+        api = subprocess.Popen(
+            [sys.executable, "-m", "chuixiang_local.api_server", "--host", args.host, "--port", str(args.port),
+             "--workers", str(args.workers), "--function-name", spec.name, "--function-arn", spec.arn,
+             "--timeout", str(spec.timeout_s), "--memory", str(spec.memory_mb)], env=env)
+        signal.signal(signal.SIGTERM, lambda *_: api.terminate())
+        _progress(f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
+                  f"/openapi.json, Swagger UI at /swagger); Ctrl-C stops")
+        try:
+            api.wait()
+        except KeyboardInterrupt:
+            api.terminate()
+            api.wait(timeout=15)
     return 0
 
 
@@ -212,6 +222,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=3000)
     p.add_argument("--verbose", action="store_true", help="function logs on stderr")
+    p.add_argument("--workers", type=int, default=8, help="api invocations at once (warm handlers)")
     common(p)
     p.set_defaults(func=cmd_serve)
 

@@ -7,7 +7,8 @@
   interpreter (``execute_state_machine``), so TimeoutSeconds, Retry, Catch and
   the DynamoDB service integration behave as written.
 * Its Lambda Task invocations are routed to :mod:`chuixiang_local.invoker` by
-  replacing moto's simple Lambda backend ``invoke``.
+  replacing moto's simple Lambda backend ``invoke``; each runs on a warm worker
+  process of its function (init outside the Timeout, as in Lambda).
 * EventBridge is played by a watcher that sends the reconcile function the
   "Step Functions Execution Status Change" event the template subscribes to.
 """
@@ -32,7 +33,7 @@ from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 
-from .invoker import Invocation, invoke
+from .invoker import Invocation, WorkerPool, invoke
 from .template import ACCOUNT, REGION, FunctionSpec, Template
 
 MOTO_VERSION = "5.2.5"  # the ASL interpreter hook below is verified against this version
@@ -73,6 +74,49 @@ def _patch_moto() -> None:
 
         LambdaSimpleBackend.invoke = routed_invoke  # type: ignore[method-assign]
         LambdaSimpleBackend._chuixiang_patched = True  # type: ignore[attr-defined]
+        _share_interpreter_clients()
+        _cache_module_list()
+
+
+def _cache_module_list() -> None:
+    """moto's server lists its own package directory (~200 ``stat`` calls) on every request, inside
+    the dispatcher's global lock; under load that lock serialises the whole server. The list never
+    changes while it runs."""
+    from moto import backends
+
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = lambda: modules  # type: ignore[assignment]
+
+
+def _share_interpreter_clients() -> None:
+    """The ASL interpreter builds a new boto3 client for every Lambda and DynamoDB task (tens of ms of
+    CPU each, loading service models); with dozens of executions at once that starves the moto
+    server. Clients are thread-safe: build one per (region, service, endpoint) and share it."""
+    from botocore.config import Config
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_dynamodb,
+    )
+    from moto.stepfunctions.parser.asl.utils import boto_client
+
+    clients: dict[tuple[Any, ...], Any] = {}
+    lock = threading.Lock()
+    make_client: Any = boto3.client  # the service is only known at run time
+
+    def shared(region: str, service: str, state_credentials: Any = None) -> Any:
+        port = boto_client.moto_server_port()
+        key = (region, service, port)
+        with lock:
+            if key not in clients:  # as moto builds it, with a connection pool for every execution at once
+                clients[key] = make_client(
+                    service_name=service, region_name=region, endpoint_url=f"http://localhost:{port}",
+                    aws_access_key_id="ak", aws_secret_access_key="sk",  # noqa: S106 - moto's fixed local ones
+                    config=Config(parameter_validation=False, retries={"total_max_attempts": 1},
+                                  connect_timeout=99999, read_timeout=99999, max_pool_connections=256))
+            return clients[key]
+
+    for module in (lambda_eval_utils, state_task_service_dynamodb):
+        module.boto_client_for = shared  # type: ignore[attr-defined]
 
 
 class LocalCloud:
@@ -116,6 +160,7 @@ class LocalCloud:
         self._previous_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(port)
         self.aws_env = {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
+        self.pool = WorkerPool(self.log)
         self._deploy()
         self._watcher = threading.Thread(target=self._watch_executions, name="eventbridge", daemon=True)
         self._watcher.start()
@@ -127,6 +172,8 @@ class LocalCloud:
         for name in list(_ROUTES):
             if self.prefix in name:
                 _ROUTES.pop(name, None)
+        if getattr(self, "pool", None) is not None:
+            self.pool.close()
         if self._server is not None:
             self._server.stop()
             if self._previous_port is None:
@@ -218,11 +265,12 @@ class LocalCloud:
         if self.log:
             self.log.write(f"\n=== {spec.logical_id} invoked ===\n")
             self.log.flush()
-        result = invoke(spec, event, layer_dirs=self.layer_dirs(), extra_env=self.function_env(spec), log=self.log)
+        result = invoke(spec, event, pool=self.pool, layer_dirs=self.layer_dirs(), extra_env=self.function_env(spec))
         self.invocations.append((spec.logical_id, result))
         if self.log:
+            init = f" (cold: init {result.init_ms} ms, outside the Timeout)" if result.init_ms is not None else ""
             self.log.write(f"=== {spec.logical_id} {'failed: ' + str(result.error_type) if result.failed else 'ok'}"
-                           f" in {result.duration_ms} ms ===\n")
+                           f" in {result.duration_ms} ms{init} ===\n")
             self.log.flush()
         return result
 

@@ -85,6 +85,7 @@ class ChatBehaviour:
     stall_s: float = 0.0
     keepalive_every_s: float | None = None  #: SSE comments sent while stalled
     retry_after: str | None = None
+    echo_headers: bool = False  #: an error answer that echoes the request's headers (a leaky proxy)
 
 
 @dataclass
@@ -243,8 +244,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if b.status != 200:
             extra = {"Retry-After": b.retry_after} if b.retry_after else None
-            self._json(b.status, {"error": {"message": f"fake upstream status {b.status}",
-                                            "type": "server_error"}}, extra)
+            error: dict[str, Any] = {"message": f"fake upstream status {b.status}", "type": "server_error"}
+            if b.echo_headers:
+                error["request_headers"] = dict(self.headers.items())
+            self._json(b.status, {"error": error}, extra)
             return
         dish = _dish(body)
         text = json.dumps(recipe_for(dish), ensure_ascii=False)

@@ -1,18 +1,26 @@
-"""Parent side of a local Lambda invocation: one fresh process per call, killed at Timeout.
+"""Parent side of local Lambda invocations: warm worker processes, init outside the Timeout.
 
-A fresh process gives what ``sam local invoke`` gives - a cold start, the
-template's environment, a real clock - plus the one thing tests of a timeout
-ladder need: at ``Timeout`` the process is killed and the caller sees
-``Sandbox.Timedout``, as Step Functions does in AWS.
+Like a Lambda sandbox, a worker is a process of its own with the function's
+environment; it is created on demand (forked from :mod:`chuixiang_local.zygote`,
+which holds the heavy imports), runs its *init* - importing the handler - within
+:data:`INIT_LIMIT_S` (Lambda's init phase limit) and not against the function's
+Timeout, then serves invocations one at a time and is reused warm. At ``Timeout``
+the worker is killed and the caller sees ``Sandbox.Timedout``, as Step Functions
+does in AWS; a killed or crashed worker is never reused.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
+import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,6 +31,10 @@ from .template import FunctionSpec
 
 #: Environment a Lambda process inherits from the runner (nothing else leaks in).
 PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYENV_VERSION", "MODEL_API_KEY")
+#: Lambda's limit on a function's init phase.
+INIT_LIMIT_S = 10.0
+#: Idle warm workers kept per function (more are created under load, then killed when returned).
+MAX_IDLE_PER_FUNCTION = 16
 
 
 @dataclass
@@ -30,53 +42,216 @@ class Invocation:
     payload: Any
     error_type: str | None
     duration_ms: int
+    init_ms: int | None = None  #: the cold start's init, when this invocation had one (not in duration)
 
     @property
     def failed(self) -> bool:
         return self.error_type is not None
 
 
-def invoke(spec: FunctionSpec, event: Any, *, layer_dirs: list[Path], extra_env: dict[str, str],
-           log: TextIO | None = None) -> Invocation:
+class WorkerGone(Exception):
+    """The worker's connection closed: it crashed, exited or was killed."""
+
+
+class Worker:
+    def __init__(self, key: tuple[Any, ...], conn: socket.socket, pid: int, buffer: bytes) -> None:
+        self.key, self.conn, self.pid, self._buffer = key, conn, pid, buffer
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.conn.sendall(json.dumps(message, ensure_ascii=False, default=str).encode() + b"\n")
+
+    def recv(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next message, or None when ``timeout_s`` passes first."""
+        end = time.monotonic() + timeout_s
+        while b"\n" not in self._buffer:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            self.conn.settimeout(left)
+            try:
+                chunk = self.conn.recv(65536)
+            except TimeoutError:
+                return None
+            except OSError as exc:
+                raise WorkerGone(str(exc)) from exc
+            if not chunk:
+                raise WorkerGone("connection closed")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.conn.close()
+
+
+class WorkerPool:
+    """Warm workers per (function, environment), forked from one zygote; safe to use from many threads."""
+
+    def __init__(self, log: TextIO | None = None) -> None:
+        self._dir = tempfile.mkdtemp(prefix="cx-workers-")
+        self.socket_path = os.path.join(self._dir, "w.sock")
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(self.socket_path)
+        self._listener.listen(512)
+        self._zygote = subprocess.Popen([sys.executable, "-m", "chuixiang_local.zygote"], stdin=subprocess.PIPE,
+                                        stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL)
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[Any, ...], list[Worker]] = {}
+        self._all: dict[int, Worker] = {}
+        self._pending: dict[str, queue.Queue[tuple[socket.socket, int, bytes]]] = {}
+        self._closed = False
+        threading.Thread(target=self._accept, name="worker-accept", daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._hello, args=(conn,), daemon=True).start()
+
+    def _hello(self, conn: socket.socket) -> None:
+        conn.settimeout(INIT_LIMIT_S)
+        buffer = b""
+        try:
+            while b"\n" not in buffer:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    conn.close()
+                    return
+                buffer += chunk
+        except OSError:
+            conn.close()
+            return
+        line, rest = buffer.split(b"\n", 1)
+        hello = json.loads(line)
+        waiting = self._pending.get(hello["hello"])
+        if waiting is None:
+            conn.close()
+            return
+        waiting.put((conn, int(hello["pid"]), rest))
+
+    def acquire(self, spec: FunctionSpec, env: dict[str, str], sys_path: list[str]) -> tuple[Worker, int | None]:
+        """A warm worker (init None) or a new one and its init time in ms; raises ``InitFailed``."""
+        key = (spec.logical_id, tuple(sorted(env.items())))
+        with self._lock:
+            idle = self._idle.get(key)
+            if idle:
+                return idle.pop(), None
+        worker_id = str(uuid.uuid4())
+        arrived: queue.Queue[tuple[socket.socket, int, bytes]] = queue.Queue()
+        self._pending[worker_id] = arrived
+        request = {"worker_id": worker_id, "socket": self.socket_path, "env": env, "cwd": str(spec.code_dir),
+                   "sys_path": sys_path, "handler": spec.handler}
+        started = time.monotonic()
+        try:
+            with self._lock:
+                assert self._zygote.stdin is not None
+                self._zygote.stdin.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
+                self._zygote.stdin.flush()
+            try:
+                conn, pid, rest = arrived.get(timeout=INIT_LIMIT_S)
+            except queue.Empty:
+                raise InitFailed("Runtime.InitTimeout", f"no worker within {INIT_LIMIT_S:g} s") from None
+        finally:
+            self._pending.pop(worker_id, None)
+        worker = Worker(key, conn, pid, rest)
+        with self._lock:
+            self._all[pid] = worker
+        try:
+            ready = worker.recv(max(0.0, INIT_LIMIT_S - (time.monotonic() - started)))
+        except WorkerGone:
+            ready = {"init_error": {"errorType": "Runtime.ExitError", "errorMessage": "worker exited during init"}}
+        if ready is None or "init_error" in ready:
+            self.discard(worker)
+            error = (ready or {}).get("init_error") or {"errorType": "Runtime.InitTimeout",
+                                                         "errorMessage": f"init over {INIT_LIMIT_S:g} s"}
+            raise InitFailed(error["errorType"], error["errorMessage"])
+        return worker, int((time.monotonic() - started) * 1000)
+
+    def release(self, worker: Worker) -> None:
+        with self._lock:
+            idle = self._idle.setdefault(worker.key, [])
+            if not self._closed and len(idle) < MAX_IDLE_PER_FUNCTION:
+                idle.append(worker)
+                return
+        self.discard(worker)
+
+    def discard(self, worker: Worker) -> None:
+        worker.kill()
+        with self._lock:
+            self._all.pop(worker.pid, None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            workers = list(self._all.values())
+            self._all.clear()
+            self._idle.clear()
+        for worker in workers:
+            worker.kill()
+        self._listener.close()
+        if self._zygote.stdin:
+            self._zygote.stdin.close()
+        self._zygote.kill()
+        self._zygote.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class InitFailed(Exception):
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+def lambda_env(spec: FunctionSpec, extra_env: dict[str, str]) -> dict[str, str]:
+    """The environment of the function's sandbox: the template's, the runner's, Lambda's own variables."""
+    env = {k: os.environ[k] for k in PASSTHROUGH if k in os.environ}
+    env.update(spec.env)
+    env.update(extra_env)
+    env.update({
+        "_HANDLER": spec.handler,
+        "LAMBDA_TASK_ROOT": str(spec.code_dir),
+        "AWS_LAMBDA_FUNCTION_NAME": spec.name,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+        "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_s),
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "CHUIXIANG_FUNCTION_ARN": spec.arn,
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
+def invoke(spec: FunctionSpec, event: Any, *, pool: WorkerPool, layer_dirs: list[Path],
+           extra_env: dict[str, str]) -> Invocation:
+    """One invocation on a warm (or new) worker; its Timeout starts once the worker is ready."""
+    request_id = str(uuid.uuid4())
+    try:
+        worker, init_ms = pool.acquire(spec, lambda_env(spec, extra_env),
+                                       [str(spec.code_dir), *map(str, layer_dirs)])
+    except InitFailed as exc:
+        return Invocation({"errorType": exc.error_type, "errorMessage": str(exc)}, exc.error_type, 0)
     started = time.time()
     deadline_ms = int(started * 1000) + spec.timeout_s * 1000
-    request_id = str(uuid.uuid4())
-    with tempfile.TemporaryDirectory(prefix="chuixiang-invoke-") as tmp:
-        result_file = Path(tmp) / "result.json"
-        env = {k: os.environ[k] for k in PASSTHROUGH if k in os.environ}
-        env.update(spec.env)
-        env.update(extra_env)
-        env.update({
-            "_HANDLER": spec.handler,
-            "AWS_LAMBDA_FUNCTION_NAME": spec.name,
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
-            "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_s),
-            "CHUIXIANG_FUNCTION_ARN": spec.arn,
-            "CHUIXIANG_DEADLINE_MS": str(deadline_ms),
-            "CHUIXIANG_REQUEST_ID": request_id,
-            "CHUIXIANG_RESULT_FILE": str(result_file),
-            "PYTHONPATH": os.pathsep.join([str(spec.code_dir), *map(str, layer_dirs)]),
-            "PYTHONUNBUFFERED": "1",
-        })
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "chuixiang_local.lambda_bootstrap"],
-            stdin=subprocess.PIPE, stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL,
-            env=env, cwd=spec.code_dir,
-        )
-        try:
-            proc.communicate(json.dumps(event).encode(), timeout=max(0.0, deadline_ms / 1000 - time.time()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            return Invocation({"errorType": "Sandbox.Timedout",
-                               "errorMessage": f"{request_id} Task timed out after {spec.timeout_s:.2f} seconds"},
-                              "Sandbox.Timedout", int((time.time() - started) * 1000))
-        duration = int((time.time() - started) * 1000)
-        if not result_file.exists():
-            return Invocation({"errorType": "Runtime.ExitError",
-                               "errorMessage": f"process exited with {proc.returncode} and no result"},
-                              "Runtime.ExitError", duration)
-        out = json.loads(result_file.read_text())
+    try:
+        worker.send({"event": event, "deadline_ms": deadline_ms, "request_id": request_id})
+        out = worker.recv(max(0.0, deadline_ms / 1000 - time.time()))
+    except (WorkerGone, OSError) as exc:
+        pool.discard(worker)
+        return Invocation({"errorType": "Runtime.ExitError", "errorMessage": f"worker died: {exc}"},
+                          "Runtime.ExitError", int((time.time() - started) * 1000), init_ms)
+    duration = int((time.time() - started) * 1000)
+    if out is None:
+        pool.discard(worker)  # a timed-out sandbox is not reused
+        return Invocation({"errorType": "Sandbox.Timedout",
+                           "errorMessage": f"{request_id} Task timed out after {spec.timeout_s:.2f} seconds"},
+                          "Sandbox.Timedout", duration, init_ms)
+    pool.release(worker)
     if "error" in out:
-        return Invocation(out["error"], out["error"]["errorType"], duration)
-    return Invocation(out["result"], None, duration)
+        return Invocation(out["error"], out["error"]["errorType"], duration, init_ms)
+    return Invocation(out["result"], None, duration, init_ms)

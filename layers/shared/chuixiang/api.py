@@ -1,36 +1,51 @@
-"""The public HTTP API, built on one Powertools resolver class or another.
+"""The public HTTP API: a gate for what must never reach the routes, then the Powertools routes.
 
-``functions/api/app.py`` builds it on ``APIGatewayHttpResolver`` for Lambda;
-``chuixiang serve`` builds the very same routes on ``HttpResolverLocal`` for
-uvicorn. Validation errors, unknown jobs and upstream AWS trouble all become
-JSON errors with a code - never a stack trace.
+``functions/api/app.py`` runs :func:`handle` on ``APIGatewayHttpResolver``;
+``chuixiang serve`` runs the very same function behind an ASGI adapter that
+turns each request into the HTTP API event API Gateway would send. Every refused
+request gets ``{"error": {"code", "message", "reason"}}`` - never a stack trace
+or a plain-text 500. The OpenAPI document is generated from the routes.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import uuid
+from datetime import timedelta
 from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 
 import boto3
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
+from aws_lambda_powertools.event_handler.openapi.types import (
+    OpenAPIResponse,
+    OpenAPIResponseContentModel,
+    OpenAPIResponseContentSchema,
+)
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
     IdempotencyConfig,
     idempotent_function,
 )
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .errors import ErrorCode, message_for
+from .clock import iso, now_utc, parse_iso
+from .errors import ErrorCode, HttpErrorCode, message_for
 from .job_status import JobStatus
-from .models import CreateRecipeRequest, CreateRecipeResponse, JobDocument
+from .models import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDocument
 from .observability import logger
 from .settings import get_settings
 from .stores.images import ImageStore
@@ -39,7 +54,26 @@ from .timeouts import STATE_MACHINE
 
 R = TypeVar("R", bound=ApiGatewayResolver)
 JOB_ID = re.compile(r"^[0-9a-f-]{8,64}$")
+#: Printable ASCII, as the IETF Idempotency-Key draft and Stripe expect (a UUID fits with room to spare).
+IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 POLL_AFTER_MS = 3000
+#: Deepest JSON body the gate parses (a dish request is one level deep).
+MAX_JSON_DEPTH = 32
+TITLE, VERSION = "Chuixiang API", "1.0.0"
+DESCRIPTION = (
+    "Name a dish: `POST /recipes` starts a job at once (202) and `GET /recipes/{jobId}` polls it every "
+    "`pollAfterMs` until it is SUCCEEDED or FAILED, at the latest at its `deadlineAt`. While the model writes "
+    "(~90 s) the job carries `progress` and the finished part of the recipe (`partial`). Every error has the "
+    "shape `{\"error\": {\"code\", \"message\", \"reason\"}}`; `message` is for the user, `code` for the client."
+)
+
+#: Every route and its methods: the gate answers 405 for another method on a known path.
+ROUTES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"^/recipes/?$"), ("POST",)),
+    (re.compile(r"^/recipes/[^/]+/?$"), ("GET",)),
+    (re.compile(r"^/openapi\.json$"), ("GET",)),
+    (re.compile(r"^/swagger/?$"), ("GET",)),
+)
 
 
 @lru_cache(maxsize=4)
@@ -47,10 +81,16 @@ def _sfn(endpoint: str | None) -> Any:
     return boto3.client("stepfunctions", endpoint_url=endpoint)
 
 
-def error_response(status: int, code: str, reason: str | None = None, message: str | None = None) -> Response:
-    body = {"error": {"code": code, "message": message or message_for(code), "reason": reason}}
+def error_body(code: str, reason: str | None = None, message: str | None = None) -> str:
+    """The one error shape of every refused request: ``{"error": {"code", "message", "reason"}}``."""
+    return json.dumps({"error": {"code": code, "message": message or message_for(code), "reason": reason}},
+                      ensure_ascii=False)
+
+
+def error_response(status: int, code: str, reason: str | None = None, message: str | None = None,
+                   headers: dict[str, str] | None = None) -> Response:
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
-                    body=json.dumps(body, ensure_ascii=False))
+                    body=error_body(code, reason, message), headers=headers)
 
 
 def _reason(exc: RequestValidationError) -> str:
@@ -62,14 +102,119 @@ def _reason(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request"
 
 
-def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
+# --- the gate: what the resolver must never see --------------------------------------------------
+
+
+def _proxy_error(status: int, code: str, reason: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"statusCode": status, "headers": {"Content-Type": "application/json", **(headers or {})},
+            "body": error_body(code, reason), "isBase64Encoded": False}
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of parsed JSON, iteratively (no recursion to exhaust), stopping past ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def gate(event: dict[str, Any]) -> dict[str, Any] | None:
+    """Refuse, in the one error shape, what would otherwise reach the resolver as an exception:
+    an unknown method on a known path (405), a POST body that is not JSON (415), not UTF-8 or nested
+    absurdly deep (400), a malformed ``Idempotency-Key`` (400). None: let the resolver route it."""
+    http = (event.get("requestContext") or {}).get("http") or {}
+    method = str(http.get("method") or event.get("httpMethod") or "GET").upper()
+    path = str(event.get("rawPath") or http.get("path") or event.get("path") or "/")
+    allowed = next((methods for pattern, methods in ROUTES if pattern.match(path)), None)
+    if allowed is None:
+        return None  # the resolver's 404
+    if method not in allowed and not (method == "HEAD" and "GET" in allowed):
+        return _proxy_error(405, HttpErrorCode.METHOD_NOT_ALLOWED, f"{method} {path}: allowed {', '.join(allowed)}",
+                            {"Allow": ", ".join(allowed)})
+    if method != "POST":
+        return None
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if content_type not in ("application/json", ""):
+        return _proxy_error(415, HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, f"content-type {content_type!r} is not JSON")
+    key = headers.get("idempotency-key")
+    if key is not None and not IDEMPOTENCY_KEY.match(key):
+        return _proxy_error(400, HttpErrorCode.INVALID_IDEMPOTENCY_KEY,
+                            "Idempotency-Key must be 1-128 printable ASCII characters")
+    raw = event.get("body") or ""
+    try:
+        body = base64.b64decode(raw, validate=True) if event.get("isBase64Encoded") else str(raw).encode()
+        text = body.decode("utf-8")
+    except (ValueError, UnicodeError):
+        return _proxy_error(400, ErrorCode.INVALID_DISH, "the body is not UTF-8 text")
+    try:
+        parsed = json.loads(text) if text.strip() else None
+    except RecursionError:
+        return _proxy_error(400, ErrorCode.INVALID_DISH, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    except ValueError:
+        return None  # the resolver's validation explains where the JSON breaks
+    if _depth(parsed, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        return _proxy_error(400, ErrorCode.INVALID_DISH, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return None
+
+
+def handle(app: ApiGatewayResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The api function: the gate, then the routes; anything unforeseen is a JSON 500, never a trace."""
+    refused = gate(event)
+    if refused is not None:
+        return refused
+    try:
+        return app.resolve(event, context)
+    except Exception:  # noqa: BLE001 - the last line of defence: log it, answer in the one error shape
+        logger.exception("unhandled error in the API")
+        return _proxy_error(500, ErrorCode.INTERNAL, "unexpected error")
+
+
+# --- the routes -------------------------------------------------------------------------------------
+
+_Content = dict[str, OpenAPIResponseContentModel | OpenAPIResponseContentSchema]
+_ERROR: _Content = {"application/json": {"model": ErrorBody}}
+POST_RESPONSES: dict[int, OpenAPIResponse] = {
+    202: {"description": "Job accepted (or joined): poll `Location` every `pollAfterMs` until `deadlineAt`",
+          "content": {"application/json": {"model": CreateRecipeResponse}}},
+    400: {"description": "INVALID_DISH or INVALID_IDEMPOTENCY_KEY", "content": _ERROR},
+    405: {"description": "METHOD_NOT_ALLOWED (see the Allow header)", "content": _ERROR},
+    409: {"description": "REQUEST_IN_PROGRESS: the same Idempotency-Key is being processed; retry shortly",
+          "content": _ERROR},
+    415: {"description": "UNSUPPORTED_MEDIA_TYPE: the body must be application/json", "content": _ERROR},
+    422: {"description": "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used for another dish",
+          "content": _ERROR},
+    429: {"description": "TOO_MANY_JOBS: no more jobs can be taken now; retry after `Retry-After` seconds",
+          "content": _ERROR},
+    503: {"description": "INTERNAL: a dependency is unavailable; retry later", "content": _ERROR},
+}
+GET_RESPONSES: dict[int, OpenAPIResponse] = {
+    200: {"description": "The job document", "content": {"application/json": {"model": JobDocument}}},
+    404: {"description": "JOB_NOT_FOUND", "content": _ERROR},
+    405: {"description": "METHOD_NOT_ALLOWED (see the Allow header)", "content": _ERROR},
+    503: {"description": "INTERNAL: a dependency is unavailable; retry later", "content": _ERROR},
+}
+
+
+def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) -> R:
     app = resolver_cls(enable_validation=True, **kwargs)
 
     @app.exception_handler(RequestValidationError)
     def _invalid(exc: RequestValidationError) -> Response:
+        if any(str(err.get("loc", ("",))[0]) == "header" for err in exc.errors()):
+            return error_response(400, HttpErrorCode.INVALID_IDEMPOTENCY_KEY, _reason(exc))
         if app.current_event.path.rstrip("/").endswith("/recipes"):
             return error_response(400, ErrorCode.INVALID_DISH, _reason(exc))
-        return error_response(400, "BAD_REQUEST", _reason(exc), "请求格式不对。")
+        return error_response(400, HttpErrorCode.BAD_REQUEST, _reason(exc))
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _not_json(exc: RequestUnsupportedContentType) -> Response:
+        return error_response(415, HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, "the body must be application/json")
 
     @app.exception_handler([ClientError, BotoCoreError])
     def _aws_down(exc: Exception) -> Response:
@@ -78,12 +223,15 @@ def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
 
     @app.not_found
     def _no_route(exc: Exception) -> Response:
-        return error_response(404, "NOT_FOUND", "no such route", "没有这个接口。")
+        return error_response(404, HttpErrorCode.NOT_FOUND, "no such route")
 
-    @app.post("/recipes")
+    @app.post("/recipes", summary="Start (or join) the job that writes a dish's recipe and draws it",
+              responses=POST_RESPONSES, tags=["recipes"])
     def create_recipe(
         request: Annotated[CreateRecipeRequest, Body()],
-        idempotency_key: Annotated[str | None, Header(alias="idempotency-key", max_length=128)] = None,
+        idempotency_key: Annotated[str | None, Header(
+            alias="idempotency-key", min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$",
+            description="Same key and dish within 24 h: the same job. Same key, other dish: 422.")] = None,
     ) -> Response[Any]:
         try:
             if idempotency_key:
@@ -94,23 +242,45 @@ def build_app(resolver_cls: type[R], **kwargs: Any) -> R:
         except JobStartError:
             return error_response(503, ErrorCode.INTERNAL, "could not start the job")
         except IdempotencyAlreadyInProgressError:
-            return error_response(409, "REQUEST_IN_PROGRESS", "the same Idempotency-Key is being processed",
-                                  "上一次提交还在处理中，请稍后再查。")
+            return error_response(409, HttpErrorCode.REQUEST_IN_PROGRESS,
+                                  "the same Idempotency-Key is being processed")
+        except IdempotencyValidationError:
+            return error_response(422, HttpErrorCode.IDEMPOTENCY_KEY_REUSED,
+                                  "this Idempotency-Key was first used with another dish")
         body = CreateRecipeResponse.model_validate(created)
         return Response(status_code=202, content_type=content_types.APPLICATION_JSON,
                         body=body.model_dump_json(), headers={"Location": f"/recipes/{body.jobId}"})
 
-    @app.get("/recipes/<jobId>")
+    @app.get("/recipes/<jobId>", summary="Poll a job", responses=GET_RESPONSES, tags=["recipes"])
     def get_recipe(jobId: Annotated[str, Path()]) -> Response[Any]:  # noqa: N803
         if not JOB_ID.match(jobId):
-            return error_response(404, "JOB_NOT_FOUND", "no such job", "没有找到这个任务。")
+            return error_response(404, HttpErrorCode.JOB_NOT_FOUND, "no such job")
         doc = load_job_document(jobId)
         if doc is None:
-            return error_response(404, "JOB_NOT_FOUND", "no such job", "没有找到这个任务。")
+            return error_response(404, HttpErrorCode.JOB_NOT_FOUND, "no such job")
         return Response(status_code=200, content_type=content_types.APPLICATION_JSON,
                         body=doc.model_dump_json(), headers={"Cache-Control": "no-store"})
 
+    @app.get("/openapi.json", summary="This API's OpenAPI 3 document", include_in_schema=False)
+    def openapi() -> Response[Any]:
+        return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=openapi_json(app))
+
+    if swagger:
+        app.enable_swagger(path="/swagger", title=TITLE, version=VERSION)
     return app
+
+
+def openapi_json(app: ApiGatewayResolver) -> str:
+    """The OpenAPI document, generated from the routes (``docs/openapi.json`` is this, checked in)."""
+    doc = json.loads(app.get_openapi_json_schema(title=TITLE, version=VERSION, description=DESCRIPTION))
+    # Powertools documents its own 422 validation answer on every route; this API answers 400 instead.
+    for operations in doc["paths"].values():
+        for operation in operations.values():
+            if operation["responses"].get("422", {}).get("description") == "Validation Error":
+                del operation["responses"]["422"]
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        doc["components"]["schemas"].pop(unused, None)
+    return json.dumps(doc, ensure_ascii=False, indent=2)
 
 
 class JobStartError(Exception):
@@ -118,14 +288,25 @@ class JobStartError(Exception):
 
 
 def start_job(job: dict[str, str]) -> dict[str, Any]:
-    """Create the job item, then start its execution (named after the job: one execution per job)."""
+    """Create the job item, claim the dish, then start its execution (named after the job: one execution
+    per job). While another job is generating the same normalised dish, the request joins it instead."""
     settings = get_settings()
     store = JobStore(settings)
     job_id = str(uuid.uuid4())
     logger.append_keys(jobId=job_id)
     store.create(job_id, job["dish"])
+    until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
+    leader = store.claim_dish(job["dish"], job_id, until)
+    if leader != job_id:  # the same dish is being generated: join that job (no second model call)
+        store.delete(job_id)
+        logger.info("joined the job already generating this dish", extra={"leader": leader})
+        joined = store.get(leader) or {}
+        deadline = joined.get("deadlineAt") or iso(  # not submitted yet: at the latest its timeout after creation
+            parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(settings)))
+        return CreateRecipeResponse(jobId=leader, status=joined.get("status", JobStatus.PENDING),
+                                    pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline).model_dump()
     try:
-        _sfn(os.environ.get("AWS_ENDPOINT_URL")).start_execution(
+        started = _sfn(os.environ.get("AWS_ENDPOINT_URL")).start_execution(
             stateMachineArn=settings.state_machine_arn,
             name=job_id,
             input=json.dumps({"jobId": job_id, "dish": job["dish"]}, ensure_ascii=False),
@@ -134,7 +315,10 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
         logger.exception("StartExecution failed")
         store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
         raise JobStartError(str(exc)) from exc
-    return CreateRecipeResponse(jobId=job_id, status=JobStatus.PENDING, pollAfterMs=POLL_AFTER_MS).model_dump()
+    # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
+    deadline_at = iso(started["startDate"] + timedelta(seconds=STATE_MACHINE.of(settings)))
+    return CreateRecipeResponse(jobId=job_id, status=JobStatus.PENDING, pollAfterMs=POLL_AFTER_MS,
+                                deadlineAt=deadline_at).model_dump()
 
 
 @lru_cache(maxsize=4)
@@ -145,18 +329,32 @@ def _idempotency_store(table: str, endpoint: str | None) -> DynamoDBPersistenceL
 
 
 def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str, Any]:
-    """A retried POST with the same ``Idempotency-Key`` and dish gets the same job, for a day.
+    """A retried POST with the same ``Idempotency-Key`` and dish gets the same job, for a day; the
+    same key with another dish is refused (``IdempotencyValidationError``: 422), as the IETF
+    Idempotency-Key draft and Stripe do.
 
     A double tap or a client retry after a lost answer must not start a second 90 s generation.
     """
     settings = get_settings()
     store = _idempotency_store(settings.jobs_table, os.environ.get("AWS_ENDPOINT_URL"))
-    config = IdempotencyConfig(expires_after_seconds=24 * 3600)
+    config = IdempotencyConfig(event_key_jmespath="idempotencyKey", payload_validation_jmespath="dish",
+                               expires_after_seconds=24 * 3600)
     if hasattr(lambda_context, "get_remaining_time_in_millis"):  # absent under `chuixiang serve`
         config.register_lambda_context(lambda_context)
     once = idempotent_function(data_keyword_argument="job", persistence_store=store, config=config)(start_job)
     result: dict[str, Any] = once(job=job)
     return result
+
+
+def warm_up() -> None:
+    """Create the AWS clients now, in the init phase, not in the first requests: created lazily by
+    many requests at once, each would build its own (tens of ms of CPU apiece)."""
+    settings = get_settings()
+    endpoint = os.environ.get("AWS_ENDPOINT_URL")
+    JobStore(settings)
+    ImageStore(settings)
+    _sfn(endpoint)
+    _idempotency_store(settings.jobs_table, endpoint)
 
 
 def load_job_document(job_id: str) -> JobDocument | None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from .redaction import redact
+
 
 class ErrorCode(StrEnum):
     INVALID_DISH = "INVALID_DISH"
@@ -40,7 +42,38 @@ CATALOGUE: dict[ErrorCode, tuple[str, bool]] = {
 }
 
 
+class HttpErrorCode(StrEnum):
+    """Codes of a refused HTTP request (never stored on a job)."""
+
+    BAD_REQUEST = "BAD_REQUEST"
+    NOT_FOUND = "NOT_FOUND"
+    JOB_NOT_FOUND = "JOB_NOT_FOUND"
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
+    INVALID_IDEMPOTENCY_KEY = "INVALID_IDEMPOTENCY_KEY"
+    IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
+    REQUEST_IN_PROGRESS = "REQUEST_IN_PROGRESS"
+    TOO_MANY_JOBS = "TOO_MANY_JOBS"
+    UNAUTHORIZED = "UNAUTHORIZED"
+
+
+HTTP_MESSAGES: dict[HttpErrorCode, str] = {
+    HttpErrorCode.BAD_REQUEST: "请求格式不对。",
+    HttpErrorCode.NOT_FOUND: "没有这个接口。",
+    HttpErrorCode.JOB_NOT_FOUND: "没有找到这个任务。",
+    HttpErrorCode.METHOD_NOT_ALLOWED: "这个接口不支持这种请求方式。",
+    HttpErrorCode.UNSUPPORTED_MEDIA_TYPE: "请用 JSON 提交（Content-Type: application/json）。",
+    HttpErrorCode.INVALID_IDEMPOTENCY_KEY: "Idempotency-Key 需要是 1 到 128 个可见 ASCII 字符。",
+    HttpErrorCode.IDEMPOTENCY_KEY_REUSED: "这个 Idempotency-Key 已经用于另一道菜，请换一个新的。",
+    HttpErrorCode.REQUEST_IN_PROGRESS: "上一次提交还在处理中，请稍后再查。",
+    HttpErrorCode.TOO_MANY_JOBS: "现在做菜的人太多了，请稍后再试。",
+    HttpErrorCode.UNAUTHORIZED: "请先登录。",
+}
+
+
 def message_for(code: str) -> str:
+    if code in HttpErrorCode.__members__:
+        return HTTP_MESSAGES[HttpErrorCode(code)]
     try:
         return CATALOGUE[ErrorCode(code)][0]
     except ValueError:
@@ -59,7 +92,8 @@ MAX_DETAIL_CHARS = 500
 
 
 def clip_detail(detail: str) -> str:
-    return detail[:MAX_DETAIL_CHARS]
+    """What may be stored of an internal detail: credentials redacted, clipped."""
+    return redact(detail)[:MAX_DETAIL_CHARS]
 
 
 class StageError(Exception):

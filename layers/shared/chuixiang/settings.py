@@ -41,6 +41,8 @@ class _Config(BaseSettings):
     recipe_expected_tokens: int = Field(1600, gt=0, validation_alias="RECIPE_EXPECTED_TOKENS")
     image_max_bytes: int = Field(8 * 1024 * 1024, gt=0, validation_alias="IMAGE_MAX_BYTES")
     job_ttl_days: int = Field(30, gt=0, validation_alias="JOB_TTL_DAYS")
+    #: The bucket deletes images after this many days; the recipe cache forgets a dish one day earlier.
+    image_retention_days: int = Field(90, ge=2, validation_alias="IMAGE_RETENTION_DAYS")
     image_url_ttl_s: int = Field(3600, gt=0, validation_alias="IMAGE_URL_TTL_SECONDS")
     #: Local runs only: export images here and use the file path as ``image.url``.
     local_image_dir: str = Field("", validation_alias="LOCAL_IMAGE_DIR")

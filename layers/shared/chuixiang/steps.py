@@ -194,7 +194,7 @@ def run_image(event: ImageEvent, remaining_ms: Callable[[], float], store: JobSt
     images.put(key, outcome.image.data, outcome.image.content_type)
     store.update(event.jobId, imageKey=key)
     if event.dish:
-        store.put_cache(event.dish, imageKey=key)
+        store.put_cache(event.dish, image_key=key)
     return ImageResult(ok=True, key=key)
 
 

@@ -36,6 +36,10 @@ def dish_key(dish: str) -> dict[str, str]:
     return {"pk": f"DISH#{dish}"}
 
 
+def inflight_key(dish: str) -> dict[str, str]:
+    return {"pk": f"INFLIGHT#{dish}"}
+
+
 def to_dynamo(value: Any) -> Any:
     """Plain JSON -> what the DynamoDB resource accepts (floats become Decimal)."""
     return json.loads(json.dumps(value), parse_float=Decimal)
@@ -152,14 +156,69 @@ class JobStore:
             error={"code": code.value, "detail": clip_detail(detail), "retryable": retryable_default(code)},
         )
 
+    def delete(self, job_id: str) -> None:
+        """Drop a job that was never started (it joined another)."""
+        self.table.delete_item(Key=job_key(job_id))
+
+    # --- single flight: one generation per dish at a time ----------------------------------
+
+    def claim_dish(self, dish: str, job_id: str, until: int) -> str:
+        """Make ``job_id`` the job generating ``dish``, unless another live job already is: then that
+        job's id. The claim lapses at ``until`` (the job's deadline) or as soon as its job has ended."""
+        key = inflight_key(dish)
+        names = {"#job": "jobId", "#exp": "expiresAt"}
+        try:
+            self.table.update_item(
+                Key=key, UpdateExpression="SET #job = :job, #exp = :until", ExpressionAttributeNames=names,
+                ConditionExpression="attribute_not_exists(pk) OR #exp < :now",
+                ExpressionAttributeValues={":job": job_id, ":until": until, ":now": int(now_utc().timestamp())})
+            return job_id
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+        holder = self.table.get_item(Key=key, ConsistentRead=True).get("Item") or {}
+        leader = str(holder.get("jobId", ""))
+        job = self.get(leader) if leader else None
+        if job is not None and not is_terminal(job.get("status")) and not past_deadline(job, 10**9):
+            return leader
+        try:  # its job has ended: take over, unless another request just did
+            self.table.update_item(
+                Key=key, UpdateExpression="SET #job = :job, #exp = :until", ExpressionAttributeNames=names,
+                ConditionExpression="#job = :leader",
+                ExpressionAttributeValues={":job": job_id, ":until": until, ":leader": leader})
+            return job_id
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+        taken = self.table.get_item(Key=key, ConsistentRead=True).get("Item") or {}
+        return str(taken.get("jobId", job_id))
+
     # --- the recipe cache ----------------------------------------------------------------
 
     def cached(self, dish: str) -> dict[str, Any] | None:
+        """The cached recipe of ``dish``, unless it has expired (DynamoDB's TTL deletes it up to days late)."""
         item = self.table.get_item(Key=dish_key(dish), ConsistentRead=True).get("Item")
-        return from_dynamo(item) if item and item.get("recipe") else None
+        if not item or not item.get("recipe") or int(item.get("expiresAt", 0)) <= now_utc().timestamp():
+            return None
+        return from_dynamo(item)
 
-    def put_cache(self, dish: str, **fields: Any) -> None:
+    def cache_expiry(self) -> int:
+        """When an entry written now must be forgotten: a day before the bucket deletes an image drawn now
+        (the lifecycle rule rounds up to the next midnight UTC)."""
+        return int((now_utc() + timedelta(days=self.settings.image_retention_days - 1)).timestamp())
+
+    def put_cache(self, dish: str, *, recipe: dict[str, Any] | None = None, image_key: str | None = None) -> None:
+        """A new recipe drops the old entry's image (a new one is being drawn); a new image restarts
+        the entry's life, so the entry never outlives the picture it points at."""
+        fields: dict[str, Any] = {"expiresAt": self.cache_expiry()}
+        if recipe is not None:
+            fields["recipe"] = recipe
+        if image_key is not None:
+            fields["imageKey"] = image_key
         expr, names, values = _set_expression(fields)
+        if recipe is not None and image_key is None:
+            names["#image"] = "imageKey"
+            expr += " REMOVE #image"
         self.table.update_item(Key=dish_key(dish), UpdateExpression=expr, ExpressionAttributeNames=names,
                                ExpressionAttributeValues=values)
 

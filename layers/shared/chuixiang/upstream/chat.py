@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from ..deadline import Deadline
+from ..redaction import redact
 from .failures import AnswerTooLarge, InvalidAnswer, StreamError, UpstreamError
 from .transport import GuardedPost, TextLimits
 
@@ -119,7 +120,7 @@ class SSEReader:
         if not isinstance(event, dict):
             return
         if event.get("error"):
-            detail = json.dumps(event["error"], ensure_ascii=False)[:300]
+            detail = redact(json.dumps(event["error"], ensure_ascii=False)[:300])
             raise StreamError(f"error in stream: {detail}", content_started=self.content_chars > 0)
         out.chunks += 1
         if out.chunks > self.limits.max_chunks:

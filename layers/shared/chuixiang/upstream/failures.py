@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import httpx
 
 from ..clock import now_utc
+from ..redaction import redact
 
 C = TypeVar("C")
 
@@ -110,8 +111,9 @@ class StatusError(UpstreamError):
         return self.status is not None and 400 <= self.status < 500 and self.status != 429
 
     @classmethod
-    def from_response(cls, response: httpx.Response, body: bytes) -> StatusError:
-        snippet = body[:300].decode("utf-8", "replace")
+    def from_response(cls, response: httpx.Response, body: bytes, secrets: tuple[str, ...] = ()) -> StatusError:
+        """The status and the start of the error body, credentials redacted (some servers echo them)."""
+        snippet = redact(body[:300].decode("utf-8", "replace"), secrets)
         return cls(f"HTTP {response.status_code}: {snippet}", status=response.status_code,
                    retry_after_s=retry_after_seconds(response.headers.get("retry-after")))
 

@@ -230,7 +230,8 @@ class GuardedPost:
                     break
         except httpx.HTTPError:
             pass
-        return StatusError.from_response(self.response, bytes(body))
+        token = self.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        return StatusError.from_response(self.response, bytes(body), (token,) if token else ())
 
     def chunks(self) -> Iterator[bytes]:
         """The body as it arrives; silences, drops, the deadline and the size cap are raised as failures."""

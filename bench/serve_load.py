@@ -1,0 +1,97 @@
+"""Load on ``chuixiang serve``: N clients at once, each POSTs a dish and polls it to the end.
+
+Starts ``chuixiang serve`` (embedded fake model, production parameters unless
+overridden) in its own process, then runs ``--clients`` threads that each POST a
+distinct dish and poll ``GET /recipes/{jobId}`` every ``--poll-ms`` until the job is
+terminal. Prints jobs, wall time, POST latency and time-to-terminal p50/p95, and
+the final statuses.
+
+    .venv/bin/python bench/serve_load.py [--clients 60] [--poll-ms 500] [--parameter-overrides K=V …]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.serve_helper import Serve  # noqa: E402 - the same launcher the tests use
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
+
+
+def client(base: str, dish: str, poll_s: float, give_up_s: float, out: dict[str, Any],
+           start: threading.Barrier) -> None:
+    with httpx.Client(base_url=base, timeout=60) as http:
+        start.wait()
+        t0 = time.monotonic()
+        created = http.post("/recipes", json={"dish": dish})
+        out["post_s"] = time.monotonic() - t0
+        out["post_status"] = created.status_code
+        if created.status_code != 202:
+            out["status"] = f"HTTP {created.status_code}"
+            return
+        job_id = created.json()["jobId"]
+        while time.monotonic() - t0 < give_up_s:
+            doc = http.get(f"/recipes/{job_id}").json()
+            if doc["status"] in ("SUCCEEDED", "FAILED"):
+                out["status"] = doc["status"] if doc["status"] == "SUCCEEDED" else f"FAILED {doc['error']['code']}"
+                out["terminal_s"] = time.monotonic() - t0
+                return
+            time.sleep(poll_s)
+        out["status"] = "gave up"
+
+
+def run(clients: int, poll_ms: float, overrides: dict[str, str], fake_pace_ms: float) -> dict[str, Any]:
+    serve = Serve(overrides, fake_pace_ms=fake_pace_ms)
+    results: list[dict[str, Any]] = [{} for _ in range(clients)]
+    barrier = threading.Barrier(clients)
+    try:
+        started = time.monotonic()
+        threads = [threading.Thread(target=client, args=(serve.base, f"压测菜{i}号", poll_ms / 1000, 600, results[i],
+                                                         barrier)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.monotonic() - started
+    finally:
+        serve.stop()
+    posts = [r["post_s"] for r in results if "post_s" in r]
+    terminal = [r["terminal_s"] for r in results if "terminal_s" in r]
+    return {"jobs": clients, "wall_s": wall, "posts": posts, "terminal": terminal,
+            "statuses": Counter(r.get("status", "no answer") for r in results)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--clients", type=int, default=60)
+    ap.add_argument("--poll-ms", type=float, default=500)
+    ap.add_argument("--fake-pace-ms", type=float, default=2.0)
+    ap.add_argument("--parameter-overrides", nargs="*", default=[])
+    args = ap.parse_args()
+    overrides = dict(kv.split("=", 1) for kv in args.parameter_overrides)
+    r = run(args.clients, args.poll_ms, overrides, args.fake_pace_ms)
+    print(f"{r['jobs']} jobs at once through chuixiang serve, wall {r['wall_s']:.1f} s")
+    print(f"  POST            p50 {statistics.median(r['posts']) * 1000:7.0f} ms   p95 "
+          f"{percentile(r['posts'], 95) * 1000:7.0f} ms   max {max(r['posts']) * 1000:7.0f} ms")
+    if r["terminal"]:
+        print(f"  to terminal     p50 {statistics.median(r['terminal']):7.1f} s    p95 "
+              f"{percentile(r['terminal'], 95):7.1f} s    max {max(r['terminal']):7.1f} s")
+    print("  statuses: " + ", ".join(f"{k} {v}" for k, v in r["statuses"].most_common()))
+
+
+if __name__ == "__main__":
+    main()

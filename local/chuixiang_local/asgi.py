@@ -1,0 +1,129 @@
+"""``chuixiang serve``: each HTTP request becomes an API Gateway HTTP API (v2) event for the api function.
+
+API Gateway invokes the Lambda with one event per request and runs as many
+invocations at once as there are requests; this ASGI app does the same on
+loopback: it builds the v2 event (headers, query, body base64-encoded when it is
+not UTF-8), runs the api handler on a worker thread, and sends back its proxy
+response. The Powertools resolver keeps the current request on the instance, so
+each of ``workers`` handlers (built up front, like warm sandboxes) serves one
+request at a time; more requests wait for a free one instead of each paying a
+cold start. Run by uvicorn, which stops cleanly on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import queue
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from chuixiang.api import error_body
+from chuixiang.errors import HttpErrorCode
+
+from .context import LocalContext
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+#: API Gateway's payload limit.
+MAX_BODY_BYTES = 10 * 1024 * 1024
+
+
+class LambdaAsgi:
+    """ASGI app running ``make_handler()`` (one per worker thread) for every HTTP request."""
+
+    def __init__(self, make_handler: Callable[[], Handler], *, function_name: str, timeout_s: int,
+                 memory_mb: int = 128, arn: str = "", workers: int = 8) -> None:
+        self.make_handler = make_handler
+        self.function_name, self.timeout_s, self.memory_mb, self.arn = function_name, timeout_s, memory_mb, arn
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="api")
+        self._handlers: queue.SimpleQueue[Handler] = queue.SimpleQueue()
+        for _ in range(workers):
+            self._handlers.put(make_handler())
+
+    def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
+        context = LocalContext(self.function_name, self.memory_mb, str(uuid.uuid4()),
+                               int(time.time() * 1000) + self.timeout_s * 1000, self.arn)
+        handler = self._handlers.get()
+        try:
+            return handler(event, context)
+        finally:
+            self._handlers.put(handler)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                await _send(send, 413, {"content-type": "application/json"},
+                            error_body(HttpErrorCode.BAD_REQUEST, "body over 10 MiB").encode())
+                return
+            if not message.get("more_body"):
+                break
+        event = http_api_event(scope, bytes(body))
+        result = await asyncio.get_running_loop().run_in_executor(self.pool, self.invoke, event)
+        payload = result.get("body") or ""
+        data = base64.b64decode(payload) if result.get("isBase64Encoded") else str(payload).encode()
+        headers = {str(k).lower(): str(v) for k, v in (result.get("headers") or {}).items()}
+        for cookie in result.get("cookies") or []:
+            headers.setdefault("set-cookie", cookie)
+        await _send(send, int(result.get("statusCode", 200)), headers, data)
+
+
+async def _send(send: Send, status: int, headers: dict[str, str], data: bytes) -> None:
+    raw = [(k.encode("latin-1"), v.encode("latin-1", errors="replace")) for k, v in headers.items()
+           if k != "content-length"]
+    raw.append((b"content-length", str(len(data)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": data})
+
+
+def http_api_event(scope: Scope, body: bytes) -> dict[str, Any]:
+    """The HTTP API payload format 2.0 event API Gateway would send for this request."""
+    headers: dict[str, str] = {}
+    for raw_key, raw_value in scope.get("headers", []):
+        key = raw_key.decode("latin-1").lower()
+        value = raw_value.decode("utf-8", errors="replace")  # API Gateway passes text; a bad byte is not fatal
+        headers[key] = f"{headers[key]},{value}" if key in headers else value
+    query = scope.get("query_string", b"").decode("latin-1")
+    path = scope.get("path", "/")
+    try:
+        text: str | None = body.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    client = scope.get("client") or ("127.0.0.1", 0)
+    now = time.time()
+    return {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": headers,
+        "queryStringParameters": dict(p.split("=", 1) if "=" in p else (p, "") for p in query.split("&") if p)
+        or None,
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "local", "domainName": "localhost", "stage": "$default",
+            "requestId": str(uuid.uuid4()), "routeKey": "$default", "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "timeEpoch": int(now * 1000),
+            "http": {"method": scope.get("method", "GET"), "path": path,
+                     "protocol": f"HTTP/{scope.get('http_version')}", "sourceIp": client[0],
+                     "userAgent": headers.get("user-agent", "")},
+        },
+        "body": (text if text is not None else base64.b64encode(body).decode()) if body else None,
+        "isBase64Encoded": bool(body) and text is None,
+    }

@@ -1,0 +1,108 @@
+"""The process local Lambda workers are forked from (``python -m chuixiang_local.zygote``).
+
+A Lambda sandbox has an init phase (imports, clients) outside the invocation's
+Timeout, and is reused warm. Locally, starting a fresh interpreter and importing
+boto3, Powertools and pydantic costs ~0.5 s of CPU per process; sixty at once on two
+cores starve each other for seconds. So this zygote imports the heavy third-party
+modules once - not ``chuixiang`` nor any handler, which read the function's
+environment when imported - and forks a worker per request read from stdin. The
+worker takes the function's environment, imports its handler (its init), then
+serves invocations over a Unix socket to the engine until it is killed.
+Single-threaded on purpose: forking a threaded process is unsafe.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+#: Imported once here; every worker inherits them already loaded.
+PRELOAD = (
+    "boto3", "botocore.session", "botocore.client", "botocore.loaders", "httpx", "pydantic", "pydantic_settings",
+    "aws_lambda_powertools", "aws_lambda_powertools.logging", "aws_lambda_powertools.metrics",
+    "aws_lambda_powertools.tracing", "aws_lambda_powertools.utilities.parser",
+    "aws_lambda_powertools.utilities.typing", "aws_lambda_powertools.utilities.idempotency",
+    "aws_lambda_powertools.event_handler", "json", "decimal", "uuid", "chuixiang_local.context",
+)
+
+
+def _send(sock: socket.socket, message: dict[str, Any]) -> None:
+    sock.sendall(json.dumps(message, ensure_ascii=False, default=str).encode() + b"\n")
+
+
+def _lines(sock: socket.socket) -> Any:
+    buffer = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield json.loads(line)
+
+
+def worker(request: dict[str, Any]) -> None:
+    """A forked worker: become the function, init, then serve invocations until killed or disconnected."""
+    from chuixiang_local.context import LocalContext
+
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    sys.path[:0] = request["sys_path"]
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(request["socket"])
+    _send(sock, {"hello": request["worker_id"], "pid": os.getpid()})
+    started = time.monotonic()
+    module_name, _, func_name = request["handler"].rpartition(".")
+    try:
+        func = getattr(importlib.import_module(module_name), func_name)
+    except Exception as exc:  # noqa: BLE001 - reported like Runtime.ImportModuleError
+        traceback.print_exc()
+        _send(sock, {"init_error": {"errorType": "Runtime.ImportModuleError", "errorMessage": str(exc)}})
+        os._exit(1)
+    _send(sock, {"ready": True, "init_ms": int((time.monotonic() - started) * 1000)})
+    for message in _lines(sock):
+        context = LocalContext(function_name=request["env"]["AWS_LAMBDA_FUNCTION_NAME"],
+                               memory_limit_in_mb=int(request["env"]["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"]),
+                               aws_request_id=message["request_id"], deadline_ms=message["deadline_ms"],
+                               invoked_function_arn=request["env"].get("CHUIXIANG_FUNCTION_ARN", ""))
+        try:
+            out: dict[str, Any] = {"result": func(message["event"], context)}
+        except Exception as exc:  # noqa: BLE001 - reported like the Lambda runtime does
+            traceback.print_exc()
+            out = {"error": {"errorType": type(exc).__name__, "errorMessage": str(exc),
+                             "stackTrace": traceback.format_exception(exc)}}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _send(sock, out)
+    os._exit(0)
+
+
+def main() -> None:
+    for name in PRELOAD:
+        importlib.import_module(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if os.fork() == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)  # the request pipe belongs to the zygote
+            try:
+                worker(request)
+            finally:
+                os._exit(1)
+
+
+if __name__ == "__main__":
+    main()
