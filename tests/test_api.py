@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chuixiang_local.api_client import LocalApi
+from chuixiang_local.fake_model import FakeModel
 
 pytestmark = pytest.mark.pipeline
 
@@ -46,12 +47,19 @@ def test_post_then_poll_until_succeeded(api: LocalApi) -> None:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
-def test_idempotency_key_returns_the_same_job(api: LocalApi) -> None:
+def test_idempotency_key_returns_the_same_job(api: LocalApi, module_fake: FakeModel,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(module_fake, "pace_s", 0.008)  # every recipe streams for ~2 s
     first = api.post_dish("麻婆豆腐", idempotency_key="tap-1")
     again = api.post_dish("麻婆豆腐", idempotency_key="tap-1")
-    other = api.post_dish("麻婆豆腐", idempotency_key="tap-2")
-    plain = api.post_dish("麻婆豆腐")
+    reused = api.post_dish("回锅肉", idempotency_key="tap-1")
+    other = api.post_dish("水煮鱼", idempotency_key="tap-2")
+    plain = api.post_dish("口水鸡")
     assert first[0] == again[0] == other[0] == plain[0] == 202
     assert first[1]["jobId"] == again[1]["jobId"]
+    assert reused[0] == 422 and reused[1]["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
     assert len({first[1]["jobId"], other[1]["jobId"], plain[1]["jobId"]}) == 3
+    # Another key (or none) for a dish being generated joins its job rather than starting another.
+    joined = api.post_dish("麻婆豆腐", idempotency_key="tap-3")
+    assert joined[0] == 202 and joined[1]["jobId"] == first[1]["jobId"]
     assert api.wait(first[1]["jobId"], give_up_s=30)["status"] == "SUCCEEDED"

@@ -10,6 +10,7 @@ error shape. The backend is moto in-process (executions are recorded, not run).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -30,23 +31,23 @@ EXAMPLES = 2000
 KNOWN = {"/recipes": "POST", "/recipes/": "POST", "/openapi.json": "GET"}
 
 
-@pytest.fixture(scope="module")
-def app() -> Iterator[APIGatewayHttpResolver]:
+@contextlib.contextmanager
+def api_on_moto(max_jobs: int, name: str) -> Iterator[APIGatewayHttpResolver]:
     """The api function's app on an in-process moto table and state machine."""
     patch = pytest.MonkeyPatch()
     patch.delenv("AWS_ENDPOINT_URL", raising=False)
     for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1", "JOBS_TABLE": "fuzz-jobs",
-                       "IMAGES_BUCKET": "fuzz-images"}.items():
+                       "AWS_DEFAULT_REGION": "us-east-1", "JOBS_TABLE": name,
+                       "IMAGES_BUCKET": name, "MAX_JOBS_IN_FLIGHT": str(max_jobs)}.items():
         patch.setenv(key, value)
     patch.setitem(default_user_config, "stepfunctions", {"execute_state_machine": False})
     with mock_aws():
         boto3.resource("dynamodb").create_table(
-            TableName="fuzz-jobs", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            TableName=name, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-        boto3.client("s3").create_bucket(Bucket="fuzz-images")
+        boto3.client("s3").create_bucket(Bucket=name)
         arn = boto3.client("stepfunctions").create_state_machine(
-            name="fuzz", definition='{"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}',
+            name=name, definition='{"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}',
             roleArn="arn:aws:iam::123456789012:role/fuzz")["stateMachineArn"]
         patch.setenv("STATE_MACHINE_ARN", arn)
         get_settings.cache_clear()
@@ -57,6 +58,12 @@ def app() -> Iterator[APIGatewayHttpResolver]:
     api._sfn.cache_clear()
     api._idempotency_store.cache_clear()
     patch.undo()
+
+
+@pytest.fixture(scope="module")
+def app() -> Iterator[APIGatewayHttpResolver]:
+    with api_on_moto(max_jobs=10**6, name="fuzz-jobs") as resolver:
+        yield resolver
 
 
 json_values = st.recursive(
@@ -153,3 +160,27 @@ def test_openapi_document_is_checked_in_and_current(app: APIGatewayHttpResolver)
     assert statuses >= {"200", "202", "400", "404", "405", "409", "415", "422", "429", "503"}
     served = api.handle(app, http_event("GET", "/openapi.json"), None)
     assert served["statusCode"] == 200 and json.loads(served["body"]) == doc
+
+
+def test_admission_answers_429_with_retry_after_and_frees_the_slot_at_the_end() -> None:
+    from chuixiang.job_status import JobStatus
+    from chuixiang.stores.jobs import JobStore
+
+    with api_on_moto(max_jobs=2, name="admission-jobs") as resolver:
+        def post(dish: str) -> dict[str, Any]:
+            return api.handle(resolver, http_event("POST", "/recipes", json.dumps({"dish": dish},
+                                                                               ensure_ascii=False)), None)
+
+        first, second, third = post("甲菜"), post("乙菜"), post("丙菜")
+        assert first["statusCode"] == second["statusCode"] == 202
+        assert third["statusCode"] == 429, third
+        assert json.loads(third["body"])["error"]["code"] == "TOO_MANY_JOBS"
+        assert 1 <= int(third["headers"]["Retry-After"]) <= 30
+        joined = post("甲菜")  # the same dish joins its running job: no slot needed
+        assert joined["statusCode"] == 202
+        assert json.loads(joined["body"])["jobId"] == json.loads(first["body"])["jobId"]
+        # The first job ends; the client's next poll sees it and frees its slot.
+        job_id = json.loads(first["body"])["jobId"]
+        JobStore(get_settings()).update(job_id, status=JobStatus.SUCCEEDED)
+        assert api.handle(resolver, http_event("GET", f"/recipes/{job_id}"), None)["statusCode"] == 200
+        assert post("丙菜")["statusCode"] == 202

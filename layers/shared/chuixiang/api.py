@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import re
 import uuid
@@ -44,7 +45,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .clock import iso, now_utc, parse_iso
 from .errors import ErrorCode, HttpErrorCode, message_for
-from .job_status import JobStatus
+from .job_status import JobStatus, is_terminal
 from .models import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDocument
 from .observability import logger
 from .settings import get_settings
@@ -241,6 +242,10 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
                 created = start_job({"dish": request.dish})
         except JobStartError:
             return error_response(503, ErrorCode.INTERNAL, "could not start the job")
+        except TooManyJobs as busy:
+            seconds = str(math.ceil(busy.retry_after_s))
+            return error_response(429, HttpErrorCode.TOO_MANY_JOBS, f"all job slots are taken; retry in {seconds} s",
+                                  headers={"Retry-After": seconds})
         except IdempotencyAlreadyInProgressError:
             return error_response(409, HttpErrorCode.REQUEST_IN_PROGRESS,
                                   "the same Idempotency-Key is being processed")
@@ -283,6 +288,14 @@ def openapi_json(app: ApiGatewayResolver) -> str:
     return json.dumps(doc, ensure_ascii=False, indent=2)
 
 
+class TooManyJobs(Exception):
+    """As many jobs as the API admits are running; the client should come back after ``retry_after_s``."""
+
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(f"retry after {retry_after_s:g} s")
+        self.retry_after_s = retry_after_s
+
+
 class JobStartError(Exception):
     """StartExecution failed; the job was marked FAILED and the caller gets a 503."""
 
@@ -305,6 +318,11 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
             parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(settings)))
         return CreateRecipeResponse(jobId=leader, status=joined.get("status", JobStatus.PENDING),
                                     pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline).model_dump()
+    retry_after = store.admit(job_id, until, settings.max_jobs_in_flight)
+    if retry_after is not None:
+        store.unclaim_dish(job["dish"], job_id)
+        store.delete(job_id)
+        raise TooManyJobs(retry_after)
     try:
         started = _sfn(os.environ.get("AWS_ENDPOINT_URL")).start_execution(
             stateMachineArn=settings.state_machine_arn,
@@ -314,6 +332,8 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     except (ClientError, BotoCoreError) as exc:
         logger.exception("StartExecution failed")
         store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
+        store.release(job_id)
+        store.unclaim_dish(job["dish"], job_id)
         raise JobStartError(str(exc)) from exc
     # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
     deadline_at = iso(started["startDate"] + timedelta(seconds=STATE_MACHINE.of(settings)))
@@ -367,5 +387,7 @@ def load_job_document(job_id: str) -> JobDocument | None:
     if past_deadline(item, STATE_MACHINE.of(settings)):
         store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled by GET after deadlineAt")
         item = store.get(job_id) or item
+    if is_terminal(item.get("status")):
+        store.release(job_id)  # its admission slot (the client polls no more once it sees this)
     url = ImageStore(settings).url(item["imageKey"]) if item.get("imageKey") else None
     return render(item, url)

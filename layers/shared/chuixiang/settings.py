@@ -36,6 +36,8 @@ class _Config(BaseSettings):
     canary_models: str = Field("", validation_alias="CANARY_MODELS")
     model_api_key_secret_arn: str = Field("", validation_alias="MODEL_API_KEY_SECRET_ARN")
 
+    #: Jobs the API lets run at once (the recipe and image functions' reserved concurrency); more get 429.
+    max_jobs_in_flight: int = Field(20, gt=0, validation_alias="MAX_JOBS_IN_FLIGHT")
     recipe_max_tokens: int = Field(3000, gt=0, validation_alias="RECIPE_MAX_TOKENS")
     #: A typical recipe's length: what ``progress.percent`` and ``etaMs`` are measured against.
     recipe_expected_tokens: int = Field(1600, gt=0, validation_alias="RECIPE_EXPECTED_TOKENS")

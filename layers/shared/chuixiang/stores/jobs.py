@@ -36,6 +36,11 @@ def dish_key(dish: str) -> dict[str, str]:
     return {"pk": f"DISH#{dish}"}
 
 
+ADMISSION_KEY = {"pk": "ADMISSION"}
+#: Longest ``Retry-After`` advertised: jobs usually end (and free their slot) long before their lease does.
+ADMISSION_RETRY_AFTER_MAX_S = 30
+
+
 def inflight_key(dish: str) -> dict[str, str]:
     return {"pk": f"INFLIGHT#{dish}"}
 
@@ -192,6 +197,53 @@ class JobStore:
                 raise
         taken = self.table.get_item(Key=key, ConsistentRead=True).get("Item") or {}
         return str(taken.get("jobId", job_id))
+
+    # --- admission: at most so many jobs in flight ----------------------------------------
+
+    def admit(self, job_id: str, until: int, limit: int) -> float | None:
+        """Take one of ``limit`` slots for ``job_id`` until ``until`` (its deadline, at the latest);
+        None when taken, else the seconds after which a slot may be free (``Retry-After``).
+
+        The slots are one item (``pk = ADMISSION``): a map of job id -> lease end, written with
+        optimistic locking. A lease ends at its job's deadline or when it is released, whichever
+        comes first, so a job that ends by any path frees its slot at the latest then."""
+        for _ in range(8):
+            now = int(now_utc().timestamp())
+            item = self.table.get_item(Key=ADMISSION_KEY, ConsistentRead=True).get("Item") or {}
+            leases = {k: int(v) for k, v in (item.get("jobs") or {}).items() if int(v) > now}
+            if len(leases) >= limit:
+                return float(max(1, min(min(leases.values()) - now, ADMISSION_RETRY_AFTER_MAX_S)))
+            version = int(item.get("version", 0))
+            try:
+                self.table.put_item(
+                    Item={**ADMISSION_KEY, "jobs": {**leases, job_id: until}, "version": version + 1},
+                    ConditionExpression="attribute_not_exists(pk) OR version = :v",
+                    ExpressionAttributeValues={":v": version})
+                return None
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    raise
+        return 1.0  # too much contention right now: come back in a second
+
+    def release(self, job_id: str) -> None:
+        """Free ``job_id``'s slot (a no-op when it has none)."""
+        try:
+            self.table.update_item(
+                Key=ADMISSION_KEY, UpdateExpression="REMOVE jobs.#id SET version = version + :one",
+                ConditionExpression="attribute_exists(jobs.#id)", ExpressionAttributeNames={"#id": job_id},
+                ExpressionAttributeValues={":one": 1})
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def unclaim_dish(self, dish: str, job_id: str) -> None:
+        """Give up a claim that ``job_id`` still holds (its job will not run)."""
+        try:
+            self.table.delete_item(Key=inflight_key(dish), ConditionExpression="jobId = :job",
+                                   ExpressionAttributeValues={":job": job_id})
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
 
     # --- the recipe cache ----------------------------------------------------------------
 
