@@ -29,9 +29,18 @@ test-fast: $(STAMP)
 test-sockets: $(STAMP)
 	$(BIN)/python -m pytest -m "sockets and not pipeline"
 
-lint: $(STAMP)
+# checkov and bandit live in their own venv: their pins would fight the app's.
+LINT_STAMP := .venv-lint/.installed
+$(LINT_STAMP): requirements-lint.txt
+	test -x .venv-lint/bin/python || $(PYTHON) -m venv .venv-lint
+	.venv-lint/bin/python -m pip install --quiet -r requirements-lint.txt
+	touch $(LINT_STAMP)
+
+lint: $(STAMP) $(LINT_STAMP)
 	$(BIN)/ruff check layers functions local tests bench
 	$(BIN)/mypy layers/shared/chuixiang local/chuixiang_local
+	.venv-lint/bin/bandit -q -r layers/shared/chuixiang functions local/chuixiang_local
+	.venv-lint/bin/checkov -f template.yaml --framework cloudformation --quiet --compact --skip-download
 
 ladder: $(STAMP)
 	$(BIN)/chuixiang ladder

@@ -38,7 +38,7 @@ class LocalApi:
         spec = cloud.template.function_by_dir("api")
         module_name, func = spec.handler.rsplit(".", 1)
         loader_spec = importlib.util.spec_from_file_location("chuixiang_api_app", spec.code_dir / f"{module_name}.py")
-        assert loader_spec and loader_spec.loader
+        assert loader_spec and loader_spec.loader  # nosec B101 - local runner, type narrowing
         module = importlib.util.module_from_spec(loader_spec)
         loader_spec.loader.exec_module(module)
         self.handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, func)

@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
+import subprocess  # nosec B404 - starts our own API process with fixed arguments
 import sys
 import time
 from collections.abc import Iterator
@@ -98,7 +98,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         spec = cloud.template.function_by_dir("api")
         env = {**os.environ, **cloud.api_environment(),
                "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
-        api = subprocess.Popen(
+        api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.api_server", "--host", args.host, "--port", str(args.port),
              "--workers", str(args.workers), "--function-name", spec.name, "--function-arn", spec.arn,
              "--timeout", str(spec.timeout_s), "--memory", str(spec.memory_mb)], env=env)

@@ -37,8 +37,9 @@ from .invoker import Invocation, WorkerPool, invoke
 from .template import ACCOUNT, REGION, FunctionSpec, Template
 
 MOTO_VERSION = "5.2.5"  # the ASL interpreter hook below is verified against this version
-FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                    "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}
+#: moto accepts any credentials; these are its documented dummies.
+FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",  # nosec B105
+                    "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}  # nosec B105
 _ROUTES: dict[str, Callable[[str, bytes], tuple[bytes, str | None]]] = {}
 _PATCH_LOCK = threading.Lock()
 
@@ -110,7 +111,7 @@ def _share_interpreter_clients() -> None:
             if key not in clients:  # as moto builds it, with a connection pool for every execution at once
                 clients[key] = make_client(
                     service_name=service, region_name=region, endpoint_url=f"http://localhost:{port}",
-                    aws_access_key_id="ak", aws_secret_access_key="sk",  # noqa: S106 - moto's fixed local ones
+                    aws_access_key_id="ak", aws_secret_access_key="sk",  # nosec B106 - moto dummies
                     config=Config(parameter_validation=False, retries={"total_max_attempts": 1},
                                   connect_timeout=99999, read_timeout=99999, max_pool_connections=256))
             return clients[key]
@@ -183,7 +184,7 @@ class LocalCloud:
 
     def client(self, service: Any) -> Any:
         return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
-                            aws_access_key_id="testing", aws_secret_access_key="testing")
+                            aws_access_key_id="testing", aws_secret_access_key="testing")  # nosec B106 - moto
 
     # --- deployment ----------------------------------------------------------------------
 
@@ -277,7 +278,8 @@ class LocalCloud:
     def job_store(self) -> JobStore:
         """The layer's own JobStore over this cloud's table (for the runner and tests)."""
         table = boto3.resource("dynamodb", endpoint_url=self.endpoint, region_name=REGION,
-                               aws_access_key_id="testing", aws_secret_access_key="testing").Table(self.table_name)
+                               aws_access_key_id="testing",
+                               aws_secret_access_key="testing").Table(self.table_name)  # nosec B106 - moto
         return JobStore(Settings.model_validate({"JOBS_TABLE": self.table_name}), table)
 
     def reset_breakers(self) -> None:
@@ -309,7 +311,7 @@ class LocalCloud:
         while not self._stop.wait(0.2):
             try:
                 executions = sfn.list_executions(stateMachineArn=self.state_machine_arn)["executions"]
-            except Exception:  # noqa: BLE001 - server shutting down
+            except Exception:  # noqa: BLE001  # nosec B112 - the server is shutting down; poll again
                 continue
             for ex in executions:
                 if ex["status"] in ("FAILED", "TIMED_OUT", "ABORTED") and ex["executionArn"] not in self._seen:

@@ -133,7 +133,7 @@ class FakeModel:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None
+        assert self._server is not None  # nosec B101 - test double, type narrowing
         return f"http://{self.host}:{self._server.server_address[1]}/v1"
 
     def stop(self) -> None:

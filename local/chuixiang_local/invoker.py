@@ -17,7 +17,7 @@ import queue
 import shutil
 import signal
 import socket
-import subprocess
+import subprocess  # nosec B404 - starts the worker zygote with fixed arguments
 import sys
 import tempfile
 import threading
@@ -98,8 +98,9 @@ class WorkerPool:
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(self.socket_path)
         self._listener.listen(512)
-        self._zygote = subprocess.Popen([sys.executable, "-m", "chuixiang_local.zygote"], stdin=subprocess.PIPE,
-                                        stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL)
+        self._zygote = subprocess.Popen(  # nosec B603 - sys.executable and our own module
+            [sys.executable, "-m", "chuixiang_local.zygote"], stdin=subprocess.PIPE,
+            stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL)
         self._lock = threading.Lock()
         self._idle: dict[tuple[Any, ...], list[Worker]] = {}
         self._all: dict[int, Worker] = {}
@@ -151,7 +152,7 @@ class WorkerPool:
         started = time.monotonic()
         try:
             with self._lock:
-                assert self._zygote.stdin is not None
+                assert self._zygote.stdin is not None  # nosec B101 - type narrowing (stdin=PIPE)
                 self._zygote.stdin.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
                 self._zygote.stdin.flush()
             try:

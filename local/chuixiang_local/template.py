@@ -76,7 +76,7 @@ class Template:
     def __init__(self, overrides: dict[str, str] | None = None, root: Path = REPO_ROOT,
                  physical: dict[str, dict[str, str]] | None = None) -> None:
         self.root = root
-        self.doc: dict[str, Any] = yaml.load((root / "template.yaml").read_text(), Loader=_CfnLoader)
+        self.doc: dict[str, Any] = yaml.load((root / "template.yaml").read_text(), Loader=_CfnLoader)  # nosec B506 - SafeLoader + CFN tags
         self.resources: dict[str, Any] = self.doc["Resources"]
         self.parameters = self._parameters(overrides or {})
         self.physical = physical or self.default_physical()

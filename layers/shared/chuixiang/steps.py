@@ -161,7 +161,8 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
         metrics.add_metadata(key="errorCode", value=err.code.value)
         logger.warning("recipe failed", extra={"code": err.code.value, "detail": err.detail})
         return RecipeResult(ok=False, error=_failure(err))
-    assert outcome.recipe is not None
+    if outcome.recipe is None:  # generate_recipe returns a recipe or an error, never neither
+        raise RuntimeError("recipe generation returned neither a recipe nor an error")
     recipe = outcome.recipe.model_dump(mode="json")
     store.update(event.jobId, recipe=recipe, stage=JobStage.IMAGE, progress=reporter.finished(), remove=("partial",))
     store.put_cache(event.dish, recipe=recipe)
@@ -189,7 +190,8 @@ def run_image(event: ImageEvent, remaining_ms: Callable[[], float], store: JobSt
         logger.warning("image failed", extra={"code": err.code.value, "detail": err.detail})
         store.update(event.jobId, imageError={"code": err.code.value, "detail": clip_detail(err.detail)})
         return ImageResult(ok=False, error=_failure(err))
-    assert outcome.image is not None
+    if outcome.image is None:  # generate_image returns a picture or an error, never neither
+        raise RuntimeError("image generation returned neither a picture nor an error")
     key = image_key(event.jobId, outcome.image.extension)
     images.put(key, outcome.image.data, outcome.image.content_type)
     store.update(event.jobId, imageKey=key)

@@ -56,7 +56,8 @@ class Limit:
 
     def of(self, settings: Any) -> int:
         """This limit's value in a ``Settings`` instance."""
-        assert self.attr is not None, f"{self.parameter} is not carried into functions"
+        if self.attr is None:
+            raise AttributeError(f"{self.parameter} is not carried into functions")
         return int(getattr(settings, self.attr))
 
 

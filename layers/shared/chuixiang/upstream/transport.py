@@ -154,7 +154,8 @@ class GuardedPost:
 
     @property
     def response(self) -> httpx.Response:
-        assert self._response is not None, "use GuardedPost as a context manager"
+        if self._response is None:
+            raise RuntimeError("use GuardedPost as a context manager")
         return self._response
 
     def __enter__(self) -> GuardedPost:
