@@ -7,6 +7,8 @@ from chuixiang import steps
 from chuixiang.models import CanaryEvent
 from chuixiang.observability import logger, metrics, tracer
 
+steps.warm_up(table=False, model=True)
+
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler

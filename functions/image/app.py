@@ -7,6 +7,8 @@ from chuixiang import steps
 from chuixiang.models import ImageEvent
 from chuixiang.observability import logger, metrics, tracer
 
+steps.warm_up(model=True, bucket=True)
+
 
 @logger.inject_lambda_context(correlation_id_path="jobId")
 @tracer.capture_lambda_handler

@@ -12,6 +12,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chuixiang import steps
 from chuixiang.observability import logger
 
+steps.warm_up()
+
 
 @logger.inject_lambda_context(correlation_id_path="detail.name")
 @event_source(data_class=EventBridgeEvent)

@@ -7,6 +7,8 @@ from chuixiang import steps
 from chuixiang.models import SubmitEvent
 from chuixiang.observability import logger, metrics, tracer
 
+steps.warm_up()
+
 
 @logger.inject_lambda_context(correlation_id_path="jobId")
 @tracer.capture_lambda_handler

@@ -222,7 +222,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=3000)
     p.add_argument("--verbose", action="store_true", help="function logs on stderr")
-    p.add_argument("--workers", type=int, default=8, help="api invocations at once (warm handlers)")
+    p.add_argument("--workers", type=int, default=32, help="api invocations at once (warm handlers)")
     common(p)
     p.set_defaults(func=cmd_serve)
 

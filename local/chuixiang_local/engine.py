@@ -40,6 +40,8 @@ MOTO_VERSION = "5.2.5"  # the ASL interpreter hook below is verified against thi
 #: moto accepts any credentials; these are its documented dummies.
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",  # nosec B105
                     "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}  # nosec B105
+#: How often the EventBridge stand-in looks for executions that ended badly (EventBridge takes ~0.5 s too).
+WATCH_INTERVAL_S = 0.5
 _ROUTES: dict[str, Callable[[str, bytes], tuple[bytes, str | None]]] = {}
 _PATCH_LOCK = threading.Lock()
 
@@ -308,13 +310,14 @@ class LocalCloud:
     def _watch_executions(self) -> None:
         sfn = self.client("stepfunctions")
         reconcile = next((s for s in self.functions.values() if self._subscribes_to_sfn(s)), None)
-        while not self._stop.wait(0.2):
-            try:
-                executions = sfn.list_executions(stateMachineArn=self.state_machine_arn)["executions"]
+        while not self._stop.wait(WATCH_INTERVAL_S):
+            try:  # only the ended-badly ones: listing every execution would load moto with each poll
+                executions = [ex for status in ("FAILED", "TIMED_OUT", "ABORTED") for ex in sfn.list_executions(
+                    stateMachineArn=self.state_machine_arn, statusFilter=status)["executions"]]
             except Exception:  # noqa: BLE001  # nosec B112 - the server is shutting down; poll again
                 continue
             for ex in executions:
-                if ex["status"] in ("FAILED", "TIMED_OUT", "ABORTED") and ex["executionArn"] not in self._seen:
+                if ex["executionArn"] not in self._seen:
                     self._seen.add(ex["executionArn"])
                     if reconcile is not None and not self._stop.is_set():
                         detail = self.describe_execution(ex["executionArn"])

@@ -301,28 +301,27 @@ class JobStartError(Exception):
 
 
 def start_job(job: dict[str, str]) -> dict[str, Any]:
-    """Create the job item, claim the dish, then start its execution (named after the job: one execution
-    per job). While another job is generating the same normalised dish, the request joins it instead."""
+    """Claim the dish, take an admission slot, create the job item, then start its execution (named
+    after the job: one execution per job). While another job is generating the same normalised dish,
+    the request joins it instead; with every slot taken it is refused (:class:`TooManyJobs`)."""
     settings = get_settings()
     store = JobStore(settings)
     job_id = str(uuid.uuid4())
     logger.append_keys(jobId=job_id)
-    store.create(job_id, job["dish"])
     until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
     leader = store.claim_dish(job["dish"], job_id, until)
     if leader != job_id:  # the same dish is being generated: join that job (no second model call)
-        store.delete(job_id)
         logger.info("joined the job already generating this dish", extra={"leader": leader})
         joined = store.get(leader) or {}
         deadline = joined.get("deadlineAt") or iso(  # not submitted yet: at the latest its timeout after creation
             parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(settings)))
         return CreateRecipeResponse(jobId=leader, status=joined.get("status", JobStatus.PENDING),
                                     pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline).model_dump()
-    retry_after = store.admit(job_id, until, settings.max_jobs_in_flight)
-    if retry_after is not None:
+    slot, retry_after = store.admit(job_id, until, settings.max_jobs_in_flight)
+    if slot is None:
         store.unclaim_dish(job["dish"], job_id)
-        store.delete(job_id)
         raise TooManyJobs(retry_after)
+    store.create(job_id, job["dish"], slot=slot)
     try:
         started = _sfn(os.environ.get("AWS_ENDPOINT_URL")).start_execution(
             stateMachineArn=settings.state_machine_arn,
@@ -332,7 +331,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     except (ClientError, BotoCoreError) as exc:
         logger.exception("StartExecution failed")
         store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
-        store.release(job_id)
+        store.release(job_id, slot)
         store.unclaim_dish(job["dish"], job_id)
         raise JobStartError(str(exc)) from exc
     # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
@@ -388,6 +387,6 @@ def load_job_document(job_id: str) -> JobDocument | None:
         store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled by GET after deadlineAt")
         item = store.get(job_id) or item
     if is_terminal(item.get("status")):
-        store.release(job_id)  # its admission slot (the client polls no more once it sees this)
+        store.release(job_id, item.get("slot"))  # its admission slot (the client stops polling now)
     url = ImageStore(settings).url(item["imageKey"]) if item.get("imageKey") else None
     return render(item, url)

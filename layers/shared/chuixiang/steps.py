@@ -62,6 +62,18 @@ def http_client() -> httpx.Client:
     return httpx.Client(headers={"User-Agent": "chuixiang-backend/1.0"})
 
 
+def warm_up(*, table: bool = True, model: bool = False, bucket: bool = False) -> None:
+    """Create the clients a function needs at import, in Lambda's init phase: created in the first
+    invocation instead, their model loading (tens to hundreds of ms of CPU) counts against its Timeout."""
+    settings = get_settings()
+    if table:
+        JobStore(settings)
+    if model:
+        http_client()
+    if bucket:
+        ImageStore(settings)
+
+
 def job_store(settings: Settings | None = None) -> JobStore:
     return JobStore(settings or get_settings())
 

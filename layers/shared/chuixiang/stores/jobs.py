@@ -36,9 +36,17 @@ def dish_key(dish: str) -> dict[str, str]:
     return {"pk": f"DISH#{dish}"}
 
 
-ADMISSION_KEY = {"pk": "ADMISSION"}
+ADMISSION_TICKET = {"pk": "ADMISSION#ticket"}
+#: Free slots a request tries before answering 429 (others may be taking them at the same time).
+ADMISSION_TRIES = 8
+#: Reads of the slots before a request with free slots left gives up (each was taken under it).
+ADMISSION_ROUNDS = 3
 #: Longest ``Retry-After`` advertised: jobs usually end (and free their slot) long before their lease does.
 ADMISSION_RETRY_AFTER_MAX_S = 30
+
+
+def admission_key(slot: int) -> dict[str, str]:
+    return {"pk": f"ADMISSION#{slot}"}
 
 
 def inflight_key(dish: str) -> dict[str, str]:
@@ -81,7 +89,7 @@ class JobStore:
 
     # --- writes --------------------------------------------------------------------------
 
-    def create(self, job_id: str, dish: str) -> dict[str, Any]:
+    def create(self, job_id: str, dish: str, **extra: Any) -> dict[str, Any]:
         now = now_utc()
         item: dict[str, Any] = {
             **job_key(job_id),
@@ -93,6 +101,7 @@ class JobStore:
             "updatedAt": iso(now),
             "metrics": {},
             "expiresAt": int((now + timedelta(days=self.settings.job_ttl_days)).timestamp()),
+            **extra,
         }
         self.table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)")
         return item
@@ -161,10 +170,6 @@ class JobStore:
             error={"code": code.value, "detail": clip_detail(detail), "retryable": retryable_default(code)},
         )
 
-    def delete(self, job_id: str) -> None:
-        """Drop a job that was never started (it joined another)."""
-        self.table.delete_item(Key=job_key(job_id))
-
     # --- single flight: one generation per dish at a time ----------------------------------
 
     def claim_dish(self, dish: str, job_id: str, until: int) -> str:
@@ -184,6 +189,8 @@ class JobStore:
         holder = self.table.get_item(Key=key, ConsistentRead=True).get("Item") or {}
         leader = str(holder.get("jobId", ""))
         job = self.get(leader) if leader else None
+        if leader and job is None:  # claimed an instant ago, its item not written yet: it is live
+            return leader
         if job is not None and not is_terminal(job.get("status")) and not past_deadline(job, 10**9):
             return leader
         try:  # its job has ended: take over, unless another request just did
@@ -200,38 +207,68 @@ class JobStore:
 
     # --- admission: at most so many jobs in flight ----------------------------------------
 
-    def admit(self, job_id: str, until: int, limit: int) -> float | None:
-        """Take one of ``limit`` slots for ``job_id`` until ``until`` (its deadline, at the latest);
-        None when taken, else the seconds after which a slot may be free (``Retry-After``).
+    def admit(self, job_id: str, until: int, limit: int) -> tuple[int | None, float]:
+        """Take one of ``limit`` admission slots for ``job_id`` until ``until`` (its deadline at the latest):
+        ``(slot, 0)``, or ``(None, seconds)`` after which one may be free (``Retry-After``).
 
-        The slots are one item (``pk = ADMISSION``): a map of job id -> lease end, written with
-        optimistic locking. A lease ends at its job's deadline or when it is released, whichever
-        comes first, so a job that ends by any path frees its slot at the latest then."""
-        for _ in range(8):
+        Each slot is an item (``pk = ADMISSION#<n>``) taken with a conditional put. A ticket from an
+        atomic counter says where to start looking, so requests arriving together try different
+        slots instead of racing for the same one; when that slot is held, the others are read in
+        one batch and the free ones tried. A slot frees when its job is seen ended (:meth:`release`)
+        or at its lease end, whichever comes first."""
+        ticket = int(self.table.update_item(Key=ADMISSION_TICKET, UpdateExpression="ADD #n :one",
+                                            ExpressionAttributeNames={"#n": "n"},
+                                            ExpressionAttributeValues={":one": 1},
+                                            ReturnValues="UPDATED_NEW")["Attributes"]["n"])
+        order = [(ticket + i) % limit for i in range(limit)]
+        if self._take_slot(order[0], job_id, until):
+            return order[0], 0.0
+        busy: list[int] = []
+        for _ in range(ADMISSION_ROUNDS):
             now = int(now_utc().timestamp())
-            item = self.table.get_item(Key=ADMISSION_KEY, ConsistentRead=True).get("Item") or {}
-            leases = {k: int(v) for k, v in (item.get("jobs") or {}).items() if int(v) > now}
-            if len(leases) >= limit:
-                return float(max(1, min(min(leases.values()) - now, ADMISSION_RETRY_AFTER_MAX_S)))
-            version = int(item.get("version", 0))
-            try:
-                self.table.put_item(
-                    Item={**ADMISSION_KEY, "jobs": {**leases, job_id: until}, "version": version + 1},
-                    ConditionExpression="attribute_not_exists(pk) OR version = :v",
-                    ExpressionAttributeValues={":v": version})
-                return None
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                    raise
-        return 1.0  # too much contention right now: come back in a second
+            leases = self._slot_leases(limit)
+            free = [n for n in order if leases.get(n, 0) <= now]
+            for slot in free[:ADMISSION_TRIES]:
+                if self._take_slot(slot, job_id, until):
+                    return slot, 0.0
+            busy = [end for end in leases.values() if end > now]
+            if not free:
+                break  # full: no point reading again at once
+        now = int(now_utc().timestamp())
+        return None, float(max(1, min(min(busy, default=now + 1) - now, ADMISSION_RETRY_AFTER_MAX_S)))
 
-    def release(self, job_id: str) -> None:
-        """Free ``job_id``'s slot (a no-op when it has none)."""
+    def _take_slot(self, slot: int, job_id: str, until: int) -> bool:
         try:
-            self.table.update_item(
-                Key=ADMISSION_KEY, UpdateExpression="REMOVE jobs.#id SET version = version + :one",
-                ConditionExpression="attribute_exists(jobs.#id)", ExpressionAttributeNames={"#id": job_id},
-                ExpressionAttributeValues={":one": 1})
+            self.table.put_item(Item={**admission_key(slot), "jobId": job_id, "expiresAt": until},
+                                ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
+                                ExpressionAttributeValues={":now": int(now_utc().timestamp())})
+            return True
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return False
+
+    def _slot_leases(self, limit: int) -> dict[int, int]:
+        client, name = self.table.meta.client, self.table.name  # the resource's client takes plain values
+        keys = [admission_key(n) for n in range(limit)]
+        leases: dict[int, int] = {}
+        for i in range(0, len(keys), 100):
+            request: dict[str, Any] = {name: {"Keys": keys[i : i + 100], "ConsistentRead": True,
+                                              "ProjectionExpression": "pk, expiresAt"}}
+            while request:
+                answer = client.batch_get_item(RequestItems=request)
+                for item in answer["Responses"].get(name, []):
+                    leases[int(str(item["pk"]).rsplit("#", 1)[1])] = int(item["expiresAt"])
+                request = answer.get("UnprocessedKeys") or {}
+        return leases
+
+    def release(self, job_id: str, slot: int | None) -> None:
+        """Free ``job_id``'s admission slot (a no-op when it no longer holds it)."""
+        if slot is None:
+            return
+        try:
+            self.table.delete_item(Key=admission_key(int(slot)), ConditionExpression="jobId = :job",
+                                   ExpressionAttributeValues={":job": job_id})
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise

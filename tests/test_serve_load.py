@@ -1,0 +1,99 @@
+"""``chuixiang serve`` under load and hostile HTTP: every request answered in the one error shape,
+every job ends, and the server stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from .serve_helper import Serve
+
+pytestmark = pytest.mark.pipeline
+CLIENTS = 60
+
+
+@pytest.fixture(scope="module")
+def serve() -> Iterator[Serve]:
+    server = Serve({"RecipeConcurrency": str(CLIENTS)}, fake_pace_ms=0.5)
+    try:
+        yield server
+    finally:
+        if server.proc.poll() is None:
+            server.stop()
+
+
+def raw_request(base: str, request: bytes) -> tuple[int, dict[str, Any]]:
+    """Send bytes no HTTP client library would let through; the status and the JSON body."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def test_hostile_requests_get_the_one_error_shape(serve: Serve) -> None:
+    def post(body: bytes, content_type: str = "application/json") -> httpx.Response:
+        return httpx.post(f"{serve.base}/recipes", content=body, headers={"content-type": content_type}, timeout=30)
+
+    cases = [(post(b"\xff\xfe"), 400), (post(b"[" * 1000 + b"]" * 1000), 400),
+             (post(b"x", "multipart/form-data"), 415), (post(b'{"dish": "x"}', "text/plain"), 415)]
+    for method in ("PUT", "DELETE", "PATCH"):
+        cases.append((httpx.request(method, f"{serve.base}/recipes", timeout=30), 405))
+        cases.append((httpx.request(method, f"{serve.base}/recipes/abc", timeout=30), 405))
+    for response, status in cases:
+        assert response.status_code == status, (response.request.method, response.text)
+        assert set(response.json()["error"]) == {"code", "message", "reason"}
+    assert cases[-1][0].headers["allow"] == "GET"
+    # A header byte that is not UTF-8 (httpx refuses to send one).
+    status, body = raw_request(serve.base, b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                           b"X-Odd: \xff\xfe\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+    assert status == 400 and set(body["error"]) == {"code", "message", "reason"}
+    assert httpx.get(f"{serve.base}/openapi.json", timeout=30).json()["info"]["title"] == "Chuixiang API"
+    assert "swagger" in httpx.get(f"{serve.base}/swagger", timeout=30).text.lower()
+
+
+def test_sixty_clients_at_once_all_answered_and_every_job_ends(serve: Serve) -> None:
+    results: list[dict[str, Any]] = [{} for _ in range(CLIENTS)]
+    start = threading.Barrier(CLIENTS)
+
+    def client(i: int) -> None:
+        with httpx.Client(base_url=serve.base, timeout=60) as http:
+            start.wait()
+            created = http.post("/recipes", json={"dish": f"并发菜{i}号"})
+            results[i]["post"] = created.status_code
+            job_id, poll_s = created.json()["jobId"], created.json()["pollAfterMs"] / 1000  # as a client does
+            end = time.monotonic() + 120
+            while time.monotonic() < end:
+                doc = http.get(f"/recipes/{job_id}").json()
+                if doc["status"] in ("SUCCEEDED", "FAILED"):
+                    results[i]["status"] = doc["status"]
+                    results[i]["error"] = doc.get("error")
+                    return
+                time.sleep(poll_s)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.get("post") for r in results] == [202] * CLIENTS
+    failed = [r for r in results if r.get("status") != "SUCCEEDED"]
+    assert not failed, failed
+
+
+def test_stops_cleanly_on_sigterm(serve: Serve) -> None:
+    serve.proc.send_signal(signal.SIGTERM)
+    assert serve.proc.wait(timeout=20) == 0
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{serve.base}/recipes/x", timeout=2)
