@@ -33,7 +33,7 @@ from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 
-from .invoker import Invocation, WorkerPool, invoke
+from .invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 from .template import ACCOUNT, REGION, FunctionSpec, Template
 
 MOTO_VERSION = "5.2.5"  # the ASL interpreter hook below is verified against this version
@@ -163,8 +163,15 @@ class LocalCloud:
         self._previous_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(port)
         self.aws_env = {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
-        self.pool = WorkerPool(self.log)
         self._deploy()
+        # The zygote imports the layer with what every function's environment shares (Globals, the
+        # runner's), so a worker only has its handler module left to import.
+        spec = next(iter(self.functions.values()))
+        glob = self.template.doc["Globals"]["Function"]["Environment"]["Variables"]
+        shared = {k: v for k, v in lambda_env(spec, self.function_env(spec)).items()
+                  if k in glob or k in self.function_env(spec) or k in PASSTHROUGH}
+        self.pool = WorkerPool(self.log, env=shared, code_dirs=[*self.layer_dirs(),
+                                                                 *(s.code_dir for s in self.functions.values())])
         self._watcher = threading.Thread(target=self._watch_executions, name="eventbridge", daemon=True)
         self._watcher.start()
 

@@ -2,12 +2,13 @@
 
 A Lambda sandbox has an init phase (imports, clients) outside the invocation's
 Timeout, and is reused warm. Locally, starting a fresh interpreter and importing
-boto3, Powertools and pydantic costs ~0.5 s of CPU per process; sixty at once on two
-cores starve each other for seconds. So this zygote imports the heavy third-party
-modules once - not ``chuixiang`` nor any handler, which read the function's
-environment when imported - and forks a worker per request read from stdin. The
-worker takes the function's environment, imports its handler (its init), then
-serves invocations over a Unix socket to the engine until it is killed.
+boto3, Powertools, pydantic and the layer costs ~0.5 s of CPU per process; sixty at
+once on two cores starve each other for seconds. So this zygote imports the heavy
+third-party modules and the layer once (with the environment every function
+shares; per-function settings are read at call time) and loads boto3's service
+models, then forks a worker per request read from stdin. The worker takes its
+function's environment, imports its handler (its init), then serves invocations
+over a Unix socket to the engine until it is killed.
 Single-threaded on purpose: forking a threaded process is unsafe.
 """
 
@@ -104,10 +105,19 @@ def _load_service_models() -> None:
     loader.load_data("partitions")
 
 
+#: The layer's modules, imported with the environment every function shares (``CHUIXIANG_PRELOAD_PATH``).
+LAYER_PRELOAD = ("chuixiang.steps", "chuixiang.api", "chuixiang.models", "chuixiang.observability")
+
+
 def main() -> None:
     for name in PRELOAD:
         importlib.import_module(name)
     _load_service_models()
+    paths = [p for p in os.environ.get("CHUIXIANG_PRELOAD_PATH", "").split(os.pathsep) if p]
+    if paths:
+        sys.path[:0] = paths
+        for name in LAYER_PRELOAD:
+            importlib.import_module(name)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     for line in sys.stdin.buffer:
         request = json.loads(line)
