@@ -59,6 +59,7 @@ serve: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/stream_reader.py
 	$(BIN)/python bench/give_up_lateness.py
+	$(BIN)/python bench/serve_load.py
 
 # aws-sam-cli is large and pins its own dependencies: it gets a venv of its own, only for building.
 # PYENV_VERSION puts python3.12 on PATH, which `sam build` needs for the python3.12 runtime.
