@@ -301,27 +301,31 @@ class JobStartError(Exception):
 
 
 def start_job(job: dict[str, str]) -> dict[str, Any]:
-    """Claim the dish, take an admission slot, create the job item, then start its execution (named
-    after the job: one execution per job). While another job is generating the same normalised dish,
-    the request joins it instead; with every slot taken it is refused (:class:`TooManyJobs`)."""
+    """Start a job for the dish, or join the one generating it.
+
+    A live job already generating the same normalised dish is joined (no second model call). Else:
+    take an admission slot (none free: :class:`TooManyJobs`), create the job item, claim the dish
+    and start the execution (named after the job: one execution per job). The claim comes after
+    the item, so a request that joins always finds its leader's job; one that loses the claim to a
+    request a moment ahead gives its slot back, drops its item and joins that job."""
     settings = get_settings()
     store = JobStore(settings)
+    dish = job["dish"]
+    leader = store.dish_leader(dish)
+    if leader is not None:
+        return _joined(store, leader)
     job_id = str(uuid.uuid4())
     logger.append_keys(jobId=job_id)
     until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
-    leader = store.claim_dish(job["dish"], job_id, until)
-    if leader != job_id:  # the same dish is being generated: join that job (no second model call)
-        logger.info("joined the job already generating this dish", extra={"leader": leader})
-        joined = store.get(leader) or {}
-        deadline = joined.get("deadlineAt") or iso(  # not submitted yet: at the latest its timeout after creation
-            parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(settings)))
-        return CreateRecipeResponse(jobId=leader, status=joined.get("status", JobStatus.PENDING),
-                                    pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline).model_dump()
     slot, retry_after = store.admit(job_id, until, settings.max_jobs_in_flight)
     if slot is None:
-        store.unclaim_dish(job["dish"], job_id)
         raise TooManyJobs(retry_after)
-    store.create(job_id, job["dish"], slot=slot)
+    store.create(job_id, dish, slot=slot)
+    leader = store.claim_dish(dish, job_id, until)
+    if leader != job_id:
+        store.release(job_id, slot)
+        store.delete(job_id)
+        return _joined(store, leader)
     try:
         started = _sfn(os.environ.get("AWS_ENDPOINT_URL")).start_execution(
             stateMachineArn=settings.state_machine_arn,
@@ -332,12 +336,22 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
         logger.exception("StartExecution failed")
         store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
         store.release(job_id, slot)
-        store.unclaim_dish(job["dish"], job_id)
+        store.unclaim_dish(dish, job_id)
         raise JobStartError(str(exc)) from exc
     # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
     deadline_at = iso(started["startDate"] + timedelta(seconds=STATE_MACHINE.of(settings)))
     return CreateRecipeResponse(jobId=job_id, status=JobStatus.PENDING, pollAfterMs=POLL_AFTER_MS,
                                 deadlineAt=deadline_at).model_dump()
+
+
+def _joined(store: JobStore, leader: str) -> dict[str, Any]:
+    """The 202 of a request that joins the job generating its dish."""
+    logger.info("joined the job already generating this dish", extra={"leader": leader})
+    joined = store.get(leader) or {}
+    deadline = joined.get("deadlineAt") or iso(  # not submitted yet: at the latest its timeout after creation
+        parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(get_settings())))
+    return CreateRecipeResponse(jobId=leader, status=joined.get("status", JobStatus.PENDING),
+                                pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline).model_dump()
 
 
 @lru_cache(maxsize=4)

@@ -172,6 +172,20 @@ class JobStore:
 
     # --- single flight: one generation per dish at a time ----------------------------------
 
+    def delete(self, job_id: str) -> None:
+        """Drop a job that was never started (it joined another)."""
+        self.table.delete_item(Key=job_key(job_id))
+
+    def dish_leader(self, dish: str) -> str | None:
+        """The job generating ``dish`` now, if its claim is live and the job has not ended."""
+        holder = self.table.get_item(Key=inflight_key(dish), ConsistentRead=True).get("Item")
+        if not holder or int(holder.get("expiresAt", 0)) < now_utc().timestamp():
+            return None
+        job = self.get(str(holder["jobId"]))
+        if job is None or is_terminal(job.get("status")) or past_deadline(job, 10**9):
+            return None
+        return str(holder["jobId"])
+
     def claim_dish(self, dish: str, job_id: str, until: int) -> str:
         """Make ``job_id`` the job generating ``dish``, unless another live job already is: then that
         job's id. The claim lapses at ``until`` (the job's deadline) or as soon as its job has ended."""
