@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from chuixiang.observability import logger
+from chuixiang.settings import comma_list
 
 from .api_client import LocalApi
 from .engine import EngineError, LocalCloud
@@ -125,16 +126,12 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
-def _names(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
 def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench
 
     given = parse_overrides(args.parameter_overrides)
-    models = _names(args.models)
-    dishes = _names(args.dishes) or list(bench.DEFAULT_DISHES)
+    models = list(comma_list(args.models or ""))
+    dishes = list(comma_list(args.dishes or "")) or list(bench.DEFAULT_DISHES)
     if args.runs < 1 or args.concurrency < 1:
         raise ConfigError("--runs and --concurrency must be at least 1")
     fake: FakeModel | None = None

@@ -38,18 +38,6 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.sendall(json.dumps(message, ensure_ascii=False, default=str).encode() + b"\n")
 
 
-def _lines(sock: socket.socket) -> Any:
-    buffer = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            return
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            yield json.loads(line)
-
-
 def worker(request: dict[str, Any]) -> None:
     """A forked worker: become the function, init, then serve invocations until killed or disconnected."""
     from chuixiang_local.context import LocalContext
@@ -70,7 +58,8 @@ def worker(request: dict[str, Any]) -> None:
         _send(sock, {"init_error": {"errorType": "Runtime.ImportModuleError", "errorMessage": str(exc)}})
         os._exit(1)
     _send(sock, {"ready": True, "init_ms": int((time.monotonic() - started) * 1000)})
-    for message in _lines(sock):
+    for line in sock.makefile("rb"):  # one JSON line per invocation, until the engine hangs up
+        message = json.loads(line)
         context = LocalContext(function_name=request["env"]["AWS_LAMBDA_FUNCTION_NAME"],
                                memory_limit_in_mb=int(request["env"]["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"]),
                                aws_request_id=message["request_id"], deadline_ms=message["deadline_ms"],

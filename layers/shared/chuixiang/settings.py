@@ -55,13 +55,21 @@ class _Config(BaseSettings):
         return _models(self.recipe_model, self.recipe_fallback_models)
 
     @property
+    def canary_model_list(self) -> tuple[str, ...]:
+        return comma_list(self.canary_models)
+
+    @property
     def image_models(self) -> tuple[str, ...]:
         return _models(self.image_model, self.image_fallback_models)
 
 
+def comma_list(value: str) -> tuple[str, ...]:
+    """``"a, b,,a"`` -> ``("a", "b")``: the parameters that name several models are comma-separated."""
+    return tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+
+
 def _models(primary: str, fallbacks: str) -> tuple[str, ...]:
-    names = [primary, *(m.strip() for m in fallbacks.split(","))]
-    return tuple(dict.fromkeys(m for m in names if m))
+    return tuple(dict.fromkeys(m for m in (primary, *comma_list(fallbacks)) if m))
 
 
 def _limit_fields() -> dict[str, Any]:

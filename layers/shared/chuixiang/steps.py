@@ -217,7 +217,7 @@ def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryR
     invocation's time; emit the same per-model metrics as real traffic. No breaker: a canary must
     reach a model whose breaker is open, that is how its recovery shows."""
     settings = get_settings()
-    models = event.models or [m.strip() for m in settings.canary_models.split(",") if m.strip()]
+    models = event.models or list(settings.canary_model_list)
     limits = RecipeLimits.from_settings(settings)
     key = model_api_key(settings)
     budget = _budget(remaining_ms, None)

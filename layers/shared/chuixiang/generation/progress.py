@@ -173,9 +173,8 @@ class ProgressReporter:
 
     def report(self) -> bool:
         """Write the current state if it changed; False once the job no longer takes progress."""
-        stream = self._stream
-        doc = self.progress()
-        if stream is None or doc is None:
+        stream, doc = self._stream, self.progress()
+        if stream is None or doc is None:  # no attempt yet
             return True
         state = (id(stream), doc["chars"], doc["tokens"])
         if state == self._last:

@@ -85,7 +85,7 @@ def extract_json_text(text: str) -> str:
     fenced = _FENCE.search(text)
     if fenced:
         text = fenced.group(1)
-    start, end = text.find("{"), text.rfind("}")
+    start, end = json_start(text), text.rfind("}")
     if start < 0 or end <= start:
         return text.strip()
     return text[start : end + 1]

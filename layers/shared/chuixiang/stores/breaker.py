@@ -30,6 +30,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..observability import logger, model_metric
+from .conditional import applied, condition_failed
 
 
 class BreakerState(StrEnum):
@@ -52,10 +53,6 @@ class BreakerConfig:
 
 def breaker_key(endpoint: str, model: str) -> dict[str, str]:
     return {"pk": f"BREAKER#{endpoint.rstrip('/')}#{model}"}
-
-
-def _conditional_failed(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
 class CircuitBreaker:
@@ -110,7 +107,7 @@ class CircuitBreaker:
             )
             return True
         except (ClientError, BotoCoreError) as exc:
-            if not (isinstance(exc, ClientError) and _conditional_failed(exc)):
+            if not (isinstance(exc, ClientError) and condition_failed(exc)):
                 logger.warning("breaker probe claim failed", extra={"model": self.model, "error": str(exc)})
             return False
 
@@ -169,14 +166,8 @@ class CircuitBreaker:
                 model_metric("BreakerOpened", MetricUnit.Count, 1, self.model)
 
     def _update(self, update: str, condition: str, values: dict[str, Any]) -> bool:
-        try:
-            self.table.update_item(Key=self.key, UpdateExpression=update, ConditionExpression=condition,
-                                   ExpressionAttributeNames={"#state": "state"}, ExpressionAttributeValues=values)
-            return True
-        except ClientError as exc:
-            if _conditional_failed(exc):
-                return False
-            raise
+        return applied(self.table.update_item, Key=self.key, UpdateExpression=update, ConditionExpression=condition,
+                       ExpressionAttributeNames={"#state": "state"}, ExpressionAttributeValues=values)
 
     def _transition(self, old: BreakerState, new: BreakerState, **extra: Any) -> None:
         logger.info("breaker transition", extra={"model": self.model, "from_state": old.value,

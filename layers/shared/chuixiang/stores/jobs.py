@@ -19,13 +19,13 @@ from functools import lru_cache
 from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError
 
 from ..clock import iso, now_utc, parse_iso
 from ..errors import ErrorCode, clip_detail, message_for, retryable_default
 from ..job_status import JobStage, JobStatus, is_terminal
 from ..models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
 from ..settings import Settings
+from .conditional import applied
 
 
 def job_key(job_id: str) -> dict[str, str]:
@@ -119,19 +119,8 @@ class JobStore:
             kwargs["ConditionExpression"] = (
                 "attribute_exists(pk) AND NOT #status IN (:succeeded, :failed)"
             )
-        try:
-            self.table.update_item(
-                Key=job_key(job_id),
-                UpdateExpression=expr,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                **kwargs,
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return applied(self.table.update_item, Key=job_key(job_id), UpdateExpression=expr,
+                       ExpressionAttributeNames=names, ExpressionAttributeValues=values, **kwargs)
 
     def record_progress(self, job_id: str, progress: dict[str, Any], partial: Mapping[str, Any] | None) -> bool:
         """SET ``progress`` (and ``partial``) only while the job is RUNNING in the recipe stage, so a
@@ -142,15 +131,9 @@ class JobStore:
         expr, names, values = _set_expression(fields)
         names.update({"#status": "status", "#stage": "stage"})
         values.update({":running": JobStatus.RUNNING.value, ":recipe": JobStage.RECIPE.value})
-        try:
-            self.table.update_item(Key=job_key(job_id), UpdateExpression=expr, ExpressionAttributeNames=names,
-                                   ExpressionAttributeValues=values,
-                                   ConditionExpression="#status = :running AND #stage = :recipe")
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return applied(self.table.update_item, Key=job_key(job_id), UpdateExpression=expr,
+                       ExpressionAttributeNames=names, ExpressionAttributeValues=values,
+                       ConditionExpression="#status = :running AND #stage = :recipe")
 
     def set_metrics(self, job_id: str, stage: str, metrics: dict[str, Any]) -> None:
         """Record a stage's measurements (kept even when the job has ended)."""
@@ -178,46 +161,39 @@ class JobStore:
 
     def dish_leader(self, dish: str) -> str | None:
         """The job generating ``dish`` now, if its claim is live and the job has not ended."""
-        holder = self.table.get_item(Key=inflight_key(dish), ConsistentRead=True).get("Item")
-        if not holder or int(holder.get("expiresAt", 0)) < now_utc().timestamp():
+        holder = self._dish_holder(dish)
+        return holder if holder and self._generating(holder) else None
+
+    def _dish_holder(self, dish: str) -> str | None:
+        item = self.table.get_item(Key=inflight_key(dish), ConsistentRead=True).get("Item")
+        if not item or int(item.get("expiresAt", 0)) < now_utc().timestamp():
             return None
-        job = self.get(str(holder["jobId"]))
-        if job is None or is_terminal(job.get("status")) or past_deadline(job, 10**9):
-            return None
-        return str(holder["jobId"])
+        return str(item["jobId"])
+
+    def _generating(self, job_id: str) -> bool:
+        job = self.get(job_id)
+        return job is not None and not is_terminal(job.get("status")) and not past_deadline(job, 10**9)
 
     def claim_dish(self, dish: str, job_id: str, until: int) -> str:
-        """Make ``job_id`` the job generating ``dish``, unless another live job already is: then that
-        job's id. The claim lapses at ``until`` (the job's deadline) or as soon as its job has ended."""
-        key = inflight_key(dish)
+        """Make ``job_id`` (its item written) the job generating ``dish``, unless another live job
+        already is: then that job's id. A claim lapses at ``until`` (the job's deadline) or as soon
+        as its job has ended."""
         names = {"#job": "jobId", "#exp": "expiresAt"}
-        try:
-            self.table.update_item(
-                Key=key, UpdateExpression="SET #job = :job, #exp = :until", ExpressionAttributeNames=names,
-                ConditionExpression="attribute_not_exists(pk) OR #exp < :now",
-                ExpressionAttributeValues={":job": job_id, ":until": until, ":now": int(now_utc().timestamp())})
+        claim = {"Key": inflight_key(dish), "UpdateExpression": "SET #job = :job, #exp = :until",
+                 "ExpressionAttributeNames": names}
+        if applied(self.table.update_item, **claim, ConditionExpression="attribute_not_exists(pk) OR #exp < :now",
+                   ExpressionAttributeValues={":job": job_id, ":until": until, ":now": int(now_utc().timestamp())}):
             return job_id
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-        holder = self.table.get_item(Key=key, ConsistentRead=True).get("Item") or {}
-        leader = str(holder.get("jobId", ""))
-        job = self.get(leader) if leader else None
-        if leader and job is None:  # claimed an instant ago, its item not written yet: it is live
-            return leader
-        if job is not None and not is_terminal(job.get("status")) and not past_deadline(job, 10**9):
-            return leader
-        try:  # its job has ended: take over, unless another request just did
-            self.table.update_item(
-                Key=key, UpdateExpression="SET #job = :job, #exp = :until", ExpressionAttributeNames=names,
-                ConditionExpression="#job = :leader",
-                ExpressionAttributeValues={":job": job_id, ":until": until, ":leader": leader})
+        holder = self._dish_holder(dish)
+        if holder and self._generating(holder):
+            return holder
+        # Its job has ended (or its claim just lapsed): take over, unless another request just did.
+        if applied(self.table.update_item, **claim,
+                   ConditionExpression="attribute_not_exists(pk) OR #job = :holder OR #exp < :now",
+                   ExpressionAttributeValues={":job": job_id, ":until": until, ":holder": holder or "",
+                                              ":now": int(now_utc().timestamp())}):
             return job_id
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-        taken = self.table.get_item(Key=key, ConsistentRead=True).get("Item") or {}
-        return str(taken.get("jobId", job_id))
+        return self._dish_holder(dish) or job_id
 
     # --- admission: at most so many jobs in flight ----------------------------------------
 
@@ -252,15 +228,9 @@ class JobStore:
         return None, float(max(1, min(min(busy, default=now + 1) - now, ADMISSION_RETRY_AFTER_MAX_S)))
 
     def _take_slot(self, slot: int, job_id: str, until: int) -> bool:
-        try:
-            self.table.put_item(Item={**admission_key(slot), "jobId": job_id, "expiresAt": until},
-                                ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
-                                ExpressionAttributeValues={":now": int(now_utc().timestamp())})
-            return True
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            return False
+        return applied(self.table.put_item, Item={**admission_key(slot), "jobId": job_id, "expiresAt": until},
+                       ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
+                       ExpressionAttributeValues={":now": int(now_utc().timestamp())})
 
     def _slot_leases(self, limit: int) -> dict[int, int]:
         client, name = self.table.meta.client, self.table.name  # the resource's client takes plain values
@@ -278,23 +248,14 @@ class JobStore:
 
     def release(self, job_id: str, slot: int | None) -> None:
         """Free ``job_id``'s admission slot (a no-op when it no longer holds it)."""
-        if slot is None:
-            return
-        try:
-            self.table.delete_item(Key=admission_key(int(slot)), ConditionExpression="jobId = :job",
-                                   ExpressionAttributeValues={":job": job_id})
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
+        if slot is not None:
+            applied(self.table.delete_item, Key=admission_key(int(slot)), ConditionExpression="jobId = :job",
+                    ExpressionAttributeValues={":job": job_id})
 
     def unclaim_dish(self, dish: str, job_id: str) -> None:
         """Give up a claim that ``job_id`` still holds (its job will not run)."""
-        try:
-            self.table.delete_item(Key=inflight_key(dish), ConditionExpression="jobId = :job",
-                                   ExpressionAttributeValues={":job": job_id})
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
+        applied(self.table.delete_item, Key=inflight_key(dish), ConditionExpression="jobId = :job",
+                ExpressionAttributeValues={":job": job_id})
 
     # --- the recipe cache ----------------------------------------------------------------
 
