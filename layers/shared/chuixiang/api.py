@@ -231,7 +231,7 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
     def create_recipe(
         request: Annotated[CreateRecipeRequest, Body()],
         idempotency_key: Annotated[str | None, Header(
-            alias="idempotency-key", min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$",
+            alias="idempotency-key", pattern=IDEMPOTENCY_KEY.pattern,  # the gate enforces it; this documents it
             description="Same key and dish within 24 h: the same job. Same key, other dish: 422.")] = None,
     ) -> Response[Any]:
         try:
