@@ -35,6 +35,10 @@ def _progress(msg: str) -> None:
     print(f"[chuixiang] {msg}", file=sys.stderr, flush=True)
 
 
+#: ``serve``'s function workers yield the CPU to the API and the local cloud (see ``LocalCloud``).
+SERVE_WORKER_NICE = 10
+
+
 @contextlib.contextmanager
 def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalCloud]:
     """Ladder check, then the fake model (unless a URL is given), then the local cloud."""
@@ -46,7 +50,8 @@ def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalC
         fake = FakeModel(pace_s=args.fake_pace_ms / 1000)
         base_url = fake.start()
         _progress(f"embedded fake model at {base_url} ({args.fake_pace_ms} ms per chunk)")
-    cloud = LocalCloud(overrides, model_base_url=base_url, work_dir=WORK_DIR, log=log)
+    cloud = LocalCloud(overrides, model_base_url=base_url, work_dir=WORK_DIR, log=log,
+                       worker_nice=SERVE_WORKER_NICE if args.command == "serve" else 0)
     try:
         cloud.start()
         yield cloud

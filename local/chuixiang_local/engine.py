@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import functools
 import logging
 import os
 import sys
@@ -78,6 +79,7 @@ def _patch_moto() -> None:
         LambdaSimpleBackend.invoke = routed_invoke  # type: ignore[method-assign]
         LambdaSimpleBackend._chuixiang_patched = True  # type: ignore[attr-defined]
         _share_interpreter_clients()
+        _cache_asl_programs()
         _cache_module_list()
 
 
@@ -122,12 +124,44 @@ def _share_interpreter_clients() -> None:
         module.boto_client_for = shared  # type: ignore[attr-defined]
 
 
+def _cache_asl_programs() -> None:
+    """moto's interpreter parses the ASL with ANTLR (pure Python, ~100 ms of CPU for ours) at the start
+    of every execution, inside the moto process every API call waits on. The parsed program is
+    immutable - an execution's state lives in its ``Environment`` - so parse each definition once."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    programs: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def entrypoint(self: Any) -> Any:
+        definition = self._evaluation_details.state_machine_details.definition
+        with lock:
+            if definition not in programs:
+                programs[definition] = AmazonStateLanguageParser.parse(definition)[0]
+            return programs[definition]
+
+    ExecutionWorker._get_evaluation_entrypoint = entrypoint  # type: ignore[method-assign]
+
+    # Each JSONPath evaluation builds a new PLY parser (reading its LR tables) for the same few paths.
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    for module in (json_path, result_path):
+        module.parse = functools.lru_cache(maxsize=512)(module.parse)  # type: ignore[attr-defined]
+
+
 class LocalCloud:
     """Deploys ``template.yaml`` into moto; use as a context manager."""
 
     def __init__(self, overrides: dict[str, str] | None = None, *, model_base_url: str,
-                 work_dir: Path, log: TextIO | None = None, model_api_key: str | None = None) -> None:
+                 work_dir: Path, log: TextIO | None = None, model_api_key: str | None = None,
+                 worker_nice: int = 0) -> None:
+        """``worker_nice``: run function workers at this niceness. On AWS a function's CPU is its own;
+        here sixty executions share two cores with the API and moto, and ``serve`` lowers the
+        functions' priority so the front door answers first (tests keep 0: their timings are the functions')."""
         self.overrides = dict(overrides or {})
+        self.worker_nice = worker_nice
         self.model_base_url = model_base_url
         self.work_dir = work_dir
         self.log = log
@@ -170,8 +204,8 @@ class LocalCloud:
         glob = self.template.doc["Globals"]["Function"]["Environment"]["Variables"]
         shared = {k: v for k, v in lambda_env(spec, self.function_env(spec)).items()
                   if k in glob or k in self.function_env(spec) or k in PASSTHROUGH}
-        self.pool = WorkerPool(self.log, env=shared, code_dirs=[*self.layer_dirs(),
-                                                                 *(s.code_dir for s in self.functions.values())])
+        self.pool = WorkerPool(self.log, env=shared, nice=self.worker_nice,
+                               code_dirs=[*self.layer_dirs(), *(s.code_dir for s in self.functions.values())])
         self._watcher = threading.Thread(target=self._watch_executions, name="eventbridge", daemon=True)
         self._watcher.start()
 

@@ -94,9 +94,10 @@ class WorkerPool:
     """Warm workers per (function, environment), forked from one zygote; safe to use from many threads."""
 
     def __init__(self, log: TextIO | None = None, *, env: dict[str, str] | None = None,
-                 code_dirs: list[Path] | None = None) -> None:
+                 code_dirs: list[Path] | None = None, nice: int = 0) -> None:
         """``env``: what every function's environment shares (the zygote imports the layer with it);
-        ``code_dirs``: the layer and function code, compiled to ``.pyc`` once here, not by each worker."""
+        ``code_dirs``: the layer and function code, compiled to ``.pyc`` once here, not by each worker;
+        ``nice``: the workers' scheduling niceness (see ``LocalCloud``)."""
         self._dir = tempfile.mkdtemp(prefix="cx-workers-")
         self.socket_path = os.path.join(self._dir, "w.sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -105,7 +106,8 @@ class WorkerPool:
         dirs = [str(d) for d in code_dirs or []]
         for d in dirs:
             compileall.compile_dir(d, quiet=1)
-        zygote_env = {**(env if env is not None else os.environ), "CHUIXIANG_PRELOAD_PATH": os.pathsep.join(dirs)}
+        zygote_env = {**(env if env is not None else os.environ), "CHUIXIANG_PRELOAD_PATH": os.pathsep.join(dirs),
+                      "CHUIXIANG_WORKER_NICE": str(nice)}
         self._zygote = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.zygote"], stdin=subprocess.PIPE, env=zygote_env,
             stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL)

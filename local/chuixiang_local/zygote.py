@@ -99,6 +99,7 @@ LAYER_PRELOAD = ("chuixiang.steps", "chuixiang.api", "chuixiang.models", "chuixi
 
 
 def main() -> None:
+    os.nice(int(os.environ.get("CHUIXIANG_WORKER_NICE", "0")))  # workers inherit it
     for name in PRELOAD:
         importlib.import_module(name)
     _load_service_models()
