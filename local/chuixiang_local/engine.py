@@ -15,9 +15,9 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
-import functools
 import logging
 import os
 import sys
