@@ -65,6 +65,7 @@ bench: $(STAMP)
 # PYENV_VERSION puts python3.12 on PATH, which `sam build` needs for the python3.12 runtime.
 sam-build:
 	test -x .venv-sam/bin/sam || ($(PYTHON) -m venv .venv-sam && .venv-sam/bin/python -m pip install --quiet aws-sam-cli)
+	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam validate --lint  # cfn-lint after SAM's transform (the Fn::Ifs in the API body)
 	PYENV_VERSION=3.11.7:3.12.1:3.13.0 SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam build
 
 # The ladder is checked with the very overrides that are deployed, so a stale value cannot slip through.

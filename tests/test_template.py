@@ -14,9 +14,10 @@ def test_admission_control_and_exposure() -> None:
     api_env = resources["ApiFunction"]["Properties"]["Environment"]["Variables"]
     assert api_env["MAX_JOBS_IN_FLIGHT"] == concurrency  # the API admits no more jobs than can run
     http = resources["RecipeApi"]["Properties"]
-    assert http["CorsConfiguration"]["AllowOrigins"] == {"Ref": "CorsAllowOrigins"}
+    cors = http["DefinitionBody"]["x-amazon-apigateway-cors"]
+    assert cors["allowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowOrigins"}]}
     assert "*" not in params["CorsAllowOrigins"]["Default"]
-    assert "retry-after" in http["CorsConfiguration"]["ExposeHeaders"]
+    assert "retry-after" in cors["exposeHeaders"] and "authorization" in cors["allowHeaders"]
     assert http["DefaultRouteSettings"] == {"ThrottlingBurstLimit": {"Ref": "ApiThrottleBurstLimit"},
                                             "ThrottlingRateLimit": {"Ref": "ApiThrottleRateLimit"}}
     assert http["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
@@ -24,3 +25,27 @@ def test_admission_control_and_exposure() -> None:
               for e in resources["ApiFunction"]["Properties"]["Events"].values()}
     # ANY: a wrong method reaches the function, which answers 405 with Allow (API Gateway alone says 404).
     assert routes == {("ANY", "/recipes"), ("ANY", "/recipes/{jobId}"), ("GET", "/openapi.json")}
+
+
+def test_the_jwt_authorizer_is_optional_and_guards_both_recipe_routes() -> None:
+    """JwtIssuer empty: no authorizer. Set: POST and GET /recipes need a token (JwtAudience required too);
+    /openapi.json stays public. The OpenAPI body carries it because SAM's Auth takes no Fn::If."""
+    doc = Template().doc
+    assert doc["Parameters"]["JwtIssuer"]["Default"] == "" and doc["Parameters"]["JwtAudience"]["Default"] == ""
+    assert doc["Conditions"]["HasJwt"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "JwtIssuer"}, ""]}]}
+    assert doc["Rules"]["JwtNeedsAudience"]["Assertions"][0]["Assert"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "JwtAudience"}, ""]}]}
+    body = doc["Resources"]["RecipeApi"]["Properties"]["DefinitionBody"]
+    guarded = {"Fn::If": ["HasJwt", [{"JwtAuthorizer": []}], {"Ref": "AWS::NoValue"}]}
+    for path in ("/recipes", "/recipes/{jobId}"):
+        assert body["paths"][path]["x-amazon-apigateway-any-method"]["security"] == guarded, path
+    assert "security" not in body["paths"]["/openapi.json"]["get"]
+    condition, scheme, absent = body["components"]["securitySchemes"]["Fn::If"]
+    assert condition == "HasJwt" and absent == {"Ref": "AWS::NoValue"}
+    authorizer = scheme["JwtAuthorizer"]["x-amazon-apigateway-authorizer"]
+    assert authorizer["type"] == "jwt" and authorizer["identitySource"] == "$request.header.Authorization"
+    assert authorizer["jwtConfiguration"] == {"issuer": {"Ref": "JwtIssuer"},
+                                              "audience": {"Fn::Split": [",", {"Ref": "JwtAudience"}]}}
+    # Every route the function's events declare is in the body (SAM adds integrations to these).
+    events = {e["Properties"]["Path"] for e in doc["Resources"]["ApiFunction"]["Properties"]["Events"].values()}
+    assert events == set(body["paths"])

@@ -24,6 +24,8 @@ def main() -> None:
     ap.add_argument("--function-arn", default="")
     ap.add_argument("--timeout", type=int, required=True)
     ap.add_argument("--memory", type=int, default=128)
+    ap.add_argument("--jwt-issuer", default="", help="the template's JwtIssuer: check tokens as API Gateway would")
+    ap.add_argument("--jwt-audience", default="", help="the template's JwtAudience (comma-separated)")
     args = ap.parse_args()
 
     import uvicorn
@@ -32,6 +34,7 @@ def main() -> None:
     from chuixiang.api import build_app, handle, warm_up
 
     from .asgi import LambdaAsgi
+    from .jwt_authorizer import JwtAuthorizer
 
     def make_handler() -> Any:
         app = build_app(APIGatewayHttpResolver, swagger=True)
@@ -39,7 +42,9 @@ def main() -> None:
 
     warm_up()
     asgi = LambdaAsgi(make_handler, function_name=args.function_name, timeout_s=args.timeout,
-                      memory_mb=args.memory, arn=args.function_arn, workers=args.workers)
+                      memory_mb=args.memory, arn=args.function_arn, workers=args.workers,
+                      authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(","))
+                      if args.jwt_issuer else None)
     uvicorn.run(asgi, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
                 backlog=2048)
 

@@ -25,6 +25,7 @@ from chuixiang.api import error_body
 from chuixiang.errors import HttpErrorCode
 
 from .context import LocalContext
+from .jwt_authorizer import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, JwtAuthorizer
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 Scope = dict[str, Any]
@@ -39,8 +40,10 @@ class LambdaAsgi:
     """ASGI app running ``make_handler()`` (one per worker thread) for every HTTP request."""
 
     def __init__(self, make_handler: Callable[[], Handler], *, function_name: str, timeout_s: int,
-                 memory_mb: int = 128, arn: str = "", workers: int = 8) -> None:
+                 memory_mb: int = 128, arn: str = "", workers: int = 8,
+                 authorizer: JwtAuthorizer | None = None) -> None:
         self.make_handler = make_handler
+        self.authorizer = authorizer
         self.function_name, self.timeout_s, self.memory_mb, self.arn = function_name, timeout_s, memory_mb, arn
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="api")
         self._handlers: queue.SimpleQueue[Handler] = queue.SimpleQueue()
@@ -76,6 +79,12 @@ class LambdaAsgi:
             if not message.get("more_body"):
                 break
         event = http_api_event(scope, bytes(body))
+        if self.authorizer and self.authorizer.guards(event["rawPath"]):
+            claims = await asyncio.get_running_loop().run_in_executor(None, self.authorizer.claims, event["headers"])
+            if claims is None:
+                await _send(send, 401, UNAUTHORIZED_HEADERS, UNAUTHORIZED_BODY)
+                return
+            event["requestContext"]["authorizer"] = {"jwt": {"claims": claims, "scopes": None}}
         result = await asyncio.get_running_loop().run_in_executor(self.pool, self.invoke, event)
         payload = result.get("body") or ""
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else str(payload).encode()

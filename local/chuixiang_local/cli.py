@@ -107,7 +107,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.api_server", "--host", args.host, "--port", str(args.port),
              "--workers", str(args.workers), "--function-name", spec.name, "--function-arn", spec.arn,
-             "--timeout", str(spec.timeout_s), "--memory", str(spec.memory_mb)], env=env)
+             "--timeout", str(spec.timeout_s), "--memory", str(spec.memory_mb),
+             "--jwt-issuer", cloud.template.parameters["JwtIssuer"],
+             "--jwt-audience", cloud.template.parameters["JwtAudience"]],
+            env=env)
         signal.signal(signal.SIGTERM, lambda *_: api.terminate())
         _progress(f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
                   f"/openapi.json, Swagger UI at /swagger); Ctrl-C stops")
