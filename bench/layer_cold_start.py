@@ -1,0 +1,118 @@
+"""The shared layer as Lambda gets it: size, and each handler's cold import under python3.12.
+
+    make bench-layer        # or: PYENV_VERSION=…:3.12.1 .venv/bin/python bench/layer_cold_start.py [--runs 5]
+
+Builds the layer with ``layers/shared/build_layer.py`` (this machine's platform, the
+same recipe ``sam build`` runs for arm64) into a temporary directory, and a stand-in
+for the runtime's ``/var/runtime`` (boto3 and its stack, precompiled). Prints the
+layer's files, MB and zipped MB, then, for each function, the median time to import
+its handler module in a fresh ``python3.12 -I`` process whose ``sys.path`` is the
+function's code, the layer and the runtime - with ``PYTHONDONTWRITEBYTECODE`` set,
+since ``/opt`` is read-only. Variants, each built the same way:
+
+* ``precompiled``  - the layer as shipped (unchecked-hash ``.pyc``);
+* ``sources only`` - the same files with every ``.pyc`` removed (what SAM's python builder ships);
+* ``of which X-Ray`` - in the precompiled import, the cumulative ``-X importtime`` of the
+  ``aws_xray_sdk`` modules Powertools' Tracer loads (what the SDK costs a cold start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess  # nosec B404 - runs python3.12 with fixed arguments
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "local"), str(ROOT / "layers" / "shared")]
+
+from chuixiang_local.invoker import lambda_env  # noqa: E402 - the local runner's Lambda environment
+from chuixiang_local.template import Template  # noqa: E402
+
+PROBE = """
+import importlib, json, sys, time
+t = time.perf_counter()
+importlib.import_module("app")
+print(json.dumps({"ms": (time.perf_counter() - t) * 1000,
+                  "xray": "aws_xray_sdk" in sys.modules, "botocore": sys.modules["botocore"].__file__}))
+"""
+
+
+def layer_size(site: Path) -> tuple[int, float, float]:
+    files = [p for p in site.rglob("*") if p.is_file()]
+    raw = sum(p.stat().st_size for p in files)
+    with tempfile.TemporaryFile() as buffer:
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+            for p in files:
+                zf.write(p, p.relative_to(site.parent))
+        zipped = buffer.tell()
+    return len(files), raw / 1e6, zipped / 1e6
+
+
+def import_ms(python: str, code_dir: Path, paths: list[Path], env: dict[str, str]) -> dict:
+    # -B, not PYTHONDONTWRITEBYTECODE: -I ignores PYTHON* variables, and a written cache would hide the compile.
+    out = subprocess.run([python, "-I", "-B", "-X", "importtime", "-c",  # nosec B603
+                          f"import sys; sys.path[:0] = {[str(code_dir), *map(str, paths)]!r}\n" + PROBE],
+                         env=env, cwd=code_dir, capture_output=True, text=True, check=True)
+    result: dict = json.loads(out.stdout.strip().splitlines()[-1])
+    # "import time: self [us] | cumulative | package", children above parents, nested by indentation:
+    # the outermost aws_xray_sdk entries' cumulative times.
+    xray = [(len(name) - len(name.lstrip()), int(cumulative)) for _, cumulative, name in
+            (line.split("|") for line in out.stderr.splitlines() if line.startswith("import time:") and "|" in line)
+            if name.strip().split(".")[0] == "aws_xray_sdk"]
+    top = min((indent for indent, _ in xray), default=0)
+    result["xray_ms"] = sum(us for indent, us in xray if indent == top) / 1000
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--python", default="python3.12")
+    args = ap.parse_args()
+    # The interpreter itself (a pyenv shim needs PYENV_VERSION, which the function's environment lacks).
+    args.python = subprocess.run([args.python, "-c", "import sys; print(sys.executable)"],  # nosec B603
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    work = Path(tempfile.mkdtemp(prefix="cx-layer-"))
+    try:
+        subprocess.run([args.python, str(ROOT / "layers/shared/build_layer.py"), str(work / "layer")], check=True)  # nosec B603
+        site = work / "layer" / "python"
+        runtime = work / "runtime"
+        subprocess.run([args.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",  # nosec B603
+                        "--target", str(runtime), "boto3"], check=True)
+        subprocess.run([args.python, "-m", "compileall", "-q", str(runtime)], check=True)  # nosec B603
+        sources = work / "sources" / "python"
+        shutil.copytree(site, sources, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        dist = sorted(p.name.split("-")[0] for p in site.glob("*.dist-info"))
+        files, mb, zipped = layer_size(site)
+        print(f"layer: {files} files, {mb:.1f} MB, {zipped:.1f} MB zipped; distributions: {', '.join(dist)}")
+        template = Template()
+        variants = {"precompiled": [site, runtime], "sources only": [sources, runtime]}
+        print(f"cold import of each handler, median of {args.runs} fresh python3.12 processes (ms):")
+        print(f"  {'function':<10}" + "".join(f"{v:>15}" for v in [*variants, "of which X-Ray"]))
+        for spec in template.functions().values():
+            env = {**lambda_env(spec, {"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
+                                       "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}),  # nosec B106 - dummies
+                   "PYTHONDONTWRITEBYTECODE": "1"}
+            env.pop("PYENV_VERSION", None)
+            row = []
+            for name, paths in variants.items():
+                runs = [import_ms(args.python, spec.code_dir, paths, env) for _ in range(args.runs)]
+                assert str(runtime) in runs[0]["botocore"], runs[0]["botocore"]  # nosec B101 - the runtime's botocore
+                row.append(statistics.median(r["ms"] for r in runs))
+                if name == "precompiled":
+                    xray = statistics.median(r["xray_ms"] for r in runs)
+            row.append(xray)
+            print(f"  {spec.code_dir.name:<10}" + "".join(f"{ms:>15.0f}" for ms in row))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
