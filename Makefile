@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 DISH   ?= 番茄炒蛋
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast test-sockets lint ladder readme-ladder openapi serve bench sam-build deploy clean
+.PHONY: run test test-fast test-sockets lint ladder readme-ladder openapi serve bench bench-layer sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -56,7 +56,13 @@ readme-ladder: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/chuixiang serve
 
-bench: $(STAMP)
+# python3.12 (the Lambda runtime's) from pyenv, as for sam build.
+PY312_PATH := PYENV_VERSION=3.11.7:3.12.1:3.13.0
+
+bench-layer: $(STAMP)
+	$(PY312_PATH) $(BIN)/python bench/layer_cold_start.py
+
+bench: $(STAMP) bench-layer
 	$(BIN)/python bench/stream_reader.py
 	$(BIN)/python bench/give_up_lateness.py
 	$(BIN)/python bench/serve_load.py
@@ -66,7 +72,7 @@ bench: $(STAMP)
 sam-build:
 	test -x .venv-sam/bin/sam || ($(PYTHON) -m venv .venv-sam && .venv-sam/bin/python -m pip install --quiet aws-sam-cli)
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam validate --lint  # cfn-lint after SAM's transform (the Fn::Ifs in the API body)
-	PYENV_VERSION=3.11.7:3.12.1:3.13.0 SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam build
+	$(PY312_PATH) SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam build
 
 # The ladder is checked with the very overrides that are deployed, so a stale value cannot slip through.
 # Usage: make deploy PARAMS="ModelApiKeySecretArn=arn:… RecipeTotalTimeoutMs=140000"

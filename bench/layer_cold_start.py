@@ -10,10 +10,9 @@ its handler module in a fresh ``python3.12 -I`` process whose ``sys.path`` is th
 function's code, the layer and the runtime - with ``PYTHONDONTWRITEBYTECODE`` set,
 since ``/opt`` is read-only. Variants, each built the same way:
 
-* ``precompiled``  - the layer as shipped (unchecked-hash ``.pyc``);
-* ``sources only`` - the same files with every ``.pyc`` removed (what SAM's python builder ships);
-* ``of which X-Ray`` - in the precompiled import, the cumulative ``-X importtime`` of the
-  ``aws_xray_sdk`` modules Powertools' Tracer loads (what the SDK costs a cold start).
+* ``shipped``      - the layer as ``build_layer.py`` makes it (precompiled, no boto3 stack);
+* ``sources only`` - what SAM's python builder ships: ``pip install -r requirements.txt``
+  and the package, sources without ``.pyc`` (its botocore shadows the runtime's).
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ import importlib, json, sys, time
 t = time.perf_counter()
 importlib.import_module("app")
 print(json.dumps({"ms": (time.perf_counter() - t) * 1000,
-                  "xray": "aws_xray_sdk" in sys.modules, "botocore": sys.modules["botocore"].__file__}))
+                  "botocore": sys.modules["botocore"].__file__}))
 """
 
 
@@ -57,17 +56,10 @@ def layer_size(site: Path) -> tuple[int, float, float]:
 
 def import_ms(python: str, code_dir: Path, paths: list[Path], env: dict[str, str]) -> dict:
     # -B, not PYTHONDONTWRITEBYTECODE: -I ignores PYTHON* variables, and a written cache would hide the compile.
-    out = subprocess.run([python, "-I", "-B", "-X", "importtime", "-c",  # nosec B603
+    out = subprocess.run([python, "-I", "-B", "-c",  # nosec B603
                           f"import sys; sys.path[:0] = {[str(code_dir), *map(str, paths)]!r}\n" + PROBE],
                          env=env, cwd=code_dir, capture_output=True, text=True, check=True)
     result: dict = json.loads(out.stdout.strip().splitlines()[-1])
-    # "import time: self [us] | cumulative | package", children above parents, nested by indentation:
-    # the outermost aws_xray_sdk entries' cumulative times.
-    xray = [(len(name) - len(name.lstrip()), int(cumulative)) for _, cumulative, name in
-            (line.split("|") for line in out.stderr.splitlines() if line.startswith("import time:") and "|" in line)
-            if name.strip().split(".")[0] == "aws_xray_sdk"]
-    top = min((indent for indent, _ in xray), default=0)
-    result["xray_ms"] = sum(us for indent, us in xray if indent == top) / 1000
     return result
 
 
@@ -88,14 +80,20 @@ def main() -> None:
                         "--target", str(runtime), "boto3"], check=True)
         subprocess.run([args.python, "-m", "compileall", "-q", str(runtime)], check=True)  # nosec B603
         sources = work / "sources" / "python"
-        shutil.copytree(site, sources, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        subprocess.run([args.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",  # nosec B603
+                        "--no-compile", "--target", str(sources), "-r",
+                        str(ROOT / "layers/shared/requirements.txt")], check=True)
+        shutil.copytree(ROOT / "layers/shared/chuixiang", sources / "chuixiang",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         dist = sorted(p.name.split("-")[0] for p in site.glob("*.dist-info"))
-        files, mb, zipped = layer_size(site)
-        print(f"layer: {files} files, {mb:.1f} MB, {zipped:.1f} MB zipped; distributions: {', '.join(dist)}")
+        for label, root in (("shipped", site), ("sources only", sources)):
+            files, mb, zipped = layer_size(root)
+            print(f"layer {label:<12}: {files:5d} files, {mb:5.1f} MB, {zipped:4.1f} MB zipped")
+        print(f"shipped distributions: {', '.join(dist)}")
         template = Template()
-        variants = {"precompiled": [site, runtime], "sources only": [sources, runtime]}
+        variants = {"shipped": [site, runtime], "sources only": [sources, runtime]}
         print(f"cold import of each handler, median of {args.runs} fresh python3.12 processes (ms):")
-        print(f"  {'function':<10}" + "".join(f"{v:>15}" for v in [*variants, "of which X-Ray"]))
+        print(f"  {'function':<10}" + "".join(f"{v:>15}" for v in variants))
         for spec in template.functions().values():
             env = {**lambda_env(spec, {"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
                                        "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}),  # nosec B106 - dummies
@@ -104,11 +102,9 @@ def main() -> None:
             row = []
             for name, paths in variants.items():
                 runs = [import_ms(args.python, spec.code_dir, paths, env) for _ in range(args.runs)]
-                assert str(runtime) in runs[0]["botocore"], runs[0]["botocore"]  # nosec B101 - the runtime's botocore
+                if name == "shipped":  # nosec B101 - the runtime's botocore, not a copy in the layer
+                    assert str(runtime) in runs[0]["botocore"], runs[0]["botocore"]
                 row.append(statistics.median(r["ms"] for r in runs))
-                if name == "precompiled":
-                    xray = statistics.median(r["xray_ms"] for r in runs)
-            row.append(xray)
             print(f"  {spec.code_dir.name:<10}" + "".join(f"{ms:>15.0f}" for ms in row))
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -5,13 +5,12 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chuixiang.api import build_app, handle, warm_up
-from chuixiang.observability import logger, tracer
+from chuixiang.observability import logger
 
 app = build_app(APIGatewayHttpResolver)
 warm_up()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
-@tracer.capture_lambda_handler
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
     return handle(app, event, context)

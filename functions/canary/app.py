@@ -5,13 +5,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chuixiang import steps
 from chuixiang.models import CanaryEvent
-from chuixiang.observability import logger, metrics, tracer
+from chuixiang.observability import logger, metrics
 
 steps.warm_up(table=False, model=True)
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=CanaryEvent)
 def lambda_handler(event: CanaryEvent, context: LambdaContext) -> dict:

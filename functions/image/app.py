@@ -5,13 +5,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chuixiang import steps
 from chuixiang.models import ImageEvent
-from chuixiang.observability import logger, metrics, tracer
+from chuixiang.observability import logger, metrics
 
 steps.warm_up(model=True, bucket=True)
 
 
 @logger.inject_lambda_context(correlation_id_path="jobId")
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 @event_parser(model=ImageEvent)
 def lambda_handler(event: ImageEvent, context: LambdaContext) -> dict:

@@ -8,9 +8,11 @@ machine. Why not SAM's own python builder:
 
 * **No ``.pyc``.** It ships sources only, and ``/opt`` is read-only on Lambda, so
   every cold start compiles the whole layer again (the recipe handler imported in
-  ~1.0 s instead of ~0.4 s). Here every module is compiled by the interpreter that
-  will run it, with *unchecked-hash* pycs: valid whatever the files' timestamps
-  become in the zip, and never rewritten.
+  ~0.8 s instead of ~0.4 s). Here every module is compiled by the interpreter that
+  will run it: our ``chuixiang`` keeps its sources, with *unchecked-hash* pycs in
+  ``__pycache__`` (valid whatever the files' timestamps become in the zip, never
+  rewritten); the pinned third-party packages ship as sourceless ``.pyc`` only,
+  which halves them (tracebacks keep file and line; the source is the pinned version).
 * **Dead weight.** Swagger UI's bundle, pydantic's v1 copy and Powertools
   utilities nothing here imports (:data:`PRUNE`).
 * **botocore twice.** ``aws-xray-sdk`` (Powertools' Tracer) depends on botocore, so
@@ -69,6 +71,16 @@ def remove_distribution(site: Path, name: str) -> None:
             shutil.rmtree(leftover)
 
 
+def compile_sourceless(site: Path) -> None:
+    """Third-party modules become ``module.pyc`` in place of ``module.py``: imported without a source
+    to check, half the bytes of source plus cache. A traceback through them keeps file and line."""
+    for source in sorted(site.rglob("*.py")):
+        py_compile.compile(str(source), cfile=str(source.with_suffix(".pyc")), doraise=True)
+        source.unlink()
+    for cache in [p for p in site.rglob("__pycache__") if p.is_dir()]:
+        shutil.rmtree(cache)
+
+
 def build(out: Path, platform: str | None) -> Path:
     site = out / "python"
     if site.exists():
@@ -85,11 +97,11 @@ def build(out: Path, platform: str | None) -> Path:
             path.unlink()
     for stub in site.rglob("*.pyi"):
         stub.unlink()
-    shutil.copytree(HERE / "chuixiang", site / "chuixiang", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    ok = compileall.compile_dir(site, quiet=1, workers=0,
-                                invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-    if not ok:
-        raise SystemExit("compileall failed")
+    compile_sourceless(site)
+    own = site / "chuixiang"
+    shutil.copytree(HERE / "chuixiang", own, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if not compileall.compile_dir(own, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH):
+        raise SystemExit("compileall failed for chuixiang")
     return site
 
 

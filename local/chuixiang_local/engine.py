@@ -293,8 +293,8 @@ class LocalCloud:
                 for res in t.of_type("AWS::Serverless::LayerVersion").values()]
 
     def function_env(self, spec: FunctionSpec) -> dict[str, str]:
-        """Extra environment of a local function process: moto endpoint, image export, no X-Ray."""
-        return {**self.aws_env, "POWERTOOLS_TRACE_DISABLED": "true",
+        """Extra environment of a local function process: moto endpoint, image export."""
+        return {**self.aws_env,
                 "POWERTOOLS_METRICS_DISABLED": "false",
                 "LOCAL_IMAGE_DIR": str(self.work_dir / "images")}
 

@@ -28,7 +28,7 @@ from typing import Any
 PRELOAD = (
     "boto3", "botocore.session", "botocore.client", "botocore.loaders", "httpx", "pydantic", "pydantic_settings",
     "aws_lambda_powertools", "aws_lambda_powertools.logging", "aws_lambda_powertools.metrics",
-    "aws_lambda_powertools.tracing", "aws_lambda_powertools.utilities.parser",
+    "aws_lambda_powertools.utilities.parser",
     "aws_lambda_powertools.utilities.typing", "aws_lambda_powertools.utilities.idempotency",
     "aws_lambda_powertools.event_handler", "json", "decimal", "uuid", "chuixiang_local.context",
 )
