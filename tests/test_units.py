@@ -102,3 +102,22 @@ def test_retry_after_parsing() -> None:
 def test_fake_png_is_a_png() -> None:
     data = make_png(seed=3)
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+
+
+def test_a_recipe_larger_than_a_job_item_can_hold_is_refused_and_never_shown() -> None:
+    """DynamoDB items hold 400 KB: the largest recipe kept fits, one byte more is RECIPE_INVALID,
+    and a partial recipe past that size is no longer shown (its progress write would be refused)."""
+    from chuixiang.generation.progress import partial_recipe
+    from chuixiang.generation.recipe_format import RECIPE_MAX_BYTES
+    from chuixiang_local.fake_model import largest_recipe
+
+    largest = largest_recipe("大菜")
+    assert parse_recipe(json.dumps(largest, ensure_ascii=False)).name == "大菜"
+    too_big = {**largest, "summary": "多" * (RECIPE_MAX_BYTES // 3)}
+    with pytest.raises(StageError) as refused:
+        parse_recipe(json.dumps(too_big, ensure_ascii=False))
+    assert refused.value.code == ErrorCode.RECIPE_INVALID and "bytes" in refused.value.detail
+    streamed = json.dumps(too_big, ensure_ascii=False)
+    assert partial_recipe(streamed[: streamed.index('"steps"') + 200]) is None  # summary alone is over the size
+    small = json.dumps(recipe_for("小菜"), ensure_ascii=False)
+    assert partial_recipe(small[: small.index('"steps"') + 5]) is not None

@@ -313,8 +313,10 @@ class LocalCloud:
         self.invocations.append((spec.logical_id, result))
         if self.log:
             init = f" (cold: init {result.init_ms} ms, outside the Timeout)" if result.init_ms is not None else ""
+            memory = f"; max memory used {result.max_memory_mb} of {spec.memory_mb} MB" \
+                if result.max_memory_mb is not None else ""
             self.log.write(f"=== {spec.logical_id} {'failed: ' + str(result.error_type) if result.failed else 'ok'}"
-                           f" in {result.duration_ms} ms{init} ===\n")
+                           f" in {result.duration_ms} ms{init}{memory} ===\n")
             self.log.flush()
         return result
 

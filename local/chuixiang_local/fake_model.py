@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import re
 import socket
 import struct
@@ -27,8 +28,9 @@ from typing import Any
 from .model_profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile, profile_text, token_pieces
 
 
-def make_png(width: int = 64, height: int = 64, seed: int = 0) -> bytes:
-    """A real, decodable RGB PNG (a colour gradient) built with zlib alone."""
+def make_png(width: int = 64, height: int = 64, seed: int = 0, size_bytes: int | None = None) -> bytes:
+    """A real, decodable RGB PNG (a colour gradient) built with zlib alone; ``size_bytes`` pads it with
+    an ancillary chunk of random bytes (incompressible, as a large photo is) to exactly that size."""
     rows = []
     for y in range(height):
         row = bytearray([0])
@@ -40,8 +42,12 @@ def make_png(width: int = 64, height: int = 64, seed: int = 0) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b""))
+    head = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"".join(rows)))
+    tail = chunk(b"IEND", b"")
+    if size_bytes is not None:
+        padding = size_bytes - len(head) - len(tail) - 12  # a chunk's length, tag and CRC
+        head += chunk(b"prVt", random.Random(seed).randbytes(max(0, padding)))  # nosec B311 - filler, not a secret
+    return head + tail
 
 
 def recipe_for(dish: str) -> dict[str, Any]:
@@ -72,11 +78,25 @@ def recipe_for(dish: str) -> dict[str, Any]:
     }
 
 
+def largest_recipe(dish: str) -> dict[str, Any]:
+    """The largest recipe the recipe stage keeps: twelve steps, just under ``RECIPE_MAX_BYTES``."""
+    from chuixiang.generation.recipe_format import RECIPE_MAX_BYTES
+
+    recipe = recipe_for(dish)
+    base = recipe["steps"]
+    filler = "慢火收汁，随时尝味调整咸淡，注意火候，避免糊锅。"
+    room = RECIPE_MAX_BYTES - len(json.dumps(recipe, ensure_ascii=False).encode()) - 12 * 40 - 1_024
+    repeat = room // 12 // len(filler.encode())
+    recipe["steps"] = [{"order": i + 1, "text": base[i % len(base)]["text"] + filler * repeat} for i in range(12)]
+    return recipe
+
+
 @dataclass
 class ChatBehaviour:
     """How the fake answers one chat request. Defaults: a valid recipe, streamed."""
 
-    kind: str = "ok"  #: ok|reasoning_only|error_mid|length|json|eof_no_done|reset_mid|garbage|think
+    #: ok|reasoning_only|error_mid|length|json|eof_no_done|reset_mid|garbage|think|largest (the largest recipe kept)
+    kind: str = "ok"
     status: int = 200
     headers_delay_s: float = 0.0  #: silence before the status line
     chunk_delay_s: float | None = None  #: pace between chunks (None: the server's pace)
@@ -93,6 +113,7 @@ class ImageBehaviour:
     kind: str = "ok"  #: ok|garbage|stall
     status: int = 200
     delay_s: float = 0.0
+    size_bytes: int | None = None  #: pad the PNG to this size (e.g. the 8 MiB the image stage accepts)
 
 
 @dataclass
@@ -250,7 +271,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(b.status, {"error": error}, extra)
             return
         dish = _dish(body)
-        text = json.dumps(recipe_for(dish), ensure_ascii=False)
+        text = json.dumps(largest_recipe(dish) if b.kind == "largest" else recipe_for(dish), ensure_ascii=False)
         base = _chunk_base(body)
         if b.kind == "json" or not body.get("stream"):
             self._json(200, {**base, "object": "chat.completion", "choices": [
@@ -336,5 +357,5 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(b.status, {"error": {"message": f"fake image status {b.status}"}})
             return
         seed = zlib.crc32(str(body.get("prompt", "")).encode()) % 256
-        data = b"<html>not an image</html>" if b.kind == "garbage" else make_png(seed=seed)
+        data = b"<html>not an image</html>" if b.kind == "garbage" else make_png(seed=seed, size_bytes=b.size_bytes)
         self._json(200, {"created": int(time.time()), "data": [{"b64_json": base64.b64encode(data).decode()}]})

@@ -44,6 +44,8 @@ class Invocation:
     error_type: str | None
     duration_ms: int
     init_ms: int | None = None  #: the cold start's init, when this invocation had one (not in duration)
+    #: The worker's peak resident memory so far, as Lambda's "Max Memory Used" (the process's, imports included)
+    max_memory_mb: int | None = None
 
     @property
     def failed(self) -> bool:
@@ -263,6 +265,7 @@ def invoke(spec: FunctionSpec, event: Any, *, pool: WorkerPool, layer_dirs: list
                            "errorMessage": f"{request_id} Task timed out after {spec.timeout_s:.2f} seconds"},
                           "Sandbox.Timedout", duration, init_ms)
     pool.release(worker)
+    memory = int(out["max_rss_kb"]) // 1024 if "max_rss_kb" in out else None
     if "error" in out:
-        return Invocation(out["error"], out["error"]["errorType"], duration, init_ms)
-    return Invocation(out["result"], None, duration, init_ms)
+        return Invocation(out["error"], out["error"]["errorType"], duration, init_ms, memory)
+    return Invocation(out["result"], None, duration, init_ms, memory)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -72,6 +73,7 @@ def worker(request: dict[str, Any]) -> None:
                              "stackTrace": traceback.format_exception(exc)}}
         sys.stdout.flush()
         sys.stderr.flush()
+        out["max_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Lambda's "Max Memory Used"
         _send(sock, out)
     os._exit(0)
 

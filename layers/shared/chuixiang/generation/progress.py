@@ -27,7 +27,7 @@ from typing_extensions import TypedDict
 
 from ..clock import iso, now_utc
 from ..observability import logger
-from .recipe_format import json_start, strip_reasoning
+from .recipe_format import RECIPE_MAX_BYTES, json_start, strip_reasoning
 
 #: Characters per token of a recipe (Chinese text, JSON punctuation and an English image prompt):
 #: a 1,600-token recipe is about 2,000 characters. Used only while the provider reports no usage.
@@ -92,7 +92,9 @@ def partial_recipe(text: str) -> PartialRecipe | None:
         candidate["steps"] = doc[last][:-1]
     for _ in range(len(_SHOWN)):
         try:
-            return _PARTIAL.validate_python(candidate) or None
+            shown = _PARTIAL.validate_python(candidate) or None
+            # Past the size a recipe may have, it will be refused: stop showing it (the item has a limit).
+            return shown if len(_PARTIAL.dump_json(shown or {})) <= RECIPE_MAX_BYTES else None
         except ValidationError as exc:  # drop what does not fit and keep the rest
             for bad in {e["loc"][0] for e in exc.errors() if e["loc"]}:
                 candidate.pop(str(bad), None)

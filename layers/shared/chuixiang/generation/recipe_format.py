@@ -91,19 +91,29 @@ def extract_json_text(text: str) -> str:
     return text[start : end + 1]
 
 
+#: The largest recipe kept: its JSON (UTF-8) goes into the job item and the cache item, and a DynamoDB
+#: item holds 400 KB. The prompt asks for ~3 KB; a runaway answer is refused, not stored half-way.
+RECIPE_MAX_BYTES = 64 * 1024
+
+
 def parse_recipe(text: str) -> Recipe:
-    """Parse model output into a :class:`Recipe` or raise ``RECIPE_INVALID``."""
+    """Parse model output into a :class:`Recipe` or raise ``RECIPE_INVALID`` (also when it is larger
+    than :data:`RECIPE_MAX_BYTES`)."""
     candidate = extract_json_text(strip_reasoning(text)[0])
     try:
         data = json.loads(candidate)
     except json.JSONDecodeError as exc:
         raise StageError(ErrorCode.RECIPE_INVALID, f"not JSON: {exc.msg} at {exc.pos}") from None
     try:
-        return Recipe.model_validate(data)
+        recipe = Recipe.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise StageError(ErrorCode.RECIPE_INVALID, f"{where}: {first['msg']}") from None
+    size = len(recipe.model_dump_json().encode())
+    if size > RECIPE_MAX_BYTES:
+        raise StageError(ErrorCode.RECIPE_INVALID, f"recipe of {size} bytes, over the {RECIPE_MAX_BYTES} kept")
+    return recipe
 
 
 SYSTEM_PROMPT = """你是一位中餐菜谱作者。用户给出菜名，你只输出一个 JSON 对象，不要任何解释或代码块标记。
