@@ -10,12 +10,13 @@ from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chuixiang import steps
-from chuixiang.observability import logger
+from chuixiang.observability import logger, metrics
 
 steps.warm_up()
 
 
 @logger.inject_lambda_context(correlation_id_path="detail.name")
+@metrics.log_metrics
 @event_source(data_class=EventBridgeEvent)
 def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict:
     detail = event.detail

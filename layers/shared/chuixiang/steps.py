@@ -94,6 +94,13 @@ def _call_metrics(prefix: str, calls: list[UpstreamCall]) -> None:
         model_metric(f"{prefix}Calls", MetricUnit.Count, 1, c.model, Outcome=c.outcome)
 
 
+def _stage_finished(stage: str, model: str | None, total_ms: int, error: StageError | None, **figures: Any) -> None:
+    """One line per stage and job, what the saved Logs Insights queries read (slowest jobs and where
+    their time went, failures by code and model): ``recipeMs``/``imageMs`` so one ``stats`` sums each."""
+    logger.info("stage finished", extra={"stage": stage, "model": model, f"{stage}Ms": total_ms,
+                                         "code": error.code.value if error else None, **figures})
+
+
 def _recipe_model_metrics(m: RecipeMetrics, valid: bool) -> None:
     """Per-model figures of one recipe generation, the same from real traffic and from the canary:
     every call by outcome, and for the model that answered its total, first content, writing rate and
@@ -167,6 +174,8 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
     if m.maxGapMs is not None:
         metrics.add_metric(name="RecipeMaxGapMs", unit=MetricUnit.Milliseconds, value=m.maxGapMs)
+    _stage_finished("recipe", m.model, m.totalMs, outcome.error, firstContentMs=m.firstContentMs,
+                    maxGapMs=m.maxGapMs, attempts=m.attempts, calls=len(m.calls), boundBy=m.boundBy)
     if outcome.error is not None:
         err = outcome.error
         metrics.add_metric(name="RecipeFailed", unit=MetricUnit.Count, value=1)
@@ -196,6 +205,8 @@ def run_image(event: ImageEvent, remaining_ms: Callable[[], float], store: JobSt
     _call_metrics("Image", outcome.metrics.calls)
     metrics.add_metric(name="ImageAttempts", unit=MetricUnit.Count, value=outcome.metrics.attempts)
     metrics.add_metric(name="ImageTotalMs", unit=MetricUnit.Milliseconds, value=outcome.metrics.totalMs)
+    _stage_finished("image", outcome.metrics.model, outcome.metrics.totalMs, outcome.error,
+                    attempts=outcome.metrics.attempts, calls=len(outcome.metrics.calls))
     if outcome.error is not None:
         err = outcome.error
         metrics.add_metric(name="ImageFailed", unit=MetricUnit.Count, value=1)
@@ -246,4 +257,6 @@ def reconcile(job_id: str, status: str, store: JobStore | None = None) -> bool:
     code = ErrorCode.JOB_TIMED_OUT if status == "TIMED_OUT" else ErrorCode.INTERNAL
     changed = store.fail(job_id, code, f"execution {status}")
     logger.info("reconciled", extra={"jobId": job_id, "execution_status": status, "changed": changed})
+    if changed:  # the state machine did not finish this job: an alarm (JobsReconciled) pages for it
+        metrics.add_metric(name="JobsReconciled", unit=MetricUnit.Count, value=1)
     return changed
