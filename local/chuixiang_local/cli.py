@@ -193,6 +193,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cost(args: argparse.Namespace) -> int:
+    from .cost import Assumptions, render, report
+
+    overrides = parse_overrides(args.parameter_overrides)
+    check_or_raise(Template(overrides))
+    _progress("running a generated, a cached and a failed job on the local cloud to count their AWS calls…")
+    doc = report(overrides, Assumptions(recipe_seconds=args.recipe_seconds, image_seconds=args.image_seconds,
+                                        image_mb=args.image_mb))
+    print(json.dumps(doc, ensure_ascii=False, indent=2) if args.json else render(doc))
+    return 0
+
+
 def cmd_ladder(args: argparse.Namespace) -> int:
     template = Template(parse_overrides(args.parameter_overrides))
     ladder = build_ladder(template)
@@ -247,6 +259,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=str(WORK_DIR / "bench"), help="directory for bench.json, calls.csv, bench.png")
     common(p)
     p.set_defaults(func=cmd_bench, fake_pace_ms=3.0)
+
+    p = sub.add_parser("cost", help="AWS cost per 1 000 jobs (generated, cached, failed) from the template "
+                                    "and AWS calls counted on the local cloud")
+    p.add_argument("--recipe-seconds", type=float, default=86.0, help="production recipe stream time (default 86)")
+    p.add_argument("--image-seconds", type=float, default=30.0, help="production image generation time")
+    p.add_argument("--image-mb", type=float, default=1.5, help="stored and downloaded image size")
+    p.add_argument("--json", action="store_true", help="the figures and the measured counts as JSON")
+    common(p, model=False)
+    p.set_defaults(func=cmd_cost)
 
     p = sub.add_parser("ladder", help="print and check the timeout ladder")
     p.add_argument("--markdown", action="store_true", help="print the ladder as the README's table")

@@ -20,10 +20,12 @@ import io
 import json
 import logging
 import os
+import re
 import sys
 import threading
 import time
 import zipfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -151,6 +153,45 @@ def _cache_asl_programs() -> None:
         module.parse = functools.lru_cache(maxsize=512)(module.parse)  # type: ignore[attr-defined]
 
 
+class RequestCounter:
+    """WSGI middleware counting the AWS API calls the local cloud serves, as ``service:Action``
+    (``dynamodb:UpdateItem``, ``states:StartExecution``, ``s3:PutObject`` …): what ``chuixiang cost`` bills."""
+
+    def __init__(self, app: Callable[..., Any]) -> None:
+        self.app = app
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        name = api_call_name(environ)
+        with self._lock:
+            self.counts[name] += 1
+        return self.app(environ, start_response)
+
+    def snapshot(self) -> Counter[str]:
+        with self._lock:
+            return Counter(self.counts)
+
+
+_S3_ACTIONS = {"PUT": "PutObject", "GET": "GetObject", "HEAD": "HeadObject", "DELETE": "DeleteObject"}
+
+
+def api_call_name(environ: dict[str, Any]) -> str:
+    """``service:Action`` of a signed AWS request: the service from the SigV4 credential scope, the
+    action from ``X-Amz-Target`` (JSON protocols), the path (Lambda) or the method (S3 objects)."""
+    scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", environ.get("HTTP_AUTHORIZATION", ""))
+    service = scope.group(1) if scope else "unsigned"
+    target = environ.get("HTTP_X_AMZ_TARGET")
+    if target:
+        return f"{service}:{target.rsplit('.', 1)[-1]}"
+    path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
+    if service == "lambda" and path.endswith("/invocations"):
+        return "lambda:Invoke"
+    if service == "s3":
+        return f"s3:{_S3_ACTIONS.get(method, method)}"
+    return f"{service}:{method} {path}"
+
+
 class LocalCloud:
     """Deploys ``template.yaml`` into moto; use as a context manager."""
 
@@ -190,6 +231,9 @@ class LocalCloud:
         logging.getLogger("moto").setLevel(logging.CRITICAL)
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
+        wsgi = self._server._server  # werkzeug's server; it calls .app for every request
+        self.requests = RequestCounter(wsgi.app)
+        wsgi.app = self.requests
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
         # The ASL interpreter's own boto clients find moto through MOTO_PORT (restored on stop:

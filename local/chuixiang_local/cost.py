@@ -1,0 +1,220 @@
+"""``chuixiang cost``: what AWS bills per 1 000 jobs, from the template and counts measured locally.
+
+Three jobs run through the local cloud on the embedded model - one **generated**
+(recipe and image), the same dish again (**cached**), one whose model answers 503
+(**failed**) - and every AWS call they make is counted at the local endpoint
+(:class:`~chuixiang_local.engine.RequestCounter`), the state transitions read from
+each execution's history, the function invocations and log bytes recorded. Then,
+per path:
+
+* **Lambda**: every invocation billed at its function's ``MemorySize`` from the
+  template (arm64). The recipe and image stages are billed their production
+  durations (``--recipe-seconds``: 86 s, the median of three real generations;
+  ``--image-seconds``; a failed job at ``RecipeTotalTimeoutMs``, the costliest way
+  to fail); the short functions their local duration, scaled to the CPU share
+  their memory buys (Lambda gives 1 vCPU at 1 769 MB).
+* **Polling**: a client polls every ``pollAfterMs`` until the job ends: one HTTP API
+  request, one api invocation and the reads of one GET (measured) each.
+* **Progress**: one write every ``ProgressIntervalMs`` while the recipe streams
+  (modelled: the local stream ends before the first one).
+* **DynamoDB**: each write billed at the job item's final size in 1 KB units, each
+  strongly consistent read in 4 KB units (an upper bound: earlier writes are smaller).
+* **S3, logs, Secrets Manager, data transfer**: puts counted; the image stored for
+  ``ImageRetentionDays`` and downloaded once (``--image-mb``); log bytes measured.
+
+Unit prices are named constants below, for us-east-1 on :data:`PRICED_ON`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chuixiang.api import POLL_AFTER_MS
+
+from .api_client import LocalApi, http_event
+from .engine import LocalCloud
+from .fake_model import ChatBehaviour, FakeModel
+from .template import Template
+
+PRICED_ON = "2026-12-01"  #: us-east-1 list prices on this date (USD)
+LAMBDA_ARM_GB_SECOND = 0.0000133334
+LAMBDA_REQUEST = 0.20 / 1e6
+SFN_STANDARD_TRANSITION = 0.025 / 1000
+DDB_WRITE_UNIT = 0.625 / 1e6  #: on-demand write request unit (1 KB)
+DDB_READ_UNIT = 0.125 / 1e6  #: on-demand read request unit (4 KB strongly consistent)
+S3_PUT = 0.005 / 1000
+S3_GET = 0.0004 / 1000
+S3_GB_MONTH = 0.023
+TRANSFER_OUT_GB = 0.09
+HTTP_API_REQUEST = 1.00 / 1e6
+LOGS_INGEST_GB = 0.50
+SECRETS_API_CALL = 0.05 / 10_000
+#: The model bill, for scale (assumptions, overridable): ~1 600 output tokens at $10 per million, one image.
+MODEL_USD_PER_RECIPE = 0.016
+MODEL_USD_PER_IMAGE = 0.04
+
+FULL_CPU_MB = 1769  #: Lambda's memory for one full vCPU
+WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+READS = ("GetItem", "Query")
+
+
+@dataclass
+class Assumptions:
+    recipe_seconds: float = 86.0
+    image_seconds: float = 30.0
+    image_mb: float = 1.5
+    model_usd_per_recipe: float = MODEL_USD_PER_RECIPE
+    model_usd_per_image: float = MODEL_USD_PER_IMAGE
+
+
+@dataclass
+class PathCounts:
+    """What one job of a path did, measured locally."""
+
+    path: str
+    calls: Counter[str] = field(default_factory=Counter)  #: service:Action -> count (the GET polls excluded)
+    transitions: int = 0
+    invocations: Counter[str] = field(default_factory=Counter)  #: function logical id -> count
+    local_ms: Counter[str] = field(default_factory=Counter)  #: function logical id -> total local duration
+    log_bytes: int = 0
+    item_kb: float = 0.0  #: the job item's final size
+    status: str = ""
+
+
+@dataclass
+class PollCost:
+    """One GET poll, measured: the AWS calls of one GET and the api invocation's local duration."""
+
+    calls: Counter[str] = field(default_factory=Counter)
+    local_ms: float = 0.0
+
+
+def measure(overrides: dict[str, str], work_dir: Path) -> tuple[list[PathCounts], PollCost]:
+    paths: list[PathCounts] = []
+    poll = PollCost()
+    log_path = work_dir / "cost.log"
+    with FakeModel(pace_s=0.0005) as fake, open(log_path, "w") as log, \
+            LocalCloud(overrides, model_base_url=fake.base_url, work_dir=work_dir, log=log) as cloud:
+        api = LocalApi(cloud)
+        sfn = cloud.client("stepfunctions")
+        model = cloud.template.parameters["RecipeModel"]
+        for path, dish in (("generated", "成本测算菜"), ("cached", "成本测算菜"), ("failed", "成本测算失败菜")):
+            if path == "failed":
+                for name in cloud.template.parameters["RecipeFallbackModels"].split(",") + [model]:
+                    if name:
+                        fake.chat_by_model[name] = ChatBehaviour(status=503)
+            log.flush()
+            before_calls, before_inv = cloud.requests.snapshot(), len(cloud.invocations)
+            before_log = log_path.stat().st_size
+            status, body = api.post_dish(dish)
+            job_id = body["jobId"]
+            arn = f"{cloud.state_machine_arn.replace(':stateMachine:', ':execution:')}:{job_id}"
+            while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":  # the polls are modelled
+                fake.wait(0.05)
+            log.flush()
+            counts = PathCounts(path=path, calls=cloud.requests.snapshot() - before_calls,
+                                log_bytes=log_path.stat().st_size - before_log)
+            counts.calls -= Counter({"states:DescribeExecution": counts.calls["states:DescribeExecution"]})
+            for logical_id, invocation in cloud.invocations[before_inv:]:
+                counts.invocations[logical_id] += 1
+                counts.local_ms[logical_id] += invocation.duration_ms
+            history = sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+            counts.transitions = sum(e["type"].endswith("StateEntered") for e in history)
+            item = cloud.job_store().get(job_id) or {}
+            counts.item_kb = len(json.dumps(item, default=str, ensure_ascii=False).encode()) / 1024
+            before = cloud.requests.snapshot()
+            spec = cloud.template.function_by_dir("api")
+            got = cloud.invoke(spec, http_event("GET", f"/recipes/{job_id}"))
+            counts.status = json.loads(got.payload["body"])["status"]
+            poll = PollCost(calls=cloud.requests.snapshot() - before, local_ms=max(got.duration_ms, 1))
+            paths.append(counts)
+        fake.chat_by_model.clear()
+    return paths, poll
+
+
+def estimate(paths: list[PathCounts], poll: PollCost, template: Template,
+             assume: Assumptions) -> dict[str, dict[str, float]]:
+    """USD per 1 000 jobs of each path, by cost item."""
+    memory = {s.logical_id: s.memory_mb for s in template.functions().values()}
+    interval_s = template.number("ProgressIntervalMs") / 1000
+    total_limit_s = template.number("RecipeTotalTimeoutMs") / 1000
+    retention_months = template.number("ImageRetentionDays") / 30
+    out: dict[str, dict[str, float]] = {}
+    for p in paths:
+        streamed_s = {"generated": assume.recipe_seconds, "failed": total_limit_s}.get(p.path, 0.0)
+        image_s = assume.image_seconds if p.path == "generated" else 0.0
+        job_s = streamed_s + image_s + 1
+        polls = math.ceil(job_s * 1000 / POLL_AFTER_MS) + 1
+        gb_s = 0.0
+        for fn, count in p.invocations.items():
+            if fn == "RecipeFunction" and streamed_s:
+                seconds = streamed_s
+            elif fn == "ImageFunction" and image_s:
+                seconds = image_s
+            else:  # CPU-bound and short: the local time, at the CPU share this memory buys
+                seconds = p.local_ms[fn] / 1000 * max(1.0, FULL_CPU_MB / memory[fn])
+            gb_s += memory[fn] / 1024 * seconds
+        api_s = poll.local_ms / 1000 * max(1.0, FULL_CPU_MB / memory["ApiFunction"])
+        api_invocations = 1 + polls  # the POST (run in-process locally, so not in p.invocations) and the GETs
+        gb_s += api_invocations * memory["ApiFunction"] / 1024 * api_s
+        calls = p.calls + Counter({k: v * polls for k, v in poll.calls.items()})
+        progress_writes = math.floor(streamed_s / interval_s)
+        writes = sum(calls[f"dynamodb:{a}"] for a in WRITES) + progress_writes
+        reads = sum(calls[f"dynamodb:{a}"] for a in READS)
+        stored_image = p.path == "generated"
+        item = {
+            "Lambda duration": gb_s * LAMBDA_ARM_GB_SECOND,
+            "Lambda requests": (sum(p.invocations.values()) + api_invocations) * LAMBDA_REQUEST,
+            "Step Functions transitions": p.transitions * SFN_STANDARD_TRANSITION,
+            "DynamoDB writes": writes * math.ceil(max(p.item_kb, 1)) * DDB_WRITE_UNIT,
+            "DynamoDB reads": reads * math.ceil(max(p.item_kb, 1) / 4) * DDB_READ_UNIT,
+            "HTTP API requests": (1 + polls) * HTTP_API_REQUEST,
+            "S3 puts, storage, download": calls["s3:PutObject"] * S3_PUT + (
+                assume.image_mb / 1024 * (S3_GB_MONTH * retention_months + TRANSFER_OUT_GB) + S3_GET
+                if stored_image else 0.0),
+            "CloudWatch Logs": (p.log_bytes + 200 * (1 + polls)) / 1024**3 * LOGS_INGEST_GB,
+            "Secrets Manager": calls["secretsmanager:GetSecretValue"] * SECRETS_API_CALL,
+        }
+        out[p.path] = {k: v * 1000 for k, v in item.items()}
+        out[p.path]["total"] = sum(out[p.path].values())
+    return out
+
+
+def report(overrides: dict[str, str], assume: Assumptions) -> dict[str, Any]:
+    template = Template(overrides)
+    with tempfile.TemporaryDirectory(prefix="cx-cost-") as work:
+        paths, poll = measure(overrides, Path(work))
+    usd = estimate(paths, poll, template, assume)
+    model = 1000 * (assume.model_usd_per_recipe + assume.model_usd_per_image)
+    return {"pricedOn": PRICED_ON, "region": "us-east-1", "assumptions": asdict(assume),
+            "usdPer1000Jobs": usd, "modelUsdPer1000GeneratedJobs": model,
+            "measured": {p.path: {"status": p.status, "calls": dict(p.calls), "transitions": p.transitions,
+                                  "invocations": dict(p.invocations), "logBytes": p.log_bytes,
+                                  "jobItemKb": round(p.item_kb, 1)} for p in paths},
+            "perPoll": {"calls": dict(poll.calls), "localMs": poll.local_ms},
+            "memoryMb": {s.logical_id: s.memory_mb for s in template.functions().values()}}
+
+
+def render(doc: dict[str, Any]) -> str:
+    usd = doc["usdPer1000Jobs"]
+    paths = list(usd)
+    memory = ", ".join(f"{k.removesuffix('Function')} {v}" for k, v in doc["memoryMb"].items())
+    lines = [f"AWS cost per 1 000 jobs, USD (us-east-1 prices of {doc['pricedOn']}; memory MB: {memory})",
+             f"  {'':<28}" + "".join(f"{p:>12}" for p in paths)]
+    for item in usd[paths[0]]:
+        lines.append(f"  {item:<28}" + "".join(f"{usd[p][item]:>12.4f}" for p in paths))
+    a = doc["assumptions"]
+    lines.append(f"  model bill, generated job: {doc['modelUsdPer1000GeneratedJobs']:.2f} "
+                 f"(${a['model_usd_per_recipe']} a recipe + ${a['model_usd_per_image']} an image): "
+                 f"AWS is {usd['generated']['total'] / doc['modelUsdPer1000GeneratedJobs']:.1%} of it")
+    lines.append(f"  assumed: recipe {a['recipe_seconds']:g} s, image {a['image_seconds']:g} s "
+                 f"and {a['image_mb']:g} MB; measured locally: " + "; ".join(
+                     f"{p} {m['transitions']} transitions, {sum(m['calls'].values())} AWS calls"
+                     for p, m in doc["measured"].items()))
+    return "\n".join(lines)
