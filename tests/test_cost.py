@@ -39,7 +39,8 @@ def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Pa
     for path, items in base.items():
         assert all(v >= 0 for v in items.values()), path
         assert math.isclose(items["total"], sum(v for k, v in items.items() if k != "total"))
-        assert items["Step Functions transitions"] == pytest.approx(by_path[path].transitions * SFN_STANDARD_TRANSITION * 1000)
+        transitions = by_path[path].transitions * SFN_STANDARD_TRANSITION * 1000
+        assert items["Step Functions transitions"] == pytest.approx(transitions)
     assert base["generated"]["total"] > base["cached"]["total"]
     # Doubling the recipe function's memory adds exactly its 86 s at 128 MB more, per job.
     bigger = estimate(paths, poll, Template({"RecipeMemorySize": "256"}), assume)

@@ -152,7 +152,7 @@ def estimate(paths: list[PathCounts], poll: PollCost, template: Template,
         job_s = streamed_s + image_s + 1
         polls = math.ceil(job_s * 1000 / POLL_AFTER_MS) + 1
         gb_s = 0.0
-        for fn, count in p.invocations.items():
+        for fn in p.invocations:  # a stage once per job; the short ones by their summed local time
             if fn == "RecipeFunction" and streamed_s:
                 seconds = streamed_s
             elif fn == "ImageFunction" and image_s:
