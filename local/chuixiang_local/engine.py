@@ -15,12 +15,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
 import logging
 import os
 import re
+import socket
 import sys
 import threading
 import time
@@ -153,6 +155,17 @@ def _cache_asl_programs() -> None:
         module.parse = functools.lru_cache(maxsize=512)(module.parse)  # type: ignore[attr-defined]
 
 
+def stop_server(server: Any) -> None:
+    """``shutdown()`` of a socketserver returns at ``serve_forever``'s next poll (up to 0.5 s later); a
+    connection to it wakes the poll at once, so a local stack stops in milliseconds."""
+    stopping = threading.Thread(target=server.shutdown, daemon=True)
+    stopping.start()
+    while stopping.is_alive():
+        with contextlib.suppress(OSError):
+            socket.create_connection(server.server_address[:2], timeout=0.2).close()
+        stopping.join(0.02)
+
+
 class RequestCounter:
     """WSGI middleware counting the AWS API calls the local cloud serves, as ``service:Action``
     (``dynamodb:UpdateItem``, ``states:StartExecution``, ``s3:PutObject`` …): what ``chuixiang cost`` bills."""
@@ -242,14 +255,6 @@ class LocalCloud:
         os.environ["MOTO_PORT"] = str(port)
         self.aws_env = {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
         self._deploy()
-        # The zygote imports the layer with what every function's environment shares (Globals, the
-        # runner's), so a worker only has its handler module left to import.
-        spec = next(iter(self.functions.values()))
-        glob = self.template.doc["Globals"]["Function"]["Environment"]["Variables"]
-        shared = {k: v for k, v in lambda_env(spec, self.function_env(spec)).items()
-                  if k in glob or k in self.function_env(spec) or k in PASSTHROUGH}
-        self.pool = WorkerPool(self.log, env=shared, nice=self.worker_nice,
-                               code_dirs=[*self.layer_dirs(), *(s.code_dir for s in self.functions.values())])
         self._watcher = threading.Thread(target=self._watch_executions, name="eventbridge", daemon=True)
         self._watcher.start()
 
@@ -263,7 +268,8 @@ class LocalCloud:
         if getattr(self, "pool", None) is not None:
             self.pool.close()
         if self._server is not None:
-            self._server.stop()
+            stop_server(self._server._server)
+            self._server._thread.join()
             if self._previous_port is None:
                 os.environ.pop("MOTO_PORT", None)
             else:
@@ -285,6 +291,7 @@ class LocalCloud:
         self.template = Template(self.overrides, physical=physical)
         self._create_storage()
         self.functions = self.template.functions()
+        self._start_workers()  # the zygote's imports (~1 s of CPU) overlap the rest of the deployment
         self._create_functions()
         lid, arn, definition = self.template.state_machine()
         iam = self.client("iam")
@@ -295,6 +302,16 @@ class LocalCloud:
         )["stateMachineArn"]
         if self.state_machine_arn != arn:
             raise EngineError(f"state machine ARN {self.state_machine_arn} != template's {arn}")
+
+    def _start_workers(self) -> None:
+        """The zygote imports the layer with what every function's environment shares (Globals, the
+        runner's), so a worker only has its handler module left to import."""
+        spec = next(iter(self.functions.values()))
+        glob = self.template.doc["Globals"]["Function"]["Environment"]["Variables"]
+        shared = {k: v for k, v in lambda_env(spec, self.function_env(spec)).items()
+                  if k in glob or k in self.function_env(spec) or k in PASSTHROUGH}
+        self.pool = WorkerPool(self.log, env=shared, nice=self.worker_nice,
+                               code_dirs=[*self.layer_dirs(), *(s.code_dir for s in self.functions.values())])
 
     def _create_secret(self) -> None:
         sm = self.client("secretsmanager")

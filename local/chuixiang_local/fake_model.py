@@ -158,9 +158,11 @@ class FakeModel:
         return f"http://{self.host}:{self._server.server_address[1]}/v1"
 
     def stop(self) -> None:
+        from .engine import stop_server
+
         self._stop.set()
         if self._server:
-            self._server.shutdown()
+            stop_server(self._server)
             self._server.server_close()
 
     def count(self, path_suffix: str, model: str | None = None) -> int:
