@@ -19,7 +19,7 @@ from moto import mock_aws
 
 from chuixiang.timeouts import scaled_parameters
 from chuixiang_local.api_client import LocalApi
-from chuixiang_local.engine import LocalCloud
+from chuixiang_local.engine import LocalCloud, atomic_dynamodb
 from chuixiang_local.fake_model import FakeModel
 from chuixiang_local.template import Template
 
@@ -75,7 +75,9 @@ def _reset_scripts(request: pytest.FixtureRequest) -> None:
 
 @pytest.fixture
 def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """An in-process moto table (a local cloud that ran earlier may have left its endpoint in the env)."""
+    """An in-process moto table (a local cloud that ran earlier may have left its endpoint in the env),
+    its item operations atomic as DynamoDB's are (moto's are not under threads: ``atomic_dynamodb``)."""
+    atomic_dynamodb()
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                        "AWS_DEFAULT_REGION": "us-east-1"}.items():

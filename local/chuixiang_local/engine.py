@@ -84,6 +84,7 @@ def _patch_moto() -> None:
         LambdaSimpleBackend._chuixiang_patched = True  # type: ignore[attr-defined]
         _share_interpreter_clients()
         _cache_asl_programs()
+        atomic_dynamodb()
         _cache_module_list()
 
 
@@ -126,6 +127,31 @@ def _share_interpreter_clients() -> None:
 
     for module in (lambda_eval_utils, state_task_service_dynamodb):
         module.boto_client_for = shared  # type: ignore[attr-defined]
+
+
+def atomic_dynamodb() -> None:
+    """DynamoDB applies each request to an item atomically: a conditional write's check and write are
+    one step. moto's backend has no lock, so two threads' conditional writes can both pass their check
+    (two probes of one breaker, two owners of one admission slot). One lock around every item
+    operation restores DynamoDB's guarantee; it costs nothing the interpreter lock was not costing."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if getattr(DynamoDBBackend, "_chuixiang_atomic", False):
+        return
+    lock = threading.RLock()
+
+    def locked(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return method(*args, **kwargs)
+        return call
+
+    for name in ("get_item", "put_item", "update_item", "delete_item", "transact_write_items",
+                 "transact_get_items", "batch_write_item", "batch_get_item", "query", "scan"):
+        if hasattr(DynamoDBBackend, name):
+            setattr(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
+    DynamoDBBackend._chuixiang_atomic = True  # type: ignore[attr-defined]
 
 
 def _cache_asl_programs() -> None:
