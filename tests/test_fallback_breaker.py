@@ -90,7 +90,10 @@ def test_no_fallback_once_content_started_or_for_a_bad_answer(fake: FakeModel, s
 
 def test_image_primary_down_fallback_draws(fake: FakeModel, scaled_template: Template) -> None:
     fake.image_by_model[PRIMARY] = ImageBehaviour(status=503)
-    outcome, _ = run_image(scaled_template, fake.base_url, 3000,
+    # The fallback is tried only with half the stage's budget left. The primary's three attempts sleep
+    # jittered back-offs of up to 0.5 + 1 s, which is half of 3 s: with 10 s, only a stall of over 3 s
+    # (not a draw of the jitter) could leave the fallback out.
+    outcome, _ = run_image(scaled_template, fake.base_url, 10_000,
                            settings=settings_with_fallback(scaled_template, fake.base_url, "image"))
     assert outcome.error is None and outcome.image is not None and outcome.metrics.model == FALLBACK
     assert fake.count("/images/generations", FALLBACK) == 1
