@@ -71,4 +71,10 @@ class Serve:
 
     def stop(self) -> None:
         self.proc.terminate()
-        self.proc.wait(timeout=15)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self._stderr.seek(0)
+            tail = self._stderr.read().decode(errors="replace")[-3000:]
+            self.proc.kill()
+            raise AssertionError(f"serve did not stop within 15 s of SIGTERM; its stderr ends:\n{tail}") from None

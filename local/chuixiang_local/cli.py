@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess  # nosec B404 - starts our own API process with fixed arguments
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,15 +112,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
              "--jwt-issuer", cloud.template.parameters["JwtIssuer"],
              "--jwt-audience", cloud.template.parameters["JwtAudience"]],
             env=env)
-        signal.signal(signal.SIGTERM, lambda *_: api.terminate())
+
+        def stop(*_: Any) -> None:
+            _progress("stopping: the API process")
+            _exit_if_still_stopping_after(SERVE_STOP_LIMIT_S)
+            api.terminate()
+
+        signal.signal(signal.SIGTERM, stop)
         _progress(f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
                   f"/openapi.json, Swagger UI at /swagger); Ctrl-C stops")
         try:
             api.wait()
         except KeyboardInterrupt:
-            api.terminate()
-            api.wait(timeout=15)
+            stop()
+            api.wait()
+        _progress("stopping: the local cloud and the model")
+    _progress("stopped")
     return 0
+
+
+#: How long ``serve`` may take to stop once asked (it takes well under a second).
+SERVE_STOP_LIMIT_S = 10.0
+
+
+def _exit_if_still_stopping_after(seconds: float) -> None:
+    """A stop must end: should a step hang (a child that ignores SIGTERM, a server that never wakes),
+    exit anyway after ``seconds``, saying so; the last "stopping:" line on stderr names the step."""
+    def bail() -> None:
+        time.sleep(seconds)
+        _progress(f"still stopping after {seconds:g} s; exiting now")
+        os._exit(1)
+
+    threading.Thread(target=bail, name="stop-limit", daemon=True).start()
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:

@@ -287,7 +287,7 @@ class LocalCloud:
     def stop(self) -> None:
         self._stop.set()
         if getattr(self, "_watcher", None) is not None:
-            self._watcher.join(timeout=10)
+            self._watcher.join(timeout=2)  # a daemon: it only has to not start a reconcile now
         for name in list(_ROUTES):
             if self.prefix in name:
                 _ROUTES.pop(name, None)
