@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "local"), str(ROOT / "layers" / "shared")]
 
+from chuixiang_local.engine import FAKE_CREDENTIALS  # noqa: E402 - moto's documented dummies
 from chuixiang_local.invoker import lambda_env  # noqa: E402 - the local runner's Lambda environment
 from chuixiang_local.template import Template  # noqa: E402
 
@@ -94,9 +95,7 @@ def main() -> None:
         print(f"cold import of each handler, median of {args.runs} fresh python3.12 processes (ms):")
         print(f"  {'function':<10}" + "".join(f"{v:>15}" for v in variants))
         for spec in template.functions().values():
-            env = {**lambda_env(spec, {"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
-                                       "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}),  # nosec B106 - dummies
-                   "PYTHONDONTWRITEBYTECODE": "1"}
+            env = lambda_env(spec, FAKE_CREDENTIALS)
             env.pop("PYENV_VERSION", None)
             row = []
             for name, paths in variants.items():

@@ -157,7 +157,7 @@ def emitted_metrics(tmp_path_factory: pytest.TempPathFactory) -> set[Metric]:
         assert cook("看板图坏")["imageError"] is not None
         fake.chat_script.append(ChatBehaviour(stall_after_chunks=2, stall_s=20, keepalive_every_s=0.1))
         job = api.post_dish("看板中止")[1]["jobId"]
-        arn = f"{cloud.state_machine_arn.replace(':stateMachine:', ':execution:')}:{job}"
+        arn = cloud.execution_arn(job)
         sfn = cloud.client("stepfunctions")
         assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"  # its model stalls for 20 s
         sfn.stop_execution(executionArn=arn, error="Operator", cause="dashboard test")  # aborted by an operator

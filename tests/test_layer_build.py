@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from chuixiang_local.engine import FAKE_CREDENTIALS
 from chuixiang_local.invoker import lambda_env
 from chuixiang_local.template import Template
 
@@ -76,8 +77,7 @@ def test_every_handler_imports_from_the_built_layer(site: Path) -> None:
     """Imported as on Lambda: the function's code, then the layer, then the runtime's boto3 (this venv);
     -B: nothing is compiled or written at import (/opt is read-only)."""
     for spec in Template().functions().values():
-        env = {**lambda_env(spec, {"AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
-                                   "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"})}
+        env = lambda_env(spec, FAKE_CREDENTIALS)
         before = {p for p in site.rglob("*") if p.is_file()}
         out = subprocess.run([sys.executable, "-I", "-B", "-c",
                               f"import sys; sys.path[:0] = {[str(spec.code_dir), str(site)]!r}\n{PROBE}"],

@@ -48,8 +48,7 @@ def test_image_failure_degrades_the_job(api: LocalApi, module_fake: FakeModel, s
 
 
 def _execution(cloud: LocalCloud, job_id: str) -> dict:
-    arn = cloud.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{job_id}"
-    return cloud.describe_execution(arn)
+    return cloud.describe_execution(cloud.execution_arn(job_id))
 
 
 def _wait_reconciled(cloud: LocalCloud, arn: str, seconds: float = 15) -> None:

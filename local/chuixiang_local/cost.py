@@ -114,7 +114,7 @@ def measure(overrides: dict[str, str], work_dir: Path) -> tuple[list[PathCounts]
             before_log = log_path.stat().st_size
             status, body = api.post_dish(dish)
             job_id = body["jobId"]
-            arn = f"{cloud.state_machine_arn.replace(':stateMachine:', ':execution:')}:{job_id}"
+            arn = cloud.execution_arn(job_id)
             while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":  # the polls are modelled
                 fake.wait(0.05)
             log.flush()

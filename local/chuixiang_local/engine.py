@@ -15,14 +15,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import json
 import logging
 import os
 import re
-import socket
 import sys
 import threading
 import time
@@ -39,6 +37,7 @@ from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 
 from .invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
+from .servers import stop_server
 from .template import ACCOUNT, REGION, FunctionSpec, Template
 
 MOTO_VERSION = "5.2.5"  # the ASL interpreter hook below is verified against this version
@@ -179,17 +178,6 @@ def _cache_asl_programs() -> None:
 
     for module in (json_path, result_path):
         module.parse = functools.lru_cache(maxsize=512)(module.parse)  # type: ignore[attr-defined]
-
-
-def stop_server(server: Any) -> None:
-    """``shutdown()`` of a socketserver returns at ``serve_forever``'s next poll (up to 0.5 s later); a
-    connection to it wakes the poll at once, so a local stack stops in milliseconds."""
-    stopping = threading.Thread(target=server.shutdown, daemon=True)
-    stopping.start()
-    while stopping.is_alive():
-        with contextlib.suppress(OSError):
-            socket.create_connection(server.server_address[:2], timeout=0.2).close()
-        stopping.join(0.02)
 
 
 class RequestCounter:
@@ -453,6 +441,10 @@ class LocalCloud:
                         detail = self.describe_execution(ex["executionArn"])
                         self.invoke(reconcile, self.status_change_event(detail))
                     self._reconciled.add(ex["executionArn"])
+
+    def execution_arn(self, job_id: str) -> str:
+        """The ARN of a job's execution (named after the job)."""
+        return f"{self.state_machine_arn.replace(':stateMachine:', ':execution:')}:{job_id}"
 
     def describe_execution(self, execution_arn: str) -> dict[str, Any]:
         """DescribeExecution, with the status AWS would report.

@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .model_profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile, profile_text, token_pieces
+from .servers import stop_server
 
 
 def make_png(width: int = 64, height: int = 64, seed: int = 0, size_bytes: int | None = None) -> bytes:
@@ -158,8 +159,6 @@ class FakeModel:
         return f"http://{self.host}:{self._server.server_address[1]}/v1"
 
     def stop(self) -> None:
-        from .engine import stop_server
-
         self._stop.set()
         if self._server:
             stop_server(self._server)
