@@ -32,7 +32,7 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
 
 
-def client(base: str, dish: str, poll_s: float, give_up_s: float, out: dict[str, Any],
+def client(base: str, dish: str, poll_s: float | None, give_up_s: float, out: dict[str, Any],
            start: threading.Barrier) -> None:
     with httpx.Client(base_url=base, timeout=60) as http:
         start.wait()
@@ -44,6 +44,7 @@ def client(base: str, dish: str, poll_s: float, give_up_s: float, out: dict[str,
             out["status"] = f"HTTP {created.status_code}"
             return
         job_id = created.json()["jobId"]
+        poll_s = poll_s or created.json()["pollAfterMs"] / 1000
         while time.monotonic() - t0 < give_up_s:
             doc = http.get(f"/recipes/{job_id}").json()
             if doc["status"] in ("SUCCEEDED", "FAILED"):
@@ -54,13 +55,15 @@ def client(base: str, dish: str, poll_s: float, give_up_s: float, out: dict[str,
         out["status"] = "gave up"
 
 
-def run(clients: int, poll_ms: float, overrides: dict[str, str], fake_pace_ms: float) -> dict[str, Any]:
-    serve = Serve(overrides, fake_pace_ms=fake_pace_ms)
+def run(clients: int, poll_ms: float | None, overrides: dict[str, str], fake_pace_ms: float,
+        serve_args: list[str]) -> dict[str, Any]:
+    serve = Serve(overrides, fake_pace_ms=fake_pace_ms, serve_args=serve_args)
     results: list[dict[str, Any]] = [{} for _ in range(clients)]
     barrier = threading.Barrier(clients)
     try:
         started = time.monotonic()
-        threads = [threading.Thread(target=client, args=(serve.base, f"压测菜{i}号", poll_ms / 1000, 600, results[i],
+        poll_s = poll_ms and poll_ms / 1000
+        threads = [threading.Thread(target=client, args=(serve.base, f"压测菜{i}号", poll_s, 600, results[i],
                                                          barrier)) for i in range(clients)]
         for t in threads:
             t.start()
@@ -78,12 +81,14 @@ def run(clients: int, poll_ms: float, overrides: dict[str, str], fake_pace_ms: f
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=60)
-    ap.add_argument("--poll-ms", type=float, default=500)
+    ap.add_argument("--poll-ms", type=float, default=None, help="default: the 202's pollAfterMs, as a client does")
+    ap.add_argument("--workers", type=int, default=None, help="serve --workers (api invocations at once)")
     ap.add_argument("--fake-pace-ms", type=float, default=2.0)
     ap.add_argument("--parameter-overrides", nargs="*", default=[])
     args = ap.parse_args()
     overrides = dict(kv.split("=", 1) for kv in args.parameter_overrides)
-    r = run(args.clients, args.poll_ms, overrides, args.fake_pace_ms)
+    r = run(args.clients, args.poll_ms, overrides, args.fake_pace_ms,
+            ["--workers", str(args.workers)] if args.workers else [])
     print(f"{r['jobs']} jobs at once through chuixiang serve, wall {r['wall_s']:.1f} s")
     print(f"  POST            p50 {statistics.median(r['posts']) * 1000:7.0f} ms   p95 "
           f"{percentile(r['posts'], 95) * 1000:7.0f} ms   max {max(r['posts']) * 1000:7.0f} ms")

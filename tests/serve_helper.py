@@ -25,7 +25,7 @@ class Serve:
     """``chuixiang serve`` in its own process, as a user starts it; ready when it answers."""
 
     def __init__(self, overrides: dict[str, str], model_base_url: str | None = None,
-                 fake_pace_ms: float | None = None) -> None:
+                 fake_pace_ms: float | None = None, serve_args: list[str] | None = None) -> None:
         port = free_port()
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server never blocks on it
         model = ["--model-base-url", model_base_url] if model_base_url else []
@@ -33,7 +33,8 @@ class Serve:
             model += ["--fake-pace-ms", str(fake_pace_ms)]
         params = ["--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]] if overrides else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chuixiang_local.cli", "serve", "--port", str(port), *model, *params],
+            [sys.executable, "-m", "chuixiang_local.cli", "serve", "--port", str(port), *model, *params,
+             *(serve_args or [])],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._stderr)
         self.base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from chuixiang.api import start_job
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore, dish_key
 from chuixiang_local.api_client import LocalApi
@@ -18,22 +19,26 @@ from chuixiang_local.template import Template
 def test_same_dish_at_once_joins_the_job_generating_it(api: LocalApi, module_fake: FakeModel) -> None:
     module_fake.chat_script.append(ChatBehaviour(chunk_delay_s=0.004))  # ~1 s of streaming
     answers: list[dict[str, Any]] = [{} for _ in range(6)]
+    barrier = threading.Barrier(len(answers))
 
-    def post(i: int) -> None:
-        status, answers[i] = api.post_dish("单飞测试菜" if i % 2 else " 单飞测试菜 ")  # same after normalising
-        assert status == 202
+    def start(i: int) -> None:  # six api sandboxes at once (one handler in-process is one request at a time)
+        barrier.wait()
+        answers[i] = start_job({"dish": "单飞测试菜"})
 
-    threads = [threading.Thread(target=post, args=(i,)) for i in range(len(answers))]
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(len(answers))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    status, through_http = api.post_dish(" 单飞测试菜 ")  # the same after normalising, while it generates
+    assert status == 202
+    answers.append(through_http)
     job_ids = {a["jobId"] for a in answers}
     assert len(job_ids) == 1, answers
     assert all(a["deadlineAt"] for a in answers)
     doc = api.wait(job_ids.pop(), give_up_s=30)
     assert doc["status"] == "SUCCEEDED"
-    assert module_fake.count("/chat/completions") == 1  # one model call for six requests
+    assert module_fake.count("/chat/completions") == 1  # one model call for seven requests
     # Once it has ended, the same dish is a new job (served from the cache: still no model call).
     status, later = api.post_dish("单飞测试菜")
     assert status == 202 and later["jobId"] != doc["jobId"]

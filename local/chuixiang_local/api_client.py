@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +31,11 @@ def http_event(method: str, path: str, body: str | None = None,
 
 
 class LocalApi:
-    """The api Lambda's handler, loaded from ``functions/api`` with the function's environment."""
+    """The api Lambda's handler, loaded from ``functions/api`` with the function's environment.
+
+    One request at a time, as in one Lambda sandbox: the Powertools resolver keeps the current
+    event on its class, so two threads in one process would answer each other's requests
+    (``chuixiang serve`` runs each request in a process of its own)."""
 
     def __init__(self, cloud: LocalCloud) -> None:
         self.cloud = cloud
@@ -42,6 +47,7 @@ class LocalApi:
         module = importlib.util.module_from_spec(loader_spec)
         loader_spec.loader.exec_module(module)
         self.handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, func)
+        self._one_at_a_time = threading.Lock()
 
     def request(self, method: str, path: str, body: str | None = None,
                 headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
@@ -50,7 +56,8 @@ class LocalApi:
         spec = self.cloud.template.function_by_dir("api")
         context = LocalContext(spec.name, spec.memory_mb, "local", int(time.time() * 1000) + spec.timeout_s * 1000,
                                spec.arn)
-        resp = self.handler(http_event(method, path, body, headers), context)
+        with self._one_at_a_time:
+            resp = self.handler(http_event(method, path, body, headers), context)
         return resp["statusCode"], json.loads(resp["body"])
 
     def post_dish(self, dish: Any, idempotency_key: str | None = None) -> tuple[int, dict[str, Any]]:

@@ -2,28 +2,55 @@
 
 API Gateway and the Lambdas it invokes do not share a CPU with Step Functions and
 DynamoDB; locally, the moto server and the state machine interpreter run in the
-``serve`` process, so the API gets its own process (and interpreter lock) here,
-with the api function's environment, and serves requests through
-:class:`~chuixiang_local.asgi.LambdaAsgi`.
+``serve`` process, so the API front door gets its own process here. Each request
+is one invocation of the api function on a warm worker process of its own, as
+each is a Lambda sandbox serving one request at a time: the Powertools resolver
+keeps the current event on its class and the Logger its keys on the process, so
+requests must never share an interpreter. Swagger UI (``/swagger``), which the
+deployed API does not serve, is answered here.
 
-    python -m chuixiang_local.api_server --port 3000 --function-name … --timeout 10 …
+    python -m chuixiang_local.api_server --port 3000 --function '{"spec": …, "layer_dirs": …, "extra_env": …}'
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import threading
+from pathlib import Path
 from typing import Any
+
+from .invoker import Invocation, WorkerPool, invoke, lambda_env
+from .template import FunctionSpec
+
+#: What API Gateway (HTTP API) answers when the function itself fails or times out.
+FUNCTION_ERROR = {"statusCode": 500, "headers": {"content-type": "application/json"},
+                  "body": json.dumps({"message": "Internal Server Error"})}
+FUNCTION_TIMEOUT = {"statusCode": 503, "headers": {"content-type": "application/json"},
+                    "body": json.dumps({"message": "Service Unavailable"})}
+
+
+def function_argument(spec: FunctionSpec, layer_dirs: list[Path], extra_env: dict[str, str]) -> str:
+    """``--function``: what the API process needs to run the api function as the engine would."""
+    return json.dumps({"spec": {**vars(spec), "code_dir": str(spec.code_dir)},
+                       "layer_dirs": [str(d) for d in layer_dirs], "extra_env": extra_env})
+
+
+def as_proxy_response(result: Invocation) -> dict[str, Any]:
+    if result.error_type == "Sandbox.Timedout":
+        return FUNCTION_TIMEOUT
+    if result.failed or not isinstance(result.payload, dict):
+        return FUNCTION_ERROR
+    return result.payload
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
-    ap.add_argument("--workers", type=int, default=8)
-    ap.add_argument("--function-name", required=True)
-    ap.add_argument("--function-arn", default="")
-    ap.add_argument("--timeout", type=int, required=True)
-    ap.add_argument("--memory", type=int, default=128)
+    ap.add_argument("--workers", type=int, default=16, help="api invocations at once (warm worker processes)")
+    ap.add_argument("--function", required=True, help="the api function (see function_argument)")
     ap.add_argument("--jwt-issuer", default="", help="the template's JwtIssuer: check tokens as API Gateway would")
     ap.add_argument("--jwt-audience", default="", help="the template's JwtAudience (comma-separated)")
     args = ap.parse_args()
@@ -31,22 +58,39 @@ def main() -> None:
     import uvicorn
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-    from chuixiang.api import build_app, handle, warm_up
+    from chuixiang.api import build_app, handle
 
     from .asgi import LambdaAsgi
     from .jwt_authorizer import JwtAuthorizer
 
-    def make_handler() -> Any:
-        app = build_app(APIGatewayHttpResolver, swagger=True)
-        return lambda event, context: handle(app, event, context)
+    given = json.loads(args.function)
+    spec = FunctionSpec(**{**given["spec"], "code_dir": Path(given["spec"]["code_dir"])})
+    layer_dirs = [Path(d) for d in given["layer_dirs"]]
+    extra_env: dict[str, str] = given["extra_env"]
+    env = lambda_env(spec, extra_env)
+    sys_path = [str(spec.code_dir), *map(str, layer_dirs)]
+    pool = WorkerPool(sys.stderr, env=env, code_dirs=[*layer_dirs, spec.code_dir], preload=spec,
+                      max_idle=args.workers)
+    pool.prewarm(spec, env, sys_path, args.workers)
 
-    warm_up()
-    asgi = LambdaAsgi(make_handler, function_name=args.function_name, timeout_s=args.timeout,
-                      memory_mb=args.memory, arn=args.function_arn, workers=args.workers,
+    def run(event: dict[str, Any]) -> dict[str, Any]:
+        return as_proxy_response(invoke(spec, event, pool=pool, layer_dirs=layer_dirs, extra_env=extra_env))
+
+    swagger_app = build_app(APIGatewayHttpResolver, swagger=True)
+    swagger_lock = threading.Lock()  # the resolver is one request at a time (see above)
+
+    def swagger(event: dict[str, Any]) -> dict[str, Any]:
+        with swagger_lock:
+            return handle(swagger_app, event, None)
+
+    asgi = LambdaAsgi(run, workers=args.workers, local_routes={"/swagger": swagger},
                       authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(","))
                       if args.jwt_issuer else None)
-    uvicorn.run(asgi, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
-                backlog=2048)
+    try:
+        uvicorn.run(asgi, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
+                    backlog=2048)
+    finally:
+        pool.close()
 
 
 if __name__ == "__main__":

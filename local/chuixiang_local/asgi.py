@@ -3,18 +3,15 @@
 API Gateway invokes the Lambda with one event per request and runs as many
 invocations at once as there are requests; this ASGI app does the same on
 loopback: it builds the v2 event (headers, query, body base64-encoded when it is
-not UTF-8), runs the api handler on a worker thread, and sends back its proxy
-response. The Powertools resolver keeps the current request on the instance, so
-each of ``workers`` handlers (built up front, like warm sandboxes) serves one
-request at a time; more requests wait for a free one instead of each paying a
-cold start. Run by uvicorn, which stops cleanly on SIGINT/SIGTERM.
+not UTF-8), hands it to the api function (see :mod:`chuixiang_local.api_server`:
+one warm worker process per request in flight) from a thread, and sends back its
+proxy response. Run by uvicorn, which stops cleanly on SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import queue
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -24,10 +21,8 @@ from typing import Any
 from chuixiang.api import error_body
 from chuixiang.errors import HttpErrorCode
 
-from .context import LocalContext
 from .jwt_authorizer import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, JwtAuthorizer
 
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -37,27 +32,23 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 
 
 class LambdaAsgi:
-    """ASGI app running ``make_handler()`` (one per worker thread) for every HTTP request."""
+    """ASGI app handing every HTTP request, as an HTTP API event, to ``invoke`` (one invocation of the
+    api function, in a process of its own) on one of ``workers`` threads; more requests wait for one."""
 
-    def __init__(self, make_handler: Callable[[], Handler], *, function_name: str, timeout_s: int,
-                 memory_mb: int = 128, arn: str = "", workers: int = 8,
+    def __init__(self, invoke: Callable[[dict[str, Any]], dict[str, Any]], *, workers: int = 16,
+                 local_routes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
                  authorizer: JwtAuthorizer | None = None) -> None:
-        self.make_handler = make_handler
+        """``local_routes``: paths (and ``<path>.<ext>``) answered by another handler than ``invoke``."""
+        self.invoke = invoke
+        self.local_routes = local_routes or {}
         self.authorizer = authorizer
-        self.function_name, self.timeout_s, self.memory_mb, self.arn = function_name, timeout_s, memory_mb, arn
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="api")
-        self._handlers: queue.SimpleQueue[Handler] = queue.SimpleQueue()
-        for _ in range(workers):
-            self._handlers.put(make_handler())
 
-    def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
-        context = LocalContext(self.function_name, self.memory_mb, str(uuid.uuid4()),
-                               int(time.time() * 1000) + self.timeout_s * 1000, self.arn)
-        handler = self._handlers.get()
-        try:
-            return handler(event, context)
-        finally:
-            self._handlers.put(handler)
+    def _handler_for(self, path: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        for prefix, handler in self.local_routes.items():
+            if path == prefix or path.startswith(f"{prefix}."):
+                return handler
+        return self.invoke
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -85,7 +76,7 @@ class LambdaAsgi:
                 await _send(send, 401, UNAUTHORIZED_HEADERS, UNAUTHORIZED_BODY)
                 return
             event["requestContext"]["authorizer"] = {"jwt": {"claims": claims, "scopes": None}}
-        result = await asyncio.get_running_loop().run_in_executor(self.pool, self.invoke, event)
+        result = await asyncio.get_running_loop().run_in_executor(self.pool, self._handler_for(event["rawPath"]), event)
         payload = result.get("body") or ""
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else str(payload).encode()
         headers = {str(k).lower(): str(v) for k, v in (result.get("headers") or {}).items()}

@@ -23,8 +23,9 @@ from chuixiang.observability import logger
 from chuixiang.settings import comma_list
 
 from .api_client import LocalApi
+from .api_server import function_argument
 from .engine import EngineError, LocalCloud
-from .fake_model import FakeModel
+from .fake_model import FakeModel, FakeModelProcess
 from .ladder import build_ladder, check_or_raise, markdown_table
 from .template import REPO_ROOT, ConfigError, Template, parse_overrides
 from .watch import JobWatch
@@ -45,10 +46,10 @@ def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalC
     """Ladder check, then the fake model (unless a URL is given), then the local cloud."""
     overrides = parse_overrides(args.parameter_overrides)
     check_or_raise(Template(overrides))
-    fake: FakeModel | None = None
+    fake: FakeModelProcess | None = None
     base_url = args.model_base_url
     if not base_url:
-        fake = FakeModel(pace_s=args.fake_pace_ms / 1000)
+        fake = FakeModelProcess(pace_s=args.fake_pace_ms / 1000)
         base_url = fake.start()
         _progress(f"embedded fake model at {base_url} ({args.fake_pace_ms} ms per chunk)")
     cloud = LocalCloud(overrides, model_base_url=base_url, work_dir=WORK_DIR, log=log,
@@ -105,10 +106,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         spec = cloud.template.function_by_dir("api")
         env = {**os.environ, **cloud.api_environment(),
                "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
+        extra_env = {**cloud.function_env(spec), "STATE_MACHINE_ARN": cloud.state_machine_arn}
         api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.api_server", "--host", args.host, "--port", str(args.port),
-             "--workers", str(args.workers), "--function-name", spec.name, "--function-arn", spec.arn,
-             "--timeout", str(spec.timeout_s), "--memory", str(spec.memory_mb),
+             "--workers", str(args.workers),
+             "--function", function_argument(spec, cloud.layer_dirs(), extra_env),
              "--jwt-issuer", cloud.template.parameters["JwtIssuer"],
              "--jwt-audience", cloud.template.parameters["JwtAudience"]],
             env=env)
@@ -122,13 +124,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _progress(f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
                   f"/openapi.json, Swagger UI at /swagger); Ctrl-C stops")
         try:
-            api.wait()
+            _wait_interruptibly(api)
         except KeyboardInterrupt:
             stop()
-            api.wait()
+            _wait_interruptibly(api)
         _progress("stopping: the local cloud and the model")
     _progress("stopped")
     return 0
+
+
+def _wait_interruptibly(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for ``proc`` in short waits. The kernel may hand SIGTERM to any of this process's threads;
+    Python then only runs the handler once the main thread is back in the interpreter, which a
+    plain ``wait()`` (one blocking ``waitpid``) never is while the child lives: ``serve`` ignored
+    SIGTERM about two times in three with sixty executions running."""
+    while True:
+        try:
+            proc.wait(timeout=0.2)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 #: How long ``serve`` may take to stop once asked (it takes well under a second).
@@ -263,7 +278,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=3000)
     p.add_argument("--verbose", action="store_true", help="function logs on stderr")
-    p.add_argument("--workers", type=int, default=32, help="api invocations at once (warm handlers)")
+    p.add_argument("--workers", type=int, default=16,
+                   help="api invocations at once (warm api function processes)")
     common(p)
     p.set_defaults(func=cmd_serve)
 

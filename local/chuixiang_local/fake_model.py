@@ -15,8 +15,11 @@ import base64
 import json
 import random
 import re
+import signal
 import socket
 import struct
+import subprocess  # nosec B404 - FakeModelProcess starts our own module
+import sys
 import threading
 import time
 import zlib
@@ -360,3 +363,55 @@ class _Handler(BaseHTTPRequestHandler):
         seed = zlib.crc32(str(body.get("prompt", "")).encode()) % 256
         data = b"<html>not an image</html>" if b.kind == "garbage" else make_png(seed=seed, size_bytes=b.size_bytes)
         self._json(200, {"created": int(time.time()), "data": [{"b64_json": base64.b64encode(data).decode()}]})
+
+
+class FakeModelProcess:
+    """The fake model with its default behaviour, in a process of its own.
+
+    A model provider does not share a CPU with AWS. In-process, sixty streams at once
+    would share the local cloud's interpreter lock with moto and slow every AWS call;
+    the commands that need no scripted faults (``run``, ``cook``, ``serve``) use this."""
+
+    def __init__(self, pace_s: float) -> None:
+        self.pace_s = pace_s
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> str:
+        self._proc = subprocess.Popen(  # nosec B603 - sys.executable and our own module
+            [sys.executable, "-m", "chuixiang_local.fake_model", "--pace-ms", str(self.pace_s * 1000)],
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        assert self._proc.stdout is not None  # nosec B101 - type narrowing (stdout=PIPE)
+        line = self._proc.stdout.readline().decode().strip()
+        if not line.startswith("http://"):
+            self.stop()
+            raise RuntimeError(f"the fake model process did not start (exit {self._proc.returncode})")
+        return line
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+def main() -> None:
+    """``python -m chuixiang_local.fake_model --pace-ms 2``: print the base URL, serve until SIGTERM."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pace-ms", type=float, default=2.0)
+    args = ap.parse_args()
+    model = FakeModel(pace_s=args.pace_ms / 1000)
+    print(model.start(), flush=True)
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C on ``serve`` reaches its whole process group
+        signal.signal(signum, lambda *_: stopping.set())
+    stopping.wait()
+    model.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,10 @@ boto3, Powertools, pydantic and the layer costs ~0.5 s of CPU per process; sixty
 once on two cores starve each other for seconds. So this zygote imports the heavy
 third-party modules and the layer once (with the environment every function
 shares; per-function settings are read at call time) and loads boto3's service
-models, then forks a worker per request read from stdin. The worker takes its
+models, then forks a worker per request read from stdin. A zygote for one function
+(``CHUIXIANG_PRELOAD_HANDLER``: the api function behind ``serve``) also runs its
+init, the module-level code of its handler, so a new worker is ready at once, as
+a Lambda sandbox restored from a snapshot would be. The worker takes its
 function's environment, imports its handler (its init), then serves invocations
 over a Unix socket to the engine until it is killed.
 Single-threaded on purpose: forking a threaded process is unsafe.
@@ -110,6 +113,12 @@ def main() -> None:
         sys.path[:0] = paths
         for name in LAYER_PRELOAD:
             importlib.import_module(name)
+    handler = os.environ.get("CHUIXIANG_PRELOAD_HANDLER")
+    if handler:  # one function's zygote: its init runs once here, and every worker starts initialised
+        code_dir = os.environ["CHUIXIANG_PRELOAD_CODE_DIR"]
+        os.chdir(code_dir)
+        sys.path.insert(0, code_dir)
+        importlib.import_module(handler.rpartition(".")[0])
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
     for line in sys.stdin.buffer:
         request = json.loads(line)
