@@ -1,12 +1,14 @@
-"""Load on ``chuixiang serve``: N clients at once, each POSTs a dish and polls it to the end.
+"""Load on ``chuixiang serve``: N clients, each POSTs a dish and polls it to the end.
 
 Starts ``chuixiang serve`` (embedded fake model, production parameters unless
 overridden) in its own process, then runs ``--clients`` threads that each POST a
-distinct dish and poll ``GET /recipes/{jobId}`` every ``--poll-ms`` until the job is
+distinct dish (all in the same instant, or evenly over ``--ramp-s``) and poll
+``GET /recipes/{jobId}`` every ``pollAfterMs`` (or ``--poll-ms``) until the job is
 terminal. Prints jobs, wall time, POST latency and time-to-terminal p50/p95, and
 the final statuses.
 
-    .venv/bin/python bench/serve_load.py [--clients 60] [--poll-ms 500] [--parameter-overrides K=V …]
+    .venv/bin/python bench/serve_load.py [--clients 60] [--ramp-s 0] [--poll-ms N] [--workers 16]
+                                         [--fake-pace-ms 2] [--parameter-overrides K=V …]
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def client(base: str, dish: str, poll_s: float | None, give_up_s: float, out: dict[str, Any],
-           start: threading.Barrier) -> None:
+           start: threading.Barrier, delay_s: float) -> None:
     with httpx.Client(base_url=base, timeout=60) as http:
         start.wait()
+        time.sleep(delay_s)
         t0 = time.monotonic()
         created = http.post("/recipes", json={"dish": dish})
         out["post_s"] = time.monotonic() - t0
@@ -47,6 +50,9 @@ def client(base: str, dish: str, poll_s: float | None, give_up_s: float, out: di
         poll_s = poll_s or created.json()["pollAfterMs"] / 1000
         while time.monotonic() - t0 < give_up_s:
             doc = http.get(f"/recipes/{job_id}").json()
+            if doc["jobId"] != job_id or doc["dish"] != dish:
+                out["status"] = "another client's job"  # requests answered with each other's documents
+                return
             if doc["status"] in ("SUCCEEDED", "FAILED"):
                 out["status"] = doc["status"] if doc["status"] == "SUCCEEDED" else f"FAILED {doc['error']['code']}"
                 out["terminal_s"] = time.monotonic() - t0
@@ -56,7 +62,8 @@ def client(base: str, dish: str, poll_s: float | None, give_up_s: float, out: di
 
 
 def run(clients: int, poll_ms: float | None, overrides: dict[str, str], fake_pace_ms: float,
-        serve_args: list[str]) -> dict[str, Any]:
+        serve_args: list[str], ramp_s: float = 0.0) -> dict[str, Any]:
+    """``ramp_s`` 0: every client POSTs at the same instant; else client ``i`` at ``i * ramp_s / clients``."""
     serve = Serve(overrides, fake_pace_ms=fake_pace_ms, serve_args=serve_args)
     results: list[dict[str, Any]] = [{} for _ in range(clients)]
     barrier = threading.Barrier(clients)
@@ -64,7 +71,7 @@ def run(clients: int, poll_ms: float | None, overrides: dict[str, str], fake_pac
         started = time.monotonic()
         poll_s = poll_ms and poll_ms / 1000
         threads = [threading.Thread(target=client, args=(serve.base, f"压测菜{i}号", poll_s, 600, results[i],
-                                                         barrier)) for i in range(clients)]
+                                                         barrier, i * ramp_s / clients)) for i in range(clients)]
         for t in threads:
             t.start()
         for t in threads:
@@ -83,13 +90,16 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=60)
     ap.add_argument("--poll-ms", type=float, default=None, help="default: the 202's pollAfterMs, as a client does")
     ap.add_argument("--workers", type=int, default=None, help="serve --workers (api invocations at once)")
+    ap.add_argument("--ramp-s", type=float, default=0.0,
+                    help="clients arrive evenly over this many seconds (0: all in the same instant)")
     ap.add_argument("--fake-pace-ms", type=float, default=2.0)
     ap.add_argument("--parameter-overrides", nargs="*", default=[])
     args = ap.parse_args()
     overrides = dict(kv.split("=", 1) for kv in args.parameter_overrides)
     r = run(args.clients, args.poll_ms, overrides, args.fake_pace_ms,
-            ["--workers", str(args.workers)] if args.workers else [])
-    print(f"{r['jobs']} jobs at once through chuixiang serve, wall {r['wall_s']:.1f} s")
+            ["--workers", str(args.workers)] if args.workers else [], args.ramp_s)
+    arrival = f"arriving over {args.ramp_s:g} s" if args.ramp_s else "at once"
+    print(f"{r['jobs']} jobs {arrival} through chuixiang serve, wall {r['wall_s']:.1f} s")
     print(f"  POST            p50 {statistics.median(r['posts']) * 1000:7.0f} ms   p95 "
           f"{percentile(r['posts'], 95) * 1000:7.0f} ms   max {max(r['posts']) * 1000:7.0f} ms")
     if r["terminal"]:

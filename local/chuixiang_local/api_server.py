@@ -69,8 +69,7 @@ def main() -> None:
     extra_env: dict[str, str] = given["extra_env"]
     env = lambda_env(spec, extra_env)
     sys_path = [str(spec.code_dir), *map(str, layer_dirs)]
-    pool = WorkerPool(sys.stderr, env=env, code_dirs=[*layer_dirs, spec.code_dir], preload=spec,
-                      max_idle=args.workers)
+    pool = WorkerPool(sys.stderr, env=env, code_dirs=[*layer_dirs, spec.code_dir], max_idle=args.workers)
     pool.prewarm(spec, env, sys_path, args.workers)
 
     def run(event: dict[str, Any]) -> dict[str, Any]:

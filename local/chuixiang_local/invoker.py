@@ -97,13 +97,11 @@ class WorkerPool:
     """Warm workers per (function, environment), forked from one zygote; safe to use from many threads."""
 
     def __init__(self, log: TextIO | None = None, *, env: dict[str, str] | None = None,
-                 code_dirs: list[Path] | None = None, nice: int = 0, preload: FunctionSpec | None = None,
-                 max_idle: int = MAX_IDLE_PER_FUNCTION) -> None:
+                 code_dirs: list[Path] | None = None, nice: int = 0, max_idle: int = MAX_IDLE_PER_FUNCTION) -> None:
         """``env``: what every function's environment shares (the zygote imports the layer with it);
         ``code_dirs``: the layer and function code, compiled to ``.pyc`` once here, not by each worker;
-        ``nice``: the workers' scheduling niceness (see ``LocalCloud``); ``preload``: the one function
-        this pool serves, whose init the zygote runs once (``env`` is then that function's);
-        ``max_idle``: warm workers kept per function."""
+        ``nice``: the workers' scheduling niceness (see ``LocalCloud``); ``max_idle``: warm workers kept
+        per function."""
         self._dir = tempfile.mkdtemp(prefix="cx-workers-")
         self.socket_path = os.path.join(self._dir, "w.sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -114,9 +112,6 @@ class WorkerPool:
             compileall.compile_dir(d, quiet=1)
         zygote_env = {**(env if env is not None else os.environ), "CHUIXIANG_PRELOAD_PATH": os.pathsep.join(dirs),
                       "CHUIXIANG_WORKER_NICE": str(nice)}
-        if preload is not None:
-            zygote_env.update(CHUIXIANG_PRELOAD_HANDLER=preload.handler,
-                              CHUIXIANG_PRELOAD_CODE_DIR=str(preload.code_dir))
         self.max_idle = max_idle
         self._zygote = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.zygote"], stdin=subprocess.PIPE, env=zygote_env,

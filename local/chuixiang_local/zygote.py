@@ -6,17 +6,18 @@ boto3, Powertools, pydantic and the layer costs ~0.5 s of CPU per process; sixty
 once on two cores starve each other for seconds. So this zygote imports the heavy
 third-party modules and the layer once (with the environment every function
 shares; per-function settings are read at call time) and loads boto3's service
-models, then forks a worker per request read from stdin. A zygote for one function
-(``CHUIXIANG_PRELOAD_HANDLER``: the api function behind ``serve``) also runs its
-init, the module-level code of its handler, so a new worker is ready at once, as
-a Lambda sandbox restored from a snapshot would be. The worker takes its
-function's environment, imports its handler (its init), then serves invocations
-over a Unix socket to the engine until it is killed.
+models. At a function's first request it forks that function's own zygote, which
+takes the function's environment and imports its handler module (the init: its
+clients, settings and app) once; every worker of the function is forked from it,
+initialised, as a Lambda sandbox restored from a snapshot would be. A worker
+connects to the engine and serves invocations over a Unix socket until it is
+killed. Sixty cold sandboxes at once then cost sixty forks, not sixty inits.
 Single-threaded on purpose: forking a threaded process is unsafe.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -24,9 +25,10 @@ import resource
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, BinaryIO
 
 #: Imported once here; every worker inherits them already loaded.
 PRELOAD = (
@@ -113,21 +115,61 @@ def main() -> None:
         sys.path[:0] = paths
         for name in LAYER_PRELOAD:
             importlib.import_module(name)
-    handler = os.environ.get("CHUIXIANG_PRELOAD_HANDLER")
-    if handler:  # one function's zygote: its init runs once here, and every worker starts initialised
-        code_dir = os.environ["CHUIXIANG_PRELOAD_CODE_DIR"]
-        os.chdir(code_dir)
-        sys.path.insert(0, code_dir)
-        importlib.import_module(handler.rpartition(".")[0])
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # workers are reaped by the kernel
-    for line in sys.stdin.buffer:
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    serve(sys.stdin.buffer)
+
+
+def serve(requests: BinaryIO) -> None:
+    """Hand each request to its function's zygote, forked from this one at the function's first
+    request; it runs the function's init once, then forks an initialised worker per request."""
+    functions: dict[str, BinaryIO] = {}
+    for line in requests:
+        request = json.loads(line)
+        key = json.dumps([request["handler"], request["cwd"], request["sys_path"], request["env"]], sort_keys=True)
+        if key not in functions:
+            read_fd, write_fd = os.pipe()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if os.fork() == 0:
+                os.close(write_fd)
+                for other in functions.values():  # its siblings must see their pipe close with this zygote
+                    other.close()
+                function_zygote(request, os.fdopen(read_fd, "rb"))
+                os._exit(0)
+            os.close(read_fd)
+            functions[key] = os.fdopen(write_fd, "wb")
+        functions[key].write(line)
+        functions[key].flush()
+
+
+def function_zygote(first: dict[str, Any], requests: BinaryIO) -> None:
+    """Become the function (environment, directory, handler module imported: its init), then fork a
+    worker per request. An init that fails here is left to each worker, which reports it as Lambda
+    would (``Runtime.ImportModuleError``)."""
+    os.environ.clear()
+    os.environ.update(first["env"])
+    os.chdir(first["cwd"])
+    sys.path[:0] = first["sys_path"]
+    try:
+        importlib.import_module(first["handler"].rpartition(".")[0])
+    except Exception:  # noqa: BLE001  # nosec B110 - the worker's own import reports it
+        pass
+    if threading.active_count() > 1:  # forking now would copy a lock some thread holds
+        print("chuixiang zygote: the handler started a thread at import; workers init on their own",
+              file=sys.stderr, flush=True)
+        for name in list(sys.modules):
+            if name.split(".")[0] == first["handler"].split(".")[0]:
+                del sys.modules[name]
+    gc.freeze()  # the collector never walks what the workers inherit, so it stays shared, not copied
+    for line in requests:
         request = json.loads(line)
         sys.stdout.flush()
         sys.stderr.flush()
         if os.fork() == 0:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            requests.close()  # the request pipe belongs to the zygote
             devnull = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(devnull, 0)  # the request pipe belongs to the zygote
+            os.dup2(devnull, 0)
             try:
                 worker(request)
             finally:
