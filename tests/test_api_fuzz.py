@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ from moto.core.config import default_user_config
 from chuixiang import api
 from chuixiang.settings import get_settings
 from chuixiang_local.api_client import http_event
+from chuixiang_local.context import LocalContext
 
 EXAMPLES = 2000
 KNOWN = {"/recipes": "POST", "/recipes/": "POST", "/openapi.json": "GET"}
@@ -142,7 +144,8 @@ def _idempotency_checks(app: APIGatewayHttpResolver) -> None:
     def post(dish: str, key: str) -> dict[str, Any]:
         event = http_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False),
                            {"idempotency-key": key})
-        return api.handle(app, event, None)
+        context = LocalContext("api", 512, "req", int(time.time() * 1000) + 10_000, "")  # as Lambda passes one
+        return api.handle(app, event, context)
 
     first, again = post("红烧肉", "key-1"), post("红烧肉", "key-1")
     assert first["statusCode"] == again["statusCode"] == 202
