@@ -65,11 +65,12 @@ def test_every_module_is_precompiled(site: Path) -> None:
 
 
 PROBE = """
-import importlib, json, sys, time
+import importlib, json, sys, threading, time
 started = time.perf_counter()
 importlib.import_module("app")
-print(json.dumps({m: getattr(sys.modules.get(m), "__file__", "") for m in
-                  ("chuixiang", "pydantic", "aws_lambda_powertools", "httpx", "botocore", "aws_xray_sdk")}))
+origins = {m: getattr(sys.modules.get(m), "__file__", "") for m in
+           ("chuixiang", "pydantic", "aws_lambda_powertools", "httpx", "botocore", "aws_xray_sdk")}
+print(json.dumps({**origins, "threads": threading.active_count()}))
 """
 
 
@@ -89,4 +90,5 @@ def test_every_handler_imports_from_the_built_layer(site: Path) -> None:
         assert origins["httpx"] == "" or origins["httpx"].startswith(str(site))
         assert origins["botocore"] and not origins["botocore"].startswith(str(site))
         assert origins["aws_xray_sdk"] == ""  # no Tracer: active tracing without the SDK
+        assert origins["threads"] == 1  # init starts no thread: the local runner forks initialised sandboxes
         assert {p for p in site.rglob("*") if p.is_file()} == before

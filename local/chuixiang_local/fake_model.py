@@ -370,7 +370,7 @@ class FakeModelProcess:
 
     A model provider does not share a CPU with AWS. In-process, sixty streams at once
     would share the local cloud's interpreter lock with moto and slow every AWS call;
-    the commands that need no scripted faults (``run``, ``cook``, ``serve``) use this."""
+    the CLI's local stack (``cook``, ``serve``, ``invoke``) uses this."""
 
     def __init__(self, pace_s: float) -> None:
         self.pace_s = pace_s

