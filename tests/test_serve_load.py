@@ -3,12 +3,15 @@ every job ends, and the server stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -112,3 +115,38 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight(serve: Serve) -> None:
     assert serve.proc.wait(timeout=20) == 0  # 1: it hung and the 10 s stop limit ended it
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{serve.base}/recipes/x", timeout=2)
+
+
+def descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return found
+    for child in map(int, children):
+        found |= {child, *descendants(child)}
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_killed_serve_leaves_no_process_behind() -> None:
+    server = Serve({})
+    server.cook("收尾菜")  # workers of every stage, the API's and the model are all running now
+    left = descendants(server.proc.pid)
+    assert len(left) > 5
+    server.proc.kill()  # no chance to stop anything itself
+    server.proc.wait()
+    end = time.monotonic() + 15
+    while any(alive(pid) for pid in left) and time.monotonic() < end:
+        time.sleep(0.1)
+    stranded = [pid for pid in left if alive(pid)]
+    for pid in stranded:  # do not leave them to the next test
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert not stranded

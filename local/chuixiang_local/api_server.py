@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from .invoker import Invocation, WorkerPool, invoke, lambda_env
+from .servers import exit_with_parent
 from .template import FunctionSpec
 
 #: What API Gateway (HTTP API) answers when the function itself fails or times out.
@@ -85,6 +88,7 @@ def main() -> None:
     asgi = LambdaAsgi(run, workers=args.workers, local_routes={"/swagger": swagger},
                       authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(","))
                       if args.jwt_issuer else None)
+    exit_with_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))  # uvicorn stops gracefully on it
     try:
         uvicorn.run(asgi, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
                     backlog=2048)

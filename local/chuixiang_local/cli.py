@@ -113,7 +113,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
              "--function", function_argument(spec, cloud.layer_dirs(), extra_env),
              "--jwt-issuer", cloud.template.parameters["JwtIssuer"],
              "--jwt-audience", cloud.template.parameters["JwtAudience"]],
-            env=env)
+            env=env, stdin=subprocess.PIPE)  # stdin: it exits with this process (see exit_with_parent)
 
         def stop(*_: Any) -> None:
             _progress("stopping: the API process")

@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .model_profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile, profile_text, token_pieces
-from .servers import stop_server
+from .servers import exit_with_parent, stop_server
 
 
 def make_png(width: int = 64, height: int = 64, seed: int = 0, size_bytes: int | None = None) -> bytes:
@@ -379,7 +379,7 @@ class FakeModelProcess:
     def start(self) -> str:
         self._proc = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.fake_model", "--pace-ms", str(self.pace_s * 1000)],
-            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+            stdout=subprocess.PIPE, stdin=subprocess.PIPE)  # stdin: see exit_with_parent
         assert self._proc.stdout is not None  # nosec B101 - type narrowing (stdout=PIPE)
         line = self._proc.stdout.readline().decode().strip()
         if not line.startswith("http://"):
@@ -409,6 +409,7 @@ def main() -> None:
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C on ``serve`` reaches its whole process group
         signal.signal(signum, lambda *_: stopping.set())
+    exit_with_parent(stopping.set)
     stopping.wait()
     model.stop()
 

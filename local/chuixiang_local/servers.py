@@ -1,10 +1,12 @@
-"""Stopping the local HTTP servers (moto's, the fake model's) without waiting for their poll."""
+"""Stopping the local servers: HTTP ones without waiting for their poll, child ones with their parent."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 
@@ -17,3 +19,14 @@ def stop_server(server: Any) -> None:
         with contextlib.suppress(OSError):
             socket.create_connection(server.server_address[:2], timeout=0.2).close()
         stopping.join(0.02)
+
+
+def exit_with_parent(stop: Callable[[], None]) -> None:
+    """Call ``stop`` once the parent is gone, however it ended (SIGKILL included): the parent starts
+    this process with ``stdin=PIPE`` and never writes to it, so end-of-file on stdin is its exit.
+    Without this, a ``serve`` killed outright left its API process and fake model running."""
+    def watch() -> None:
+        sys.stdin.buffer.read()
+        stop()
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
