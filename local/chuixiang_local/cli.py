@@ -104,9 +104,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """The local cloud here; the API in its own process (see :mod:`chuixiang_local.api_server`)."""
     with local_stack(args, sys.stderr if args.verbose else None) as cloud:
         spec = cloud.template.function_by_dir("api")
-        env = {**os.environ, **cloud.api_environment(),
-               "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
-        extra_env = {**cloud.function_env(spec), "STATE_MACHINE_ARN": cloud.state_machine_arn}
+        extra_env = cloud.api_environment()
+        env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
         api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.api_server", "--host", args.host, "--port", str(args.port),
              "--workers", str(args.workers),

@@ -44,13 +44,11 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
 
 
 def worker(request: dict[str, Any]) -> None:
-    """A forked worker: become the function, init, then serve invocations until killed or disconnected."""
+    """A forked worker of a function zygote (already the function: its environment, directory and path):
+    init (the handler module, imported by the zygote unless that failed), then serve invocations until
+    killed or disconnected."""
     from chuixiang_local.context import LocalContext
 
-    os.environ.clear()
-    os.environ.update(request["env"])
-    os.chdir(request["cwd"])
-    sys.path[:0] = request["sys_path"]
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(request["socket"])
     _send(sock, {"hello": request["worker_id"], "pid": os.getpid()})
