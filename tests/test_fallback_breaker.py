@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -102,9 +103,25 @@ def test_image_primary_down_fallback_draws(fake: FakeModel, scaled_template: Tem
 # --- the breaker ---------------------------------------------------------------------------
 
 
-def breaker_factory(table: Any, url: str, threshold: int = 3, recovery_s: float = 1.0) -> Any:
+def breaker_factory(table: Any, url: str, threshold: int = 3, recovery_s: float = 1.0,
+                    clock: Callable[[], float] = time.time) -> Any:
     config = BreakerConfig(failure_threshold=threshold, recovery_s=recovery_s)
-    return lambda model: CircuitBreaker(table, url, model, config)
+    return lambda model: CircuitBreaker(table, url, model, config, clock=clock)
+
+
+class ManualClock:
+    """Epoch seconds that move only when the test says so: a recovery window or a probe lease is
+    then over exactly when the test advances past it, never because a write stalled on a busy
+    machine (the breaker stamps ``openedAt`` before its write lands)."""
+
+    def __init__(self) -> None:
+        self.now = float(int(time.time()))  # whole seconds, advanced in quarters: every sum is exact
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def test_breaker_opens_after_threshold_then_rejects_without_a_request(fake: FakeModel, table: Any,
@@ -146,11 +163,13 @@ def test_image_breaker_open_degrades_without_a_call(fake: FakeModel, table: Any,
 
 
 def test_exactly_one_probe_after_recovery_and_its_outcome_decides(table: Any) -> None:
-    breakers = breaker_factory(table, "http://model", threshold=2, recovery_s=0.3)
+    clock = ManualClock()
+    breakers = breaker_factory(table, "http://model", threshold=2, recovery_s=30, clock=clock)
     for _ in range(2):
         breakers("m").record(Admission.CALL, healthy=False)
+    clock.advance(29.75)
     assert breakers("m").admit(5) is Admission.REJECT
-    time.sleep(0.35)
+    clock.advance(0.25)
     # a dozen invocations at once: exactly one wins the probe
     contenders = [breakers("m") for _ in range(12)]
     results: list[Admission] = []
@@ -168,9 +187,11 @@ def test_exactly_one_probe_after_recovery_and_its_outcome_decides(table: Any) ->
         t.join()
     assert results.count(Admission.PROBE) == 1 and results.count(Admission.REJECT) == 11
     prober = next(b for b in contenders if b.state().get("probeOwner") == b.owner)
+    clock.advance(4)
     prober.record(Admission.PROBE, healthy=False)  # the probe failed: open again, for a new window
+    clock.advance(29.75)
     assert breakers("m").state()["state"] == "open" and breakers("m").admit(5) is Admission.REJECT
-    time.sleep(0.35)
+    clock.advance(0.25)
     again = breakers("m")
     assert again.admit(5) is Admission.PROBE
     again.record(Admission.PROBE, healthy=True)
@@ -178,10 +199,12 @@ def test_exactly_one_probe_after_recovery_and_its_outcome_decides(table: Any) ->
 
 
 def test_a_dead_probe_is_taken_over_after_its_lease(table: Any) -> None:
-    breakers = breaker_factory(table, "http://model", threshold=1, recovery_s=0.1)
+    clock = ManualClock()
+    breakers = breaker_factory(table, "http://model", threshold=1, recovery_s=10, clock=clock)
     breakers("m").record(Admission.CALL, healthy=False)
-    time.sleep(0.15)
-    assert breakers("m").admit(lease_s=0.2) is Admission.PROBE  # …and this invocation dies mid-probe
-    assert breakers("m").admit(lease_s=0.2) is Admission.REJECT
-    time.sleep(0.25)
-    assert breakers("m").admit(lease_s=0.2) is Admission.PROBE
+    clock.advance(10)
+    assert breakers("m").admit(lease_s=20) is Admission.PROBE  # …and this invocation dies mid-probe
+    clock.advance(19.75)
+    assert breakers("m").admit(lease_s=20) is Admission.REJECT
+    clock.advance(0.25)
+    assert breakers("m").admit(lease_s=20) is Admission.PROBE

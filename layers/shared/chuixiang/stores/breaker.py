@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
@@ -58,11 +59,14 @@ def breaker_key(endpoint: str, model: str) -> dict[str, str]:
 class CircuitBreaker:
     """One model's breaker. ``admit()`` before a call; ``record(admission, healthy=…)`` after it."""
 
-    def __init__(self, table: Any, endpoint: str, model: str, config: BreakerConfig) -> None:
+    def __init__(self, table: Any, endpoint: str, model: str, config: BreakerConfig,
+                 clock: Callable[[], float] = time.time) -> None:
+        """``clock``: epoch seconds, shared by every invocation (so wall time, not a monotonic clock)."""
         self.table = table
         self.model = model
         self.key = breaker_key(endpoint, model)
         self.config = config
+        self.clock = clock
         self.owner = uuid.uuid4().hex  #: this invocation, for the probe lease
         self._failures_seen = 0
 
@@ -77,7 +81,7 @@ class CircuitBreaker:
             return Admission.CALL
         state = BreakerState(item.get("state", BreakerState.CLOSED))
         self._failures_seen = int(item.get("failures", 0))
-        now = time.time()
+        now = self.clock()
         if state is BreakerState.CLOSED:
             return Admission.CALL
         if state is BreakerState.OPEN:
@@ -103,7 +107,7 @@ class CircuitBreaker:
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#state": "state"},
                 ExpressionAttributeValues={**values, ":half": BreakerState.HALF_OPEN.value, ":me": self.owner,
-                                           ":until": _num(time.time() + lease_s)},
+                                           ":until": _num(self.clock() + lease_s)},
             )
             return True
         except (ClientError, BotoCoreError) as exc:
@@ -145,7 +149,7 @@ class CircuitBreaker:
         if item.get("state") == BreakerState.CLOSED.value and failures >= self.config.failure_threshold:
             opened = self._update(
                 "SET #state = :open, openedAt = :now", "#state = :closed AND failures >= :threshold",
-                {":open": BreakerState.OPEN.value, ":now": _num(time.time()), ":closed": BreakerState.CLOSED.value,
+                {":open": BreakerState.OPEN.value, ":now": _num(self.clock()), ":closed": BreakerState.CLOSED.value,
                  ":threshold": self.config.failure_threshold})
             if opened:
                 self._transition(BreakerState.CLOSED, BreakerState.OPEN, failures=failures)
@@ -158,7 +162,7 @@ class CircuitBreaker:
             target = BreakerState.CLOSED
         else:
             update = "SET #state = :open, openedAt = :now REMOVE probeOwner, probeUntil"
-            values = {":open": BreakerState.OPEN.value, ":now": _num(time.time())}
+            values = {":open": BreakerState.OPEN.value, ":now": _num(self.clock())}
             target = BreakerState.OPEN
         if self._update(update, "probeOwner = :me", {**values, ":me": self.owner}):
             self._transition(BreakerState.HALF_OPEN, target)
