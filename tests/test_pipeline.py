@@ -110,7 +110,10 @@ def test_execution_timeout_is_reconciled_to_job_timed_out(module_fake: FakeModel
 def test_aborted_execution_fails_the_job(cloud: LocalCloud, api: LocalApi, module_fake: FakeModel) -> None:
     module_fake.chat_script.append(ChatBehaviour(headers_delay_s=30))
     job_id = api.post_dish("被取消的菜")[1]["jobId"]
-    time.sleep(1.0)
+    end = time.monotonic() + 15
+    while not module_fake.count("/chat/completions") and time.monotonic() < end:  # stop it mid-recipe
+        time.sleep(0.05)
+    assert module_fake.count("/chat/completions") == 1
     arn = _execution(cloud, job_id)["executionArn"]
     cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
     _wait_reconciled(cloud, arn)
