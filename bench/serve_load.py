@@ -8,7 +8,8 @@ terminal. Prints jobs, wall time, POST latency and time-to-terminal p50/p95, and
 the final statuses.
 
     .venv/bin/python bench/serve_load.py [--clients 60] [--ramp-s 0] [--poll-ms N] [--workers 16]
-                                         [--fake-pace-ms 2] [--parameter-overrides K=V …]
+                                         [--fake-pace-ms 2] [--settle-s 0] [--no-front-door-first]
+                                         [--parameter-overrides K=V …]
 """
 
 from __future__ import annotations
@@ -62,12 +63,14 @@ def client(base: str, dish: str, poll_s: float | None, give_up_s: float, out: di
 
 
 def run(clients: int, poll_ms: float | None, overrides: dict[str, str], fake_pace_ms: float,
-        serve_args: list[str], ramp_s: float = 0.0) -> dict[str, Any]:
-    """``ramp_s`` 0: every client POSTs at the same instant; else client ``i`` at ``i * ramp_s / clients``."""
+        serve_args: list[str], ramp_s: float = 0.0, settle_s: float = 0.0) -> dict[str, Any]:
+    """``ramp_s`` 0: every client POSTs at the same instant; else client ``i`` at ``i * ramp_s / clients``.
+    ``settle_s``: idle time between serve's first answer and the clients."""
     serve = Serve(overrides, fake_pace_ms=fake_pace_ms, serve_args=serve_args)
     results: list[dict[str, Any]] = [{} for _ in range(clients)]
     barrier = threading.Barrier(clients)
     try:
+        time.sleep(settle_s)
         started = time.monotonic()
         poll_s = poll_ms and poll_ms / 1000
         threads = [threading.Thread(target=client, args=(serve.base, f"压测菜{i}号", poll_s, 600, results[i],
@@ -93,11 +96,14 @@ def main() -> None:
     ap.add_argument("--ramp-s", type=float, default=0.0,
                     help="clients arrive evenly over this many seconds (0: all in the same instant)")
     ap.add_argument("--fake-pace-ms", type=float, default=2.0)
+    ap.add_argument("--settle-s", type=float, default=0.0, help="wait this long after serve first answers")
+    ap.add_argument("--no-front-door-first", action="store_true", help="pass it to serve (for comparison)")
     ap.add_argument("--parameter-overrides", nargs="*", default=[])
     args = ap.parse_args()
     overrides = dict(kv.split("=", 1) for kv in args.parameter_overrides)
     r = run(args.clients, args.poll_ms, overrides, args.fake_pace_ms,
-            ["--workers", str(args.workers)] if args.workers else [], args.ramp_s)
+            [*(["--workers", str(args.workers)] if args.workers else []),
+             *(["--no-front-door-first"] if args.no_front_door_first else [])], args.ramp_s, args.settle_s)
     arrival = f"arriving over {args.ramp_s:g} s" if args.ramp_s else "at once"
     print(f"{r['jobs']} jobs {arrival} through chuixiang serve, wall {r['wall_s']:.1f} s")
     print(f"  POST            p50 {statistics.median(r['posts']) * 1000:7.0f} ms   p95 "

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import Any
+
 import pytest
 
+from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
 from chuixiang_local import engine
 from chuixiang_local.api_client import LocalApi
 from chuixiang_local.engine import EngineError, LocalCloud
@@ -45,3 +50,72 @@ def test_unrouted_function_is_an_error_not_a_canned_answer(cloud: LocalCloud) ->
                         ["Configuration"]["Role"], Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18})
     with pytest.raises(Exception, match="no local route|500|InternalServerError|Internal"):
         lam.invoke(FunctionName="not-ours", Payload=b"{}")
+
+
+# --- serve's front door first ---------------------------------------------------------------
+
+
+def _held_in_thread(gate: engine.FrontDoorPriority) -> tuple[threading.Thread, list[float]]:
+    released: list[float] = []
+    waiter = threading.Thread(target=lambda: (gate.wait_quiet(), released.append(time.monotonic())))
+    waiter.start()
+    return waiter, released
+
+
+def test_an_invocation_waits_while_an_api_call_is_in_flight_then_goes() -> None:
+    gate = engine.FrontDoorPriority(quiet_s=0.05, max_hold_s=30)
+    gate.enter()
+    waiter, released = _held_in_thread(gate)
+    time.sleep(0.2)  # ample for a wrongly unheld waiter to have gone
+    assert waiter.is_alive() and not released
+    left = time.monotonic()
+    gate.leave()
+    waiter.join(timeout=10)
+    assert released and released[0] >= left + gate.quiet_s  # the quiet window, then at once
+    assert gate.held[0] < 10
+
+
+def test_a_quiet_front_door_holds_nothing() -> None:
+    gate = engine.FrontDoorPriority(max_hold_s=30)
+    waiter, released = _held_in_thread(gate)
+    waiter.join(timeout=10)
+    assert released and gate.held[0] < 10
+
+
+def test_the_hold_is_bounded_so_the_state_timeout_is_never_what_fires() -> None:
+    gate = engine.FrontDoorPriority(max_hold_s=0.3)
+    gate.enter()  # an API call that never ends
+    waiter, released = _held_in_thread(gate)
+    waiter.join(timeout=10)
+    assert released and 0.3 <= gate.held[0] < 10
+    # The default bound is half the margin by which every Task state outlives its function.
+    assert engine.FrontDoorPriority().max_hold_s == STATE_TIMEOUT_MARGIN_S / 2
+
+
+def test_only_the_api_functions_calls_count_as_the_front_door() -> None:
+    gate = engine.FrontDoorPriority(quiet_s=0.01, max_hold_s=30)
+    in_app, finish = threading.Event(), threading.Event()
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        in_app.set()
+        finish.wait(10)
+        return [b"{}"]
+
+    counter = engine.RequestCounter(app, gate)
+    for agent, holds in ((f"Boto3/1 app/{engine.FRONT_DOOR_APP_ID} Botocore/1", True), ("Boto3/1 Botocore/1", False)):
+        in_app.clear()
+        finish.clear()
+        call = threading.Thread(target=counter, args=({"HTTP_USER_AGENT": agent}, lambda *a: None))
+        call.start()
+        assert in_app.wait(10)
+        waiter, released = _held_in_thread(gate)
+        if holds:
+            time.sleep(0.2)
+            assert waiter.is_alive(), agent
+        else:
+            waiter.join(timeout=10)
+            assert released, agent
+        finish.set()
+        call.join(timeout=10)
+        waiter.join(timeout=10)
+        assert released, agent

@@ -8,7 +8,7 @@ from chuixiang.api import build_app, handle, warm_up
 from chuixiang.observability import logger
 
 app = build_app(APIGatewayHttpResolver)
-warm_up()
+warm_up(app)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

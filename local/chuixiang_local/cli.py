@@ -53,7 +53,8 @@ def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalC
         base_url = fake.start()
         _progress(f"embedded fake model at {base_url} ({args.fake_pace_ms} ms per chunk)")
     cloud = LocalCloud(overrides, model_base_url=base_url, work_dir=WORK_DIR, log=log,
-                       worker_nice=SERVE_WORKER_NICE if args.command == "serve" else 0)
+                       worker_nice=SERVE_WORKER_NICE if args.command == "serve" else 0,
+                       front_door_first=args.command == "serve" and args.front_door_first)
     try:
         cloud.start()
         yield cloud
@@ -279,6 +280,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true", help="function logs on stderr")
     p.add_argument("--workers", type=int, default=16,
                    help="api invocations at once (warm api function processes)")
+    p.add_argument("--no-front-door-first", dest="front_door_first", action="store_false",
+                   help="do not hold the state machine's invocations while API calls are in flight "
+                        "(on by default: on AWS the API never shares a CPU with the functions)")
     common(p)
     p.set_defaults(func=cmd_serve)
 

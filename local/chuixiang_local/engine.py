@@ -35,6 +35,7 @@ import boto3
 from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
+from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
 
 from .invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 from .servers import stop_server
@@ -180,12 +181,71 @@ def _cache_asl_programs() -> None:
         module.parse = functools.lru_cache(maxsize=512)(module.parse)  # type: ignore[attr-defined]
 
 
+#: The User-Agent ``app/…`` tag (``AWS_SDK_UA_APP_ID``) of the api function's AWS calls.
+FRONT_DOOR_APP_ID = "chuixiang-front-door"
+
+
+class FrontDoorPriority:
+    """Lets the API's AWS calls go first: a Lambda invocation the state machine asks for waits until
+    no API call is in flight and none ended within ``quiet_s``, for at most ``max_hold_s``.
+
+    Why: on AWS the API and the functions never share a CPU. Here they share two cores and moto's
+    one interpreter, and a herd of POSTs starts as many executions as it answers: each execution's
+    functions (a fork, the model stream, their own DynamoDB calls) would compete with the POSTs
+    still waiting for their 202. Holding a dispatch delays only when a function's budget starts
+    (its Timeout runs from the moment a worker has the event); the hold comes out of the Task
+    state's TimeoutSeconds, which is ``STATE_TIMEOUT_MARGIN_S`` above the function's Timeout, so
+    the bound is half that margin."""
+
+    def __init__(self, quiet_s: float = 0.01, max_hold_s: float = STATE_TIMEOUT_MARGIN_S / 2) -> None:
+        self.quiet_s = quiet_s
+        self.max_hold_s = max_hold_s
+        self.held: list[float] = []  #: seconds each invocation was held (for tests and the bench)
+        self._lock = threading.Lock()
+        self._inflight = 0
+        self._last_end = 0.0
+        self._busy = threading.Event()  #: wakes the watcher
+        self._quiet = threading.Event()  #: what held invocations wait on: one wake-up each, not one per call
+        self._quiet.set()
+        threading.Thread(target=self._watch, name="front-door-quiet", daemon=True).start()
+
+    def enter(self) -> None:
+        with self._lock:
+            self._inflight += 1
+            self._quiet.clear()
+            self._busy.set()
+
+    def leave(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+            self._last_end = time.monotonic()
+
+    def wait_quiet(self) -> float:
+        """Block until the front door is quiet, or for ``max_hold_s``: the seconds held."""
+        start = time.monotonic()
+        self._quiet.wait(self.max_hold_s)
+        held = time.monotonic() - start
+        with self._lock:
+            self.held.append(held)
+        return held
+
+    def _watch(self) -> None:
+        while True:
+            self._busy.wait()
+            time.sleep(self.quiet_s / 2)
+            with self._lock:
+                if not self._inflight and time.monotonic() >= self._last_end + self.quiet_s:
+                    self._busy.clear()
+                    self._quiet.set()
+
+
 class RequestCounter:
     """WSGI middleware counting the AWS API calls the local cloud serves, as ``service:Action``
     (``dynamodb:UpdateItem``, ``states:StartExecution``, ``s3:PutObject`` …): what ``chuixiang cost`` bills."""
 
-    def __init__(self, app: Callable[..., Any]) -> None:
+    def __init__(self, app: Callable[..., Any], front_door: FrontDoorPriority | None = None) -> None:
         self.app = app
+        self.front_door = front_door
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -193,7 +253,13 @@ class RequestCounter:
         name = api_call_name(environ)
         with self._lock:
             self.counts[name] += 1
-        return self.app(environ, start_response)
+        if self.front_door is None or f"app/{FRONT_DOOR_APP_ID}" not in environ.get("HTTP_USER_AGENT", ""):
+            return self.app(environ, start_response)
+        self.front_door.enter()
+        try:
+            return list(self.app(environ, start_response))
+        finally:
+            self.front_door.leave()
 
     def snapshot(self) -> Counter[str]:
         with self._lock:
@@ -224,12 +290,16 @@ class LocalCloud:
 
     def __init__(self, overrides: dict[str, str] | None = None, *, model_base_url: str,
                  work_dir: Path, log: TextIO | None = None, model_api_key: str | None = None,
-                 worker_nice: int = 0) -> None:
+                 worker_nice: int = 0, front_door_first: bool = False) -> None:
         """``worker_nice``: run function workers at this niceness. On AWS a function's CPU is its own;
         here sixty executions share two cores with the API and moto, and ``serve`` lowers the
-        functions' priority so the front door answers first (tests keep 0: their timings are the functions')."""
+        functions' priority so the front door answers first (tests keep 0: their timings are the functions').
+        ``front_door_first``: hold the state machine's Lambda invocations while the API's AWS calls
+        are in flight (:class:`FrontDoorPriority`; ``serve`` sets it, the api function's calls are
+        told apart by their User-Agent)."""
         self.overrides = dict(overrides or {})
         self.worker_nice = worker_nice
+        self.front_door = FrontDoorPriority() if front_door_first else None
         self.model_base_url = model_base_url
         self.work_dir = work_dir
         self.log = log
@@ -259,7 +329,7 @@ class LocalCloud:
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         wsgi = self._server._server  # werkzeug's server; it calls .app for every request
-        self.requests = RequestCounter(wsgi.app)
+        self.requests = RequestCounter(wsgi.app, self.front_door)
         wsgi.app = self.requests
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
@@ -377,6 +447,8 @@ class LocalCloud:
 
     def _route(self, name: str, body: bytes) -> tuple[bytes, str | None]:
         spec = next(s for s in self.functions.values() if s.name == name)
+        if self.front_door is not None:
+            self.front_door.wait_quiet()
         result = self.invoke(spec, json.loads(body or b"{}"))
         return json.dumps(result.payload).encode(), result.error_type
 
@@ -484,7 +556,8 @@ class LocalCloud:
 
     def api_environment(self) -> dict[str, str]:
         spec = next(s for s in self.functions.values() if s.code_dir.name == "api")
-        return {**spec.env, **self.function_env(spec), "STATE_MACHINE_ARN": self.state_machine_arn}
+        return {**spec.env, **self.function_env(spec), "STATE_MACHINE_ARN": self.state_machine_arn,
+                "AWS_SDK_UA_APP_ID": FRONT_DOOR_APP_ID}
 
     def activate_api_environment(self) -> None:
         """Make this process look like the api function (its env; the layer on sys.path)."""
