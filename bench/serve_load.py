@@ -82,10 +82,11 @@ def run(clients: int, poll_ms: float | None, overrides: dict[str, str], fake_pac
         wall = time.monotonic() - started
     finally:
         serve.stop()
+    held = [line for line in serve.output().splitlines() if "front door first:" in line]
     posts = [r["post_s"] for r in results if "post_s" in r]
     terminal = [r["terminal_s"] for r in results if "terminal_s" in r]
     return {"jobs": clients, "wall_s": wall, "posts": posts, "terminal": terminal,
-            "statuses": Counter(r.get("status", "no answer") for r in results)}
+            "statuses": Counter(r.get("status", "no answer") for r in results), "held": held}
 
 
 def main() -> None:
@@ -112,6 +113,8 @@ def main() -> None:
         print(f"  to terminal     p50 {statistics.median(r['terminal']):7.1f} s    p95 "
               f"{percentile(r['terminal'], 95):7.1f} s    max {max(r['terminal']):7.1f} s")
     print("  statuses: " + ", ".join(f"{k} {v}" for k, v in r["statuses"].most_common()))
+    for line in r["held"]:
+        print("  serve: " + line.split("front door first:", 1)[1].strip())
 
 
 if __name__ == "__main__":

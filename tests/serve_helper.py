@@ -70,6 +70,11 @@ class Serve:
     def cook(self, dish: str) -> dict[str, Any]:
         return self.wait(self.post(dish))
 
+    def output(self) -> str:
+        """What serve printed on stderr so far."""
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
+
     def stop(self) -> None:
         self.proc.terminate()
         try:

@@ -72,14 +72,14 @@ def test_an_invocation_waits_while_an_api_call_is_in_flight_then_goes() -> None:
     gate.leave()
     waiter.join(timeout=10)
     assert released and released[0] >= left + gate.quiet_s  # the quiet window, then at once
-    assert gate.held[0] < 10
+    assert gate.held[0] < 10 and gate.summary().startswith("front door first: 1 of 1 invocations held")
 
 
 def test_a_quiet_front_door_holds_nothing() -> None:
     gate = engine.FrontDoorPriority(max_hold_s=30)
     waiter, released = _held_in_thread(gate)
     waiter.join(timeout=10)
-    assert released and gate.held[0] < 10
+    assert released and not gate.held and gate.summary() == "front door first: 0 of 1 invocations held"
 
 
 def test_the_hold_is_bounded_so_the_state_timeout_is_never_what_fires() -> None:
@@ -88,6 +88,7 @@ def test_the_hold_is_bounded_so_the_state_timeout_is_never_what_fires() -> None:
     waiter, released = _held_in_thread(gate)
     waiter.join(timeout=10)
     assert released and 0.3 <= gate.held[0] < 10
+    assert "1 let go by the 0.3 s bound" in gate.summary()
     # The default bound is half the margin by which every Task state outlives its function.
     assert engine.FrontDoorPriority().max_hold_s == STATE_TIMEOUT_MARGIN_S / 2
 

@@ -128,6 +128,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             stop()
             _wait_interruptibly(api)
+        if cloud.front_door is not None:
+            _progress(cloud.front_door.summary())
         _progress("stopping: the local cloud and the model")
     _progress("stopped")
     return 0

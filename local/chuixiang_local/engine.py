@@ -200,7 +200,8 @@ class FrontDoorPriority:
     def __init__(self, quiet_s: float = 0.01, max_hold_s: float = STATE_TIMEOUT_MARGIN_S / 2) -> None:
         self.quiet_s = quiet_s
         self.max_hold_s = max_hold_s
-        self.held: list[float] = []  #: seconds each invocation was held (for tests and the bench)
+        self.invocations = 0
+        self.held: list[float] = []  #: seconds waited by each invocation that found API calls in flight
         self._lock = threading.Lock()
         self._inflight = 0
         self._last_end = 0.0
@@ -223,11 +224,26 @@ class FrontDoorPriority:
     def wait_quiet(self) -> float:
         """Block until the front door is quiet, or for ``max_hold_s``: the seconds held."""
         start = time.monotonic()
+        closed = not self._quiet.is_set()
         self._quiet.wait(self.max_hold_s)
         held = time.monotonic() - start
         with self._lock:
-            self.held.append(held)
+            self.invocations += 1
+            if closed:
+                self.held.append(held)
         return held
+
+    def summary(self) -> str:
+        """One line for serve's exit: how many invocations found API calls in flight, and how long they waited."""
+        with self._lock:
+            held, total = sorted(self.held), self.invocations
+        line = f"front door first: {len(held)} of {total} invocations held"
+        if held:
+            p95 = held[min(len(held) - 1, int(0.95 * len(held)))]
+            at_bound = sum(1 for h in held if h >= self.max_hold_s)
+            line += (f" (p95 {p95 * 1000:.0f} ms, max {held[-1] * 1000:.0f} ms; "
+                     f"{at_bound} let go by the {self.max_hold_s:g} s bound)")
+        return line
 
     def _watch(self) -> None:
         while True:
