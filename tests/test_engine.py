@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
 from chuixiang_local import engine
 from chuixiang_local.api_client import LocalApi
 from chuixiang_local.engine import EngineError, LocalCloud
+from chuixiang_local.front_door import FRONT_DOOR_APP_ID, FrontDoorPriority, SharedCount
 
 
 def test_other_moto_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,7 +57,7 @@ def test_unrouted_function_is_an_error_not_a_canned_answer(cloud: LocalCloud) ->
 # --- serve's front door first ---------------------------------------------------------------
 
 
-def _held_in_thread(gate: engine.FrontDoorPriority) -> tuple[threading.Thread, list[float]]:
+def _held_in_thread(gate: FrontDoorPriority) -> tuple[threading.Thread, list[float]]:
     released: list[float] = []
     waiter = threading.Thread(target=lambda: (gate.wait_quiet(), released.append(time.monotonic())))
     waiter.start()
@@ -63,7 +65,7 @@ def _held_in_thread(gate: engine.FrontDoorPriority) -> tuple[threading.Thread, l
 
 
 def test_an_invocation_waits_while_an_api_call_is_in_flight_then_goes() -> None:
-    gate = engine.FrontDoorPriority(quiet_s=0.05, max_hold_s=30)
+    gate = FrontDoorPriority(quiet_s=0.05, max_hold_s=30)
     gate.enter()
     waiter, released = _held_in_thread(gate)
     time.sleep(0.2)  # ample for a wrongly unheld waiter to have gone
@@ -76,25 +78,25 @@ def test_an_invocation_waits_while_an_api_call_is_in_flight_then_goes() -> None:
 
 
 def test_a_quiet_front_door_holds_nothing() -> None:
-    gate = engine.FrontDoorPriority(max_hold_s=30)
+    gate = FrontDoorPriority(max_hold_s=30)
     waiter, released = _held_in_thread(gate)
     waiter.join(timeout=10)
     assert released and not gate.held and gate.summary() == "front door first: 0 of 1 invocations held"
 
 
 def test_the_hold_is_bounded_so_the_state_timeout_is_never_what_fires() -> None:
-    gate = engine.FrontDoorPriority(max_hold_s=0.3)
+    gate = FrontDoorPriority(max_hold_s=0.3)
     gate.enter()  # an API call that never ends
     waiter, released = _held_in_thread(gate)
     waiter.join(timeout=10)
     assert released and 0.3 <= gate.held[0] < 10
     assert "1 let go by the 0.3 s bound" in gate.summary()
     # The default bound is half the margin by which every Task state outlives its function.
-    assert engine.FrontDoorPriority().max_hold_s == STATE_TIMEOUT_MARGIN_S / 2
+    assert FrontDoorPriority().max_hold_s == STATE_TIMEOUT_MARGIN_S / 2
 
 
 def test_only_the_api_functions_calls_count_as_the_front_door() -> None:
-    gate = engine.FrontDoorPriority(quiet_s=0.01, max_hold_s=30)
+    gate = FrontDoorPriority(quiet_s=0.01, max_hold_s=30)
     in_app, finish = threading.Event(), threading.Event()
 
     def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
@@ -103,7 +105,7 @@ def test_only_the_api_functions_calls_count_as_the_front_door() -> None:
         return [b"{}"]
 
     counter = engine.RequestCounter(app, gate)
-    for agent, holds in ((f"Boto3/1 app/{engine.FRONT_DOOR_APP_ID} Botocore/1", True), ("Boto3/1 Botocore/1", False)):
+    for agent, holds in ((f"Boto3/1 app/{FRONT_DOOR_APP_ID} Botocore/1", True), ("Boto3/1 Botocore/1", False)):
         in_app.clear()
         finish.clear()
         call = threading.Thread(target=counter, args=({"HTTP_USER_AGENT": agent}, lambda *a: None))
@@ -120,3 +122,18 @@ def test_only_the_api_functions_calls_count_as_the_front_door() -> None:
         call.join(timeout=10)
         waiter.join(timeout=10)
         assert released, agent
+
+
+def test_a_request_open_at_the_api_process_holds_invocations_too(tmp_path: Path) -> None:
+    # Between its arrival and its first AWS call a POST is invisible to moto; the API process says so.
+    count = SharedCount.create(tmp_path / "open")
+    written_by_the_api = SharedCount(count.path)  # the other process's mapping of the same file
+    gate = FrontDoorPriority(quiet_s=0.01, max_hold_s=30, requests_open=count.value)
+    written_by_the_api.add(2)
+    waiter, released = _held_in_thread(gate)
+    written_by_the_api.add(-1)
+    time.sleep(0.2)
+    assert waiter.is_alive() and count.value() == 1
+    written_by_the_api.add(-1)
+    waiter.join(timeout=10)
+    assert released and count.value() == 0

@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .front_door import SharedCount
 from .invoker import Invocation, WorkerPool, invoke, lambda_env
 from .servers import exit_with_parent
 from .template import FunctionSpec
@@ -48,6 +49,21 @@ def as_proxy_response(result: Invocation) -> dict[str, Any]:
     return result.payload
 
 
+def counting_open_requests(app: Any, count: SharedCount) -> Any:
+    """ASGI middleware: ``count`` is the number of HTTP requests between arrival and answer (only the
+    event loop's thread writes it)."""
+
+    async def counted(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        count.add(1)
+        try:
+            await app(scope, receive, send)
+        finally:
+            count.add(-1)
+    return counted
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", default="127.0.0.1")
@@ -56,6 +72,7 @@ def main() -> None:
     ap.add_argument("--function", required=True, help="the api function (see function_argument)")
     ap.add_argument("--jwt-issuer", default="", help="the template's JwtIssuer: check tokens as API Gateway would")
     ap.add_argument("--jwt-audience", default="", help="the template's JwtAudience (comma-separated)")
+    ap.add_argument("--requests-file", help="keep the count of open requests here (serve's front door first)")
     args = ap.parse_args()
 
     import uvicorn
@@ -88,9 +105,10 @@ def main() -> None:
     asgi = LambdaAsgi(run, workers=args.workers, local_routes={"/swagger": swagger},
                       authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(","))
                       if args.jwt_issuer else None)
+    app: Any = counting_open_requests(asgi, SharedCount(Path(args.requests_file))) if args.requests_file else asgi
     exit_with_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))  # uvicorn stops gracefully on it
     try:
-        uvicorn.run(asgi, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
                     backlog=2048)
     finally:
         pool.close()

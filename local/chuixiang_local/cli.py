@@ -112,7 +112,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
              "--workers", str(args.workers),
              "--function", function_argument(spec, cloud.layer_dirs(), extra_env),
              "--jwt-issuer", cloud.template.parameters["JwtIssuer"],
-             "--jwt-audience", cloud.template.parameters["JwtAudience"]],
+             "--jwt-audience", cloud.template.parameters["JwtAudience"],
+             *(["--requests-file", str(cloud.api_requests.path)] if cloud.api_requests else [])],
             env=env, stdin=subprocess.PIPE)  # stdin: it exits with this process (see exit_with_parent)
 
         def stop(*_: Any) -> None:

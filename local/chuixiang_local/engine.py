@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import sys
+import tempfile
 import threading
 import time
 import zipfile
@@ -35,8 +36,8 @@ import boto3
 from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
-from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
 
+from .front_door import FRONT_DOOR_APP_ID, FrontDoorPriority, SharedCount
 from .invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 from .servers import stop_server
 from .template import ACCOUNT, REGION, FunctionSpec, Template
@@ -181,80 +182,6 @@ def _cache_asl_programs() -> None:
         module.parse = functools.lru_cache(maxsize=512)(module.parse)  # type: ignore[attr-defined]
 
 
-#: The User-Agent ``app/…`` tag (``AWS_SDK_UA_APP_ID``) of the api function's AWS calls.
-FRONT_DOOR_APP_ID = "chuixiang-front-door"
-
-
-class FrontDoorPriority:
-    """Lets the API's AWS calls go first: a Lambda invocation the state machine asks for waits until
-    no API call is in flight and none ended within ``quiet_s``, for at most ``max_hold_s``.
-
-    Why: on AWS the API and the functions never share a CPU. Here they share two cores and moto's
-    one interpreter, and a herd of POSTs starts as many executions as it answers: each execution's
-    functions (a fork, the model stream, their own DynamoDB calls) would compete with the POSTs
-    still waiting for their 202. Holding a dispatch delays only when a function's budget starts
-    (its Timeout runs from the moment a worker has the event); the hold comes out of the Task
-    state's TimeoutSeconds, which is ``STATE_TIMEOUT_MARGIN_S`` above the function's Timeout, so
-    the bound is half that margin."""
-
-    def __init__(self, quiet_s: float = 0.01, max_hold_s: float = STATE_TIMEOUT_MARGIN_S / 2) -> None:
-        self.quiet_s = quiet_s
-        self.max_hold_s = max_hold_s
-        self.invocations = 0
-        self.held: list[float] = []  #: seconds waited by each invocation that found API calls in flight
-        self._lock = threading.Lock()
-        self._inflight = 0
-        self._last_end = 0.0
-        self._busy = threading.Event()  #: wakes the watcher
-        self._quiet = threading.Event()  #: what held invocations wait on: one wake-up each, not one per call
-        self._quiet.set()
-        threading.Thread(target=self._watch, name="front-door-quiet", daemon=True).start()
-
-    def enter(self) -> None:
-        with self._lock:
-            self._inflight += 1
-            self._quiet.clear()
-            self._busy.set()
-
-    def leave(self) -> None:
-        with self._lock:
-            self._inflight -= 1
-            self._last_end = time.monotonic()
-
-    def wait_quiet(self) -> float:
-        """Block until the front door is quiet, or for ``max_hold_s``: the seconds held."""
-        start = time.monotonic()
-        closed = not self._quiet.is_set()
-        self._quiet.wait(self.max_hold_s)
-        held = time.monotonic() - start
-        with self._lock:
-            self.invocations += 1
-            if closed:
-                self.held.append(held)
-        return held
-
-    def summary(self) -> str:
-        """One line for serve's exit: how many invocations found API calls in flight, and how long they waited."""
-        with self._lock:
-            held, total = sorted(self.held), self.invocations
-        line = f"front door first: {len(held)} of {total} invocations held"
-        if held:
-            p95 = held[min(len(held) - 1, int(0.95 * len(held)))]
-            at_bound = sum(1 for h in held if h >= self.max_hold_s)
-            line += (f" (p95 {p95 * 1000:.0f} ms, max {held[-1] * 1000:.0f} ms; "
-                     f"{at_bound} let go by the {self.max_hold_s:g} s bound)")
-        return line
-
-    def _watch(self) -> None:
-        while True:
-            self._busy.wait()
-            time.sleep(self.quiet_s / 2)
-            with self._lock:
-                if not self._inflight and time.monotonic() >= self._last_end + self.quiet_s:
-                    self._busy.clear()
-                    self._quiet.set()
-
-
 class RequestCounter:
     """WSGI middleware counting the AWS API calls the local cloud serves, as ``service:Action``
     (``dynamodb:UpdateItem``, ``states:StartExecution``, ``s3:PutObject`` …): what ``chuixiang cost`` bills."""
@@ -310,12 +237,13 @@ class LocalCloud:
         """``worker_nice``: run function workers at this niceness. On AWS a function's CPU is its own;
         here sixty executions share two cores with the API and moto, and ``serve`` lowers the
         functions' priority so the front door answers first (tests keep 0: their timings are the functions').
-        ``front_door_first``: hold the state machine's Lambda invocations while the API's AWS calls
-        are in flight (:class:`FrontDoorPriority`; ``serve`` sets it, the api function's calls are
-        told apart by their User-Agent)."""
+        ``front_door_first``: hold the state machine's Lambda invocations while the API is busy
+        (:mod:`chuixiang_local.front_door`; ``serve`` sets it and hands ``api_requests`` to its API process)."""
         self.overrides = dict(overrides or {})
         self.worker_nice = worker_nice
-        self.front_door = FrontDoorPriority() if front_door_first else None
+        self.front_door_first = front_door_first
+        self.front_door: FrontDoorPriority | None = None
+        self.api_requests: SharedCount | None = None  #: requests open at serve's API process
         self.model_base_url = model_base_url
         self.work_dir = work_dir
         self.log = log
@@ -342,6 +270,11 @@ class LocalCloud:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         # The ASL interpreter logs every Fail state as an error; the job document says it better.
         logging.getLogger("moto").setLevel(logging.CRITICAL)
+        if self.front_door_first:
+            fd, path = tempfile.mkstemp(prefix="chuixiang-api-requests-")
+            os.close(fd)
+            self.api_requests = SharedCount.create(Path(path))
+            self.front_door = FrontDoorPriority(requests_open=self.api_requests.value)
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         wsgi = self._server._server  # werkzeug's server; it calls .app for every request
@@ -367,6 +300,8 @@ class LocalCloud:
                 _ROUTES.pop(name, None)
         if getattr(self, "pool", None) is not None:
             self.pool.close()
+        if self.api_requests is not None:
+            self.api_requests.path.unlink(missing_ok=True)
         if self._server is not None:
             stop_server(self._server._server)
             self._server._thread.join()

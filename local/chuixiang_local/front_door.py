@@ -1,0 +1,128 @@
+"""``chuixiang serve`` answers the front door first.
+
+On AWS the API and the functions never share a CPU. Here they share two cores and moto's one
+interpreter, and a herd of POSTs starts as many executions as it answers: each execution's
+functions (a fork, the model stream, their own DynamoDB calls) would compete with the POSTs still
+waiting for their 202. So a Lambda invocation the state machine asks for waits while the API is
+busy: a request is open at the API process (:class:`SharedCount`, written by it) or one of the api
+function's AWS calls is in flight in moto (told apart by their User-Agent tag) or ended within
+``quiet_s``.
+
+Holding a dispatch delays only when a function's budget starts (its Timeout runs from the moment a
+worker has the event); the hold comes out of the Task state's TimeoutSeconds, which is
+``STATE_TIMEOUT_MARGIN_S`` above the function's Timeout, so the hold is bounded by half that margin.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
+
+#: The User-Agent ``app/…`` tag (``AWS_SDK_UA_APP_ID``) of the api function's AWS calls.
+FRONT_DOOR_APP_ID = "chuixiang-front-door"
+_COUNT = struct.Struct("q")
+
+
+class SharedCount:
+    """One integer in a memory-mapped file: the API process writes it, serve's moto process reads it.
+    One writer (the API's event loop), and an aligned 8-byte store is atomic on the CPUs we run on."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        fd = os.open(path, os.O_RDWR)
+        try:
+            self._map = mmap.mmap(fd, _COUNT.size)
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def create(cls, path: Path) -> SharedCount:
+        path.write_bytes(bytes(_COUNT.size))
+        return cls(path)
+
+    def add(self, delta: int) -> None:
+        _COUNT.pack_into(self._map, 0, self.value() + delta)
+
+    def value(self) -> int:
+        return int(_COUNT.unpack_from(self._map, 0)[0])
+
+
+class FrontDoorPriority:
+    """``enter``/``leave`` around each of the api function's AWS calls; ``wait_quiet`` before dispatching
+    an invocation: it returns once the API is quiet, or after ``max_hold_s``."""
+
+    def __init__(self, quiet_s: float = 0.01, max_hold_s: float = STATE_TIMEOUT_MARGIN_S / 2,
+                 requests_open: Callable[[], int] = lambda: 0) -> None:
+        self.quiet_s = quiet_s
+        self.max_hold_s = max_hold_s
+        self.requests_open = requests_open
+        self.invocations = 0
+        self.held: list[float] = []  #: seconds waited by each invocation that found the API busy
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._last_end = 0.0
+        self._waiting = 0
+        self._wake = threading.Event()  #: someone waits: the watcher polls until the API is quiet
+        self._quiet = threading.Event()  #: what held invocations wait on: one wake-up each, not one per call
+        threading.Thread(target=self._watch, name="front-door-quiet", daemon=True).start()
+
+    def enter(self) -> None:
+        with self._lock:
+            self._calls += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._calls -= 1
+            self._last_end = time.monotonic()
+
+    def _busy(self) -> bool:
+        return bool(self._calls or time.monotonic() < self._last_end + self.quiet_s or self.requests_open() > 0)
+
+    def wait_quiet(self) -> float:
+        """Block until the API is quiet, or for ``max_hold_s``: the seconds held."""
+        start = time.monotonic()
+        with self._lock:
+            self.invocations += 1
+            closed = self._busy()
+            if closed:
+                self._waiting += 1
+                self._quiet.clear()
+                self._wake.set()
+        if not closed:
+            return 0.0
+        self._quiet.wait(self.max_hold_s)
+        held = time.monotonic() - start
+        with self._lock:
+            self._waiting -= 1
+            self.held.append(held)
+        return held
+
+    def summary(self) -> str:
+        """One line for serve's exit: how many invocations found the API busy, and how long they waited."""
+        with self._lock:
+            held, total = sorted(self.held), self.invocations
+        line = f"front door first: {len(held)} of {total} invocations held"
+        if held:
+            p95 = held[min(len(held) - 1, int(0.95 * len(held)))]
+            at_bound = sum(1 for h in held if h >= self.max_hold_s)
+            line += (f" (p95 {p95 * 1000:.0f} ms, max {held[-1] * 1000:.0f} ms; "
+                     f"{at_bound} let go by the {self.max_hold_s:g} s bound)")
+        return line
+
+    def _watch(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(self.quiet_s / 2)
+            with self._lock:
+                if not self._waiting:
+                    self._wake.clear()
+                elif not self._busy():
+                    self._quiet.set()
+                    self._wake.clear()
