@@ -32,6 +32,7 @@ def test_cook_with_exact_scaled_override_set() -> None:
     assert doc["status"] == "SUCCEEDED" and doc["recipe"]["name"] == "番茄炒蛋"
     assert Path(doc["image"]["url"]).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert "status=RUNNING" in result.stderr  # progress goes to stderr, the document to stdout
+    assert "Fatal Python error" not in result.stderr  # a child's parent watch once died at exit like that
 
 
 def test_cook_against_a_model_that_refuses(fake: FakeModel) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +26,10 @@ def exit_with_parent(stop: Callable[[], None]) -> None:
     this process with ``stdin=PIPE`` and never writes to it, so end-of-file on stdin is its exit.
     Without this, a ``serve`` killed outright left its API process and fake model running."""
     def watch() -> None:
-        sys.stdin.buffer.read()
+        # The raw descriptor, not sys.stdin: a daemon thread blocked in a buffered read holds the
+        # buffer's lock, and the interpreter then dies at exit with "could not acquire lock".
+        while os.read(0, 4096):
+            pass
         stop()
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
