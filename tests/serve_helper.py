@@ -25,7 +25,9 @@ class Serve:
     """``chuixiang serve`` in its own process, as a user starts it; ready when it answers."""
 
     def __init__(self, overrides: dict[str, str], model_base_url: str | None = None,
-                 fake_pace_ms: float | None = None, serve_args: list[str] | None = None) -> None:
+                 fake_pace_ms: float | None = None, serve_args: list[str] | None = None,
+                 own_process_group: bool = False) -> None:
+        """``own_process_group``: as a terminal starts it, so Ctrl-C (SIGINT to the group) can be sent."""
         port = free_port()
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server never blocks on it
         model = ["--model-base-url", model_base_url] if model_base_url else []
@@ -35,7 +37,7 @@ class Serve:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "chuixiang_local.cli", "serve", "--port", str(port), *model, *params,
              *(serve_args or [])],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._stderr)
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=own_process_group)
         self.base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:

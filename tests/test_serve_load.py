@@ -154,3 +154,19 @@ def test_killed_serve_leaves_no_process_behind() -> None:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     assert not stranded
+
+
+def test_ctrl_c_stops_serve_and_everything_it_started_quietly() -> None:
+    # Ctrl-C sends SIGINT to the terminal's whole foreground group: serve, its API process, the
+    # model, the zygotes and every worker. Only serve decides how they stop.
+    server = Serve({}, own_process_group=True)
+    server.post("中断菜")  # a job in flight
+    family = descendants(server.proc.pid)
+    os.killpg(server.proc.pid, signal.SIGINT)
+    assert server.proc.wait(timeout=20) == 0
+    end = time.monotonic() + 10
+    while any(alive(pid) for pid in family) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not [pid for pid in family if alive(pid)]
+    output = server.output()
+    assert "Traceback" not in output and "stopped" in output, output[-3000:]

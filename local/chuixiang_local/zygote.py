@@ -103,6 +103,9 @@ LAYER_PRELOAD = ("chuixiang.steps", "chuixiang.api", "chuixiang.models", "chuixi
 
 
 def main() -> None:
+    # Ctrl-C reaches the whole foreground group; the pool that started us stops us (and our forks,
+    # which inherit this) itself, without a KeyboardInterrupt traceback from each.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(int(os.environ.get("CHUIXIANG_WORKER_NICE", "0")))  # workers inherit it
     for name in PRELOAD:
         importlib.import_module(name)
