@@ -199,7 +199,7 @@ class RequestCounter:
         if self.front_door is None or f"app/{FRONT_DOOR_APP_ID}" not in environ.get("HTTP_USER_AGENT", ""):
             return self.app(environ, start_response)
         self.front_door.enter()
-        try:
+        try:  # the body is built here, so the call counts as in flight until its answer is ready
             return list(self.app(environ, start_response))
         finally:
             self.front_door.leave()
