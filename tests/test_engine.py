@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,7 +12,7 @@ from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
 from chuixiang_local import engine
 from chuixiang_local.api_client import LocalApi
 from chuixiang_local.engine import EngineError, LocalCloud
-from chuixiang_local.front_door import FRONT_DOOR_APP_ID, FrontDoorPriority, SharedCount
+from chuixiang_local.front_door import FrontDoorPriority, SharedCount
 
 
 def test_other_moto_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,71 +63,53 @@ def _held_in_thread(gate: FrontDoorPriority) -> tuple[threading.Thread, list[flo
     return waiter, released
 
 
-def test_an_invocation_waits_while_an_api_call_is_in_flight_then_goes() -> None:
-    gate = FrontDoorPriority(quiet_s=0.05, max_hold_s=30)
-    gate.enter()
+class OpenRequests:
+    """What the API process's count would say, set by the test."""
+
+    def __init__(self) -> None:
+        self.open = 0
+
+    def __call__(self) -> int:
+        return self.open
+
+
+def test_an_invocation_waits_while_a_request_is_open_at_the_api_then_goes() -> None:
+    requests = OpenRequests()
+    gate = FrontDoorPriority(requests, max_hold_s=30)
+    requests.open = 1
     waiter, released = _held_in_thread(gate)
     time.sleep(0.2)  # ample for a wrongly unheld waiter to have gone
     assert waiter.is_alive() and not released
-    left = time.monotonic()
-    gate.leave()
+    answered = time.monotonic()
+    requests.open = 0
     waiter.join(timeout=10)
-    assert released and released[0] >= left + gate.quiet_s  # the quiet window, then at once
+    assert released and released[0] >= answered  # as soon as the API is quiet
     assert gate.held[0] < 10 and gate.summary().startswith("front door first: 1 of 1 invocations held")
 
 
 def test_a_quiet_front_door_holds_nothing() -> None:
-    gate = FrontDoorPriority(max_hold_s=30)
+    gate = FrontDoorPriority(OpenRequests(), max_hold_s=30)
     waiter, released = _held_in_thread(gate)
     waiter.join(timeout=10)
     assert released and not gate.held and gate.summary() == "front door first: 0 of 1 invocations held"
 
 
 def test_the_hold_is_bounded_so_the_state_timeout_is_never_what_fires() -> None:
-    gate = FrontDoorPriority(max_hold_s=0.3)
-    gate.enter()  # an API call that never ends
+    requests = OpenRequests()
+    requests.open = 1  # a request that never ends
+    gate = FrontDoorPriority(requests, max_hold_s=0.3)
     waiter, released = _held_in_thread(gate)
     waiter.join(timeout=10)
     assert released and 0.3 <= gate.held[0] < 10
     assert "1 let go by the 0.3 s bound" in gate.summary()
     # The default bound is half the margin by which every Task state outlives its function.
-    assert FrontDoorPriority().max_hold_s == STATE_TIMEOUT_MARGIN_S / 2
+    assert FrontDoorPriority(OpenRequests()).max_hold_s == STATE_TIMEOUT_MARGIN_S / 2
 
 
-def test_only_the_api_functions_calls_count_as_the_front_door() -> None:
-    gate = FrontDoorPriority(quiet_s=0.01, max_hold_s=30)
-    in_app, finish = threading.Event(), threading.Event()
-
-    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        in_app.set()
-        finish.wait(10)
-        return [b"{}"]
-
-    counter = engine.RequestCounter(app, gate)
-    for agent, holds in ((f"Boto3/1 app/{FRONT_DOOR_APP_ID} Botocore/1", True), ("Boto3/1 Botocore/1", False)):
-        in_app.clear()
-        finish.clear()
-        call = threading.Thread(target=counter, args=({"HTTP_USER_AGENT": agent}, lambda *a: None))
-        call.start()
-        assert in_app.wait(10)
-        waiter, released = _held_in_thread(gate)
-        if holds:
-            time.sleep(0.2)
-            assert waiter.is_alive(), agent
-        else:
-            waiter.join(timeout=10)
-            assert released, agent
-        finish.set()
-        call.join(timeout=10)
-        waiter.join(timeout=10)
-        assert released, agent
-
-
-def test_a_request_open_at_the_api_process_holds_invocations_too(tmp_path: Path) -> None:
-    # Between its arrival and its first AWS call a POST is invisible to moto; the API process says so.
+def test_the_api_process_count_is_what_the_gate_reads(tmp_path: Path) -> None:
     count = SharedCount.create(tmp_path / "open")
     written_by_the_api = SharedCount(count.path)  # the other process's mapping of the same file
-    gate = FrontDoorPriority(quiet_s=0.01, max_hold_s=30, requests_open=count.value)
+    gate = FrontDoorPriority(count.value, max_hold_s=30)
     written_by_the_api.add(2)
     waiter, released = _held_in_thread(gate)
     written_by_the_api.add(-1)

@@ -114,7 +114,7 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight(serve: Serve) -> None:
         t.join()
     serve.proc.send_signal(signal.SIGTERM)
     assert serve.proc.wait(timeout=20) == 0  # 1: it hung and the 10 s stop limit ended it
-    # The api function's calls were told apart and went first: some invocation found them in flight.
+    # The API process's open requests reached the gate: some invocation found them and waited.
     held = re.search(r"front door first: (\d+) of (\d+) invocations held", serve.output())
     assert held and int(held[1]) >= 1, serve.output()[-2000:]
     with pytest.raises(httpx.TransportError):

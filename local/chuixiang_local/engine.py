@@ -37,7 +37,7 @@ from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 
-from .front_door import FRONT_DOOR_APP_ID, FrontDoorPriority, SharedCount
+from .front_door import FrontDoorPriority, SharedCount
 from .invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 from .servers import stop_server
 from .template import ACCOUNT, REGION, FunctionSpec, Template
@@ -186,9 +186,8 @@ class RequestCounter:
     """WSGI middleware counting the AWS API calls the local cloud serves, as ``service:Action``
     (``dynamodb:UpdateItem``, ``states:StartExecution``, ``s3:PutObject`` …): what ``chuixiang cost`` bills."""
 
-    def __init__(self, app: Callable[..., Any], front_door: FrontDoorPriority | None = None) -> None:
+    def __init__(self, app: Callable[..., Any]) -> None:
         self.app = app
-        self.front_door = front_door
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -196,13 +195,7 @@ class RequestCounter:
         name = api_call_name(environ)
         with self._lock:
             self.counts[name] += 1
-        if self.front_door is None or f"app/{FRONT_DOOR_APP_ID}" not in environ.get("HTTP_USER_AGENT", ""):
-            return self.app(environ, start_response)
-        self.front_door.enter()
-        try:  # the body is built here, so the call counts as in flight until its answer is ready
-            return list(self.app(environ, start_response))
-        finally:
-            self.front_door.leave()
+        return self.app(environ, start_response)
 
     def snapshot(self) -> Counter[str]:
         with self._lock:
@@ -274,11 +267,11 @@ class LocalCloud:
             fd, path = tempfile.mkstemp(prefix="chuixiang-api-requests-")
             os.close(fd)
             self.api_requests = SharedCount.create(Path(path))
-            self.front_door = FrontDoorPriority(requests_open=self.api_requests.value)
+            self.front_door = FrontDoorPriority(self.api_requests.value)
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         wsgi = self._server._server  # werkzeug's server; it calls .app for every request
-        self.requests = RequestCounter(wsgi.app, self.front_door)
+        self.requests = RequestCounter(wsgi.app)
         wsgi.app = self.requests
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
@@ -507,8 +500,7 @@ class LocalCloud:
 
     def api_environment(self) -> dict[str, str]:
         spec = next(s for s in self.functions.values() if s.code_dir.name == "api")
-        return {**spec.env, **self.function_env(spec), "STATE_MACHINE_ARN": self.state_machine_arn,
-                "AWS_SDK_UA_APP_ID": FRONT_DOOR_APP_ID}
+        return {**spec.env, **self.function_env(spec), "STATE_MACHINE_ARN": self.state_machine_arn}
 
     def activate_api_environment(self) -> None:
         """Make this process look like the api function (its env; the layer on sys.path)."""

@@ -3,10 +3,9 @@
 On AWS the API and the functions never share a CPU. Here they share two cores and moto's one
 interpreter, and a herd of POSTs starts as many executions as it answers: each execution's
 functions (a fork, the model stream, their own DynamoDB calls) would compete with the POSTs still
-waiting for their 202. So a Lambda invocation the state machine asks for waits while the API is
-busy: a request is open at the API process (:class:`SharedCount`, written by it) or one of the api
-function's AWS calls is in flight in moto (told apart by their User-Agent tag) or ended within
-``quiet_s``.
+waiting for their 202. So a Lambda invocation the state machine asks for waits while a request is
+open at the API process (from its arrival to its answer, every AWS call of the api function
+included), which writes that count into a :class:`SharedCount`.
 
 Holding a dispatch delays only when a function's budget starts (its Timeout runs from the moment a
 worker has the event); the hold comes out of the Task state's TimeoutSeconds, which is
@@ -25,8 +24,6 @@ from pathlib import Path
 
 from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
 
-#: The User-Agent ``app/…`` tag (``AWS_SDK_UA_APP_ID``) of the api function's AWS calls.
-FRONT_DOOR_APP_ID = "chuixiang-front-door"
 _COUNT = struct.Struct("q")
 
 
@@ -55,42 +52,28 @@ class SharedCount:
 
 
 class FrontDoorPriority:
-    """``enter``/``leave`` around each of the api function's AWS calls; ``wait_quiet`` before dispatching
-    an invocation: it returns once the API is quiet, or after ``max_hold_s``."""
+    """``wait_quiet`` before dispatching an invocation: it returns once no request is open at the API
+    (``requests_open``, checked every ``poll_s`` while someone waits), or after ``max_hold_s``."""
 
-    def __init__(self, quiet_s: float = 0.01, max_hold_s: float = STATE_TIMEOUT_MARGIN_S / 2,
-                 requests_open: Callable[[], int] = lambda: 0) -> None:
-        self.quiet_s = quiet_s
-        self.max_hold_s = max_hold_s
+    def __init__(self, requests_open: Callable[[], int], *, poll_s: float = 0.005,
+                 max_hold_s: float = STATE_TIMEOUT_MARGIN_S / 2) -> None:
         self.requests_open = requests_open
+        self.poll_s = poll_s
+        self.max_hold_s = max_hold_s
         self.invocations = 0
         self.held: list[float] = []  #: seconds waited by each invocation that found the API busy
         self._lock = threading.Lock()
-        self._calls = 0
-        self._last_end = 0.0
         self._waiting = 0
         self._wake = threading.Event()  #: someone waits: the watcher polls until the API is quiet
-        self._quiet = threading.Event()  #: what held invocations wait on: one wake-up each, not one per call
+        self._quiet = threading.Event()  #: what held invocations wait on: one wake-up each
         threading.Thread(target=self._watch, name="front-door-quiet", daemon=True).start()
-
-    def enter(self) -> None:
-        with self._lock:
-            self._calls += 1
-
-    def leave(self) -> None:
-        with self._lock:
-            self._calls -= 1
-            self._last_end = time.monotonic()
-
-    def _busy(self) -> bool:
-        return bool(self._calls or time.monotonic() < self._last_end + self.quiet_s or self.requests_open() > 0)
 
     def wait_quiet(self) -> float:
         """Block until the API is quiet, or for ``max_hold_s``: the seconds held."""
         start = time.monotonic()
         with self._lock:
             self.invocations += 1
-            closed = self._busy()
+            closed = self.requests_open() > 0
             if closed:
                 self._waiting += 1
                 self._quiet.clear()
@@ -119,10 +102,10 @@ class FrontDoorPriority:
     def _watch(self) -> None:
         while True:
             self._wake.wait()
-            time.sleep(self.quiet_s / 2)
+            time.sleep(self.poll_s)
             with self._lock:
                 if not self._waiting:
                     self._wake.clear()
-                elif not self._busy():
+                elif self.requests_open() <= 0:
                     self._quiet.set()
                     self._wake.clear()
