@@ -137,7 +137,8 @@ def test_breaker_opens_after_threshold_then_rejects_without_a_request(fake: Fake
 
     outcome, elapsed = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings,
                                   breaker_for=breakers)
-    assert fake.count("/chat/completions") == 3 and elapsed < 0.2
+    # Refused at once: no request, and no wait (a retry back-off would take up the retry window).
+    assert fake.count("/chat/completions") == 3 and elapsed < scaled_template.number("RecipeRetryWindowMs") / 1000
     assert outcome.error is not None and outcome.error.code == "RECIPE_UPSTREAM_ERROR" and outcome.error.retryable
     assert [c.outcome for c in outcome.metrics.calls] == ["breaker_open"] and outcome.metrics.attempts == 0
 
@@ -156,10 +157,10 @@ def test_image_breaker_open_degrades_without_a_call(fake: FakeModel, table: Any,
     settings = function_settings(scaled_template, "image", fake.base_url)
     breakers = breaker_factory(table, fake.base_url, threshold=1, recovery_s=60)
     breakers(settings.image_model).record(Admission.CALL, healthy=False)
-    started = time.monotonic()
-    outcome, _ = run_image(scaled_template, fake.base_url, 3000, settings=settings, breaker_for=breakers)
+    outcome, elapsed = run_image(scaled_template, fake.base_url, 3000, settings=settings, breaker_for=breakers)
     assert outcome.error is not None and outcome.error.code == "IMAGE_UPSTREAM_ERROR"
-    assert fake.count("/images/generations") == 0 and time.monotonic() - started < 0.2
+    assert [c.outcome for c in outcome.metrics.calls] == ["breaker_open"] and outcome.metrics.attempts == 0
+    assert fake.count("/images/generations") == 0 and elapsed < scaled_template.number("ImageRetryWindowMs") / 1000
 
 
 def test_exactly_one_probe_after_recovery_and_its_outcome_decides(table: Any) -> None:
