@@ -44,6 +44,37 @@ def test_state_machine_runs_our_handlers_in_order(cloud: LocalCloud, api: LocalA
 
 
 @pytest.mark.pipeline
+def test_the_state_machine_is_parsed_at_deployment_not_by_its_executions(
+        cloud: LocalCloud, api: LocalApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    parsed: list[str] = []
+    parse = AmazonStateLanguageParser.parse
+    monkeypatch.setattr(AmazonStateLanguageParser, "parse",
+                        staticmethod(lambda definition: (parsed.append(definition), parse(definition))[1]))
+    doc = api.wait(api.post_dish("解析一次菜")[1]["jobId"], give_up_s=30)
+    assert doc["status"] == "SUCCEEDED"
+    assert parsed == []  # the execution ran the program parsed when the cloud created its state machine
+
+
+@pytest.mark.pipeline
+def test_ended_badly_reads_only_the_failed_timed_out_and_aborted(cloud: LocalCloud) -> None:
+    sfn = cloud.client("stepfunctions")
+    arn = sfn.start_execution(stateMachineArn=cloud.state_machine_arn, name="aborted-by-test",
+                              input='{"jobId": "aborted-by-test", "dish": "x"}')["executionArn"]
+    sfn.stop_execution(executionArn=arn)
+    end = time.monotonic() + 10
+    while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING" and time.monotonic() < end:
+        time.sleep(0.05)  # moto stops an execution on its own thread
+    assert sfn.describe_execution(executionArn=arn)["status"] == "ABORTED"
+    assert arn in cloud._ended_badly()
+    succeeded = [ex["executionArn"] for ex in sfn.list_executions(
+        stateMachineArn=cloud.state_machine_arn, statusFilter="SUCCEEDED")["executions"]]
+    assert succeeded  # the jobs above
+    assert not set(succeeded) & set(cloud._ended_badly())
+
+
+@pytest.mark.pipeline
 def test_unrouted_function_is_an_error_not_a_canned_answer(cloud: LocalCloud) -> None:
     lam = cloud.client("lambda")
     lam.create_function(FunctionName="not-ours", Runtime="python3.12", Handler="app.h",

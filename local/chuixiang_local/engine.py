@@ -38,6 +38,7 @@ from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 
 from .front_door import FrontDoorPriority, SharedCount
+from .keep_alive import OpenConnections, keep_alive_handler
 from .invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 from .servers import stop_server
 from .template import ACCOUNT, REGION, FunctionSpec, Template
@@ -49,6 +50,8 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
 #: How often the EventBridge stand-in looks for executions that ended badly (EventBridge takes ~0.5 s too).
 WATCH_INTERVAL_S = 0.5
 _ROUTES: dict[str, Callable[[str, bytes], tuple[bytes, str | None]]] = {}
+#: Name prefixes of stopped clouds: an execution still running asks them for a Lambda in vain.
+_STOPPED: set[str] = set()
 _PATCH_LOCK = threading.Lock()
 
 
@@ -74,6 +77,10 @@ def _patch_moto() -> None:
                           headers: Any, response_headers: dict[str, str]) -> bytes:
             name = function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
             route = _ROUTES.get(name)
+            if route is None and any(prefix in name for prefix in _STOPPED):
+                response_headers["x-amz-function-error"] = "Unhandled"  # as Lambda answers once deleted
+                return json.dumps({"errorType": "ResourceNotFoundException",
+                                   "errorMessage": f"{name}: the local cloud has stopped"}).encode()
             if route is None:
                 raise EngineError(f"no local route for Lambda {function_name}")
             payload, error = route(name, body if isinstance(body, bytes) else str(body or "{}").encode())
@@ -155,22 +162,29 @@ def atomic_dynamodb() -> None:
     DynamoDBBackend._chuixiang_atomic = True  # type: ignore[attr-defined]
 
 
+_PROGRAMS: dict[str, Any] = {}
+_PROGRAMS_LOCK = threading.Lock()
+
+
+def asl_program(definition: str) -> Any:
+    """The parsed program of an ASL definition, parsed once per process."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    with _PROGRAMS_LOCK:
+        if definition not in _PROGRAMS:
+            _PROGRAMS[definition] = AmazonStateLanguageParser.parse(definition)[0]
+        return _PROGRAMS[definition]
+
+
 def _cache_asl_programs() -> None:
     """moto's interpreter parses the ASL with ANTLR (pure Python, ~100 ms of CPU for ours) at the start
     of every execution, inside the moto process every API call waits on. The parsed program is
-    immutable - an execution's state lives in its ``Environment`` - so parse each definition once."""
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    immutable - an execution's state lives in its ``Environment`` - so parse each definition once
+    (the local cloud parses it when it creates the state machine, before any request comes)."""
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
-    programs: dict[str, Any] = {}
-    lock = threading.Lock()
-
     def entrypoint(self: Any) -> Any:
-        definition = self._evaluation_details.state_machine_details.definition
-        with lock:
-            if definition not in programs:
-                programs[definition] = AmazonStateLanguageParser.parse(definition)[0]
-            return programs[definition]
+        return asl_program(self._evaluation_details.state_machine_details.definition)
 
     ExecutionWorker._get_evaluation_entrypoint = entrypoint  # type: ignore[method-assign]
 
@@ -180,6 +194,21 @@ def _cache_asl_programs() -> None:
 
     for module in (json_path, result_path):
         module.parse = functools.lru_cache(maxsize=512)(module.parse)  # type: ignore[attr-defined]
+
+
+def _without_debug_mode(dispatcher: Any) -> None:
+    """moto runs each service's Flask app in debug mode, in which Flask builds a new class for every
+    request that has a body (a helper for form errors in ``Request._load_form_data``): measured, XX of
+    moto's CPU per DynamoDB call. Exceptions still propagate to the server, which logs them."""
+    create = dispatcher.create_app
+
+    def create_app(service: str) -> Any:
+        app = create(service)
+        app.debug = False
+        app.config["PROPAGATE_EXCEPTIONS"] = True
+        return app
+
+    dispatcher.create_app = create_app
 
 
 class RequestCounter:
@@ -271,6 +300,9 @@ class LocalCloud:
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self._server.start()
         wsgi = self._server._server  # werkzeug's server; it calls .app for every request
+        _without_debug_mode(wsgi.app)
+        self._connections = OpenConnections()
+        wsgi.RequestHandlerClass = keep_alive_handler(wsgi.RequestHandlerClass, self._connections)
         self.requests = RequestCounter(wsgi.app)
         wsgi.app = self.requests
         host, port = self._server.get_host_and_port()
@@ -288,8 +320,11 @@ class LocalCloud:
         self._stop.set()
         if getattr(self, "_watcher", None) is not None:
             self._watcher.join(timeout=2)  # a daemon: it only has to not start a reconcile now
+        prefix = getattr(self, "prefix", None)  # none if the deployment failed early
+        if prefix is not None:
+            _STOPPED.add(prefix)
         for name in list(_ROUTES):
-            if self.prefix in name:
+            if prefix is not None and prefix in name:
                 _ROUTES.pop(name, None)
         if getattr(self, "pool", None) is not None:
             self.pool.close()
@@ -298,6 +333,7 @@ class LocalCloud:
         if self._server is not None:
             stop_server(self._server._server)
             self._server._thread.join()
+            self._connections.close_all()
             if self._previous_port is None:
                 os.environ.pop("MOTO_PORT", None)
             else:
@@ -325,9 +361,11 @@ class LocalCloud:
         iam = self.client("iam")
         role = iam.create_role(RoleName=f"{self.prefix}sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         name = physical[lid]["Name"]
+        asl = json.dumps(definition)
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
-            name=name, definition=json.dumps(definition), roleArn=role, type="STANDARD",
+            name=name, definition=asl, roleArn=role, type="STANDARD",
         )["stateMachineArn"]
+        asl_program(asl)  # not in the first executions' time
         if self.state_machine_arn != arn:
             raise EngineError(f"state machine ARN {self.state_machine_arn} != template's {arn}")
 
@@ -442,21 +480,27 @@ class LocalCloud:
     # --- EventBridge stand-in ------------------------------------------------------------
 
     def _watch_executions(self) -> None:
-        sfn = self.client("stepfunctions")
         reconcile = next((s for s in self.functions.values() if self._subscribes_to_sfn(s)), None)
         while not self._stop.wait(WATCH_INTERVAL_S):
-            try:  # only the ended-badly ones: listing every execution would load moto with each poll
-                executions = [ex for status in ("FAILED", "TIMED_OUT", "ABORTED") for ex in sfn.list_executions(
-                    stateMachineArn=self.state_machine_arn, statusFilter=status)["executions"]]
-            except Exception:  # noqa: BLE001  # nosec B112 - the server is shutting down; poll again
-                continue
-            for ex in executions:
-                if ex["executionArn"] not in self._seen:
-                    self._seen.add(ex["executionArn"])
+            for arn in self._ended_badly():
+                if arn not in self._seen:
+                    self._seen.add(arn)
                     if reconcile is not None and not self._stop.is_set():
-                        detail = self.describe_execution(ex["executionArn"])
+                        detail = self.describe_execution(arn)
                         self.invoke(reconcile, self.status_change_event(detail))
-                    self._reconciled.add(ex["executionArn"])
+                    self._reconciled.add(arn)
+
+    def _ended_badly(self) -> list[str]:
+        """The executions that FAILED, TIMED_OUT or were ABORTED, read from moto's backend in this
+        process: EventBridge pushes these events, and polling moto's API for them twice a second
+        cost the server ~5 % of a core, more with every execution it kept."""
+        from moto.stepfunctions.responses import get_backend
+
+        try:
+            machine = get_backend(ACCOUNT, REGION).describe_state_machine(self.state_machine_arn)
+        except Exception:  # noqa: BLE001  # nosec B110 - the cloud is being torn down; look again
+            return []
+        return [ex.execution_arn for ex in list(machine.executions) if ex.status in ("FAILED", "TIMED_OUT", "ABORTED")]
 
     def execution_arn(self, job_id: str) -> str:
         """The ARN of a job's execution (named after the job)."""
