@@ -38,8 +38,8 @@ from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 
 from .front_door import FrontDoorPriority, SharedCount
-from .keep_alive import OpenConnections, keep_alive_handler
 from .invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
+from .keep_alive import OpenConnections, keep_alive_handler
 from .servers import stop_server
 from .template import ACCOUNT, REGION, FunctionSpec, Template
 
