@@ -121,6 +121,8 @@ def test_a_failing_app_gets_a_500_and_the_connection_closed(server: tuple[BaseWS
     b"GET / HTTP/1.1\r\nno colon here\r\n\r\n",
     b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(101)) + b"\r\n",
     b"GET / HTTP/1.1\r\nX-Long: " + b"y" * 70000 + b"\r\n\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
 ])
 def test_malformed_headers_get_a_4xx_and_the_connection_closed(
         server: tuple[BaseWSGIServer, OpenConnections], raw: bytes) -> None:

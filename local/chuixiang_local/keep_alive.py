@@ -3,8 +3,8 @@
 werkzeug's development server ends every response with ``Connection: close``: its handler cannot
 tell where a request body ends, so it reads whatever is left on the socket and hangs up. Every AWS
 call of every local function then opens a new TCP connection, and the server accepts it and starts
-a new thread for it: measured, about a quarter of moto's CPU for a ``GetItem``, in the one process
-every call of every function waits on. A DynamoDB or S3 request says how long its body is, so this
+a new thread for it: measured, 16 % of moto's CPU per DynamoDB call, in the one process every call
+of every function waits on. A DynamoDB or S3 request says how long its body is, so this
 handler reads exactly that much before the application runs, answers with a ``Content-Length``, and
 keeps the connection for the client's next call. A chunked request body is left to werkzeug's own
 handler, which closes the connection as before.
@@ -69,8 +69,8 @@ def keep_alive_handler(base: type[WSGIRequestHandler], connections: OpenConnecti
             super().finish()
 
         def parse_request(self) -> bool:
-            """``http.server`` parses headers with the email package: measured, a quarter of moto's CPU
-            for a DynamoDB call. A request as HTTP/1.x clients send it is parsed here into the same
+            """``http.server`` parses headers with the email package (~5 % of moto's CPU per DynamoDB call,
+            measured). A request as HTTP/1.x clients send it is parsed here into the same
             ``HTTPMessage``; anything else goes to ``http.server``, which answers its errors."""
             requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
             words = requestline.split()
@@ -107,7 +107,12 @@ def keep_alive_handler(base: type[WSGIRequestHandler], connections: OpenConnecti
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
                 super().run_wsgi()  # werkzeug's handler: it dechunks, then closes the connection
                 return
-            length = int(self.headers.get("Content-Length") or 0)
+            declared = self.headers.get("Content-Length") or "0"
+            if not declared.isdigit():
+                self.close_connection = True
+                self.send_error(HTTPStatus.BAD_REQUEST, "Bad Content-Length")
+                return
+            length = int(declared)
             body = self.rfile.read(length) if length > 0 else b""
             if len(body) < length:  # the client hung up mid-body
                 self.close_connection = True
