@@ -73,9 +73,18 @@ class Attempt:
     started: float = field(default_factory=time.monotonic)
     status: int | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    ended: float | None = None  #: when the upstream answered; None: still running (or never set)
+
+    def begin(self) -> None:
+        """The upstream call starts now: what came before (a breaker's read) is not the upstream's time."""
+        self.started = time.monotonic()
+
+    def end(self) -> None:
+        """The upstream call ended now: what comes after (the breaker's write) is not the upstream's time."""
+        self.ended = time.monotonic()
 
     def elapsed_ms(self) -> float:
-        return (time.monotonic() - self.started) * 1000
+        return ((self.ended if self.ended is not None else time.monotonic()) - self.started) * 1000
 
 
 @dataclass

@@ -11,7 +11,6 @@ is the model's quality, not its health. Every upstream call is recorded once.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -57,16 +56,20 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
                 raise CircuitOpen(f"breaker open for {model}: no request sent")
             if admission is Admission.PROBE:
                 attempt.fields["breaker_probe"] = True
-            started = time.monotonic()
+            # The retry window judges the upstream: the breaker's DynamoDB read and write are not in it.
+            attempt.begin()
             try:
                 result = call(model, attempt)
             except UpstreamError as failure:
-                routed.calls.append(UpstreamCall(model=model, ms=_ms(started), outcome=failure.outcome,
+                attempt.end()
+                routed.calls.append(UpstreamCall(model=model, ms=int(attempt.elapsed_ms()), outcome=failure.outcome,
                                                  status=failure.status or attempt.status))
                 if breaker:
                     breaker.record(admission, healthy=not failure.unhealthy)
                 raise
-            routed.calls.append(UpstreamCall(model=model, ms=_ms(started), outcome="ok", status=attempt.status))
+            attempt.end()
+            routed.calls.append(UpstreamCall(model=model, ms=int(attempt.elapsed_ms()), outcome="ok",
+                                             status=attempt.status))
             if breaker:
                 breaker.record(admission, healthy=True)
             return result
@@ -79,6 +82,3 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
     routed.attempts = sum(1 for c in routed.calls if c.outcome != CircuitOpen.outcome)
     return routed
 
-
-def _ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
