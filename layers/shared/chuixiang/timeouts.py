@@ -92,8 +92,8 @@ RECIPE_TOTAL = Limit(
     scaled=3000, inside=("RecipeFunctionTimeout", "CanaryFunctionTimeout"), margin=Margin.FINISH, minimum=500)
 RECIPE_RETRY_WINDOW = Limit(
     "RecipeRetryWindowMs", Unit.MS, 20_000, "recipe retry window",
-    "one same-model retry, only for a 5xx/429/refused/reset-before-data within this long of the attempt "
-    "start, before content",
+    "one same-model retry, only for a 5xx/429/refused/reset-before-data within this long of the request's "
+    "start (the breaker's own DynamoDB calls not counted), before content",
     env="RECIPE_RETRY_WINDOW_MS", attr="recipe_retry_window_ms", functions=("recipe", "canary"),
     scaled=500, inside=("RecipeTotalTimeoutMs",), minimum=0)
 RECIPE_MIN_ATTEMPT = Limit(
@@ -123,8 +123,8 @@ CANARY_FUNCTION = Limit(
     scaled=5, timeout_of="canary", minimum=2)
 IMAGE_RETRY_WINDOW = Limit(
     "ImageRetryWindowMs", Unit.MS, 15_000, "image retry window",
-    "the image retries only a 5xx/429/refused within this long of the attempt start "
-    "(up to 3 attempts, each needing half the budget it started with)",
+    "the image retries only a 5xx/429/refused within this long of the request's start "
+    "(the breaker's own DynamoDB calls not counted; up to 3 attempts, each needing half the budget it started with)",
     env="IMAGE_RETRY_WINDOW_MS", attr="image_retry_window_ms", functions=("image",),
     scaled=500, inside=("ImageFunctionTimeout",), margin=Margin.FINISH, minimum=0)
 STATE_MACHINE = Limit(

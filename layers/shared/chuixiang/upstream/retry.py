@@ -2,7 +2,8 @@
 
 A failure is retried only when it is *transient* (the upstream plainly did not do
 the work: refused, reset before any byte, 5xx, 429), *early* (within the retry
-window of the attempt start), *before any content*, and when the budget left
+window of the request's start: the breaker's read before it and write after it are not the
+upstream's time), *before any content*, and when the budget left
 still holds another attempt after the back-off. A timeout is never retried: an
 attempt that used its whole limit leaves no room for another, and a late failure
 retried is how a 90 s wait becomes a gateway timeout.
@@ -26,7 +27,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class RetryPolicy:
     max_attempts: int
-    window_ms: float  #: a failure later than this after its attempt started is not retried
+    window_ms: float  #: a failure later than this after its request started is not retried
     min_attempt_ms: float  #: budget another attempt needs, after the back-off
     base_backoff_s: float = 0.5
     backoff_cap_factor: int = 4
