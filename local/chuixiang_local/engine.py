@@ -50,9 +50,13 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
 #: How often the EventBridge stand-in looks for executions that ended badly (EventBridge takes ~0.5 s too).
 WATCH_INTERVAL_S = 0.5
 _ROUTES: dict[str, Callable[[str, bytes], tuple[bytes, str | None]]] = {}
-#: Name prefixes of stopped clouds: an execution still running asks them for a Lambda in vain.
-_STOPPED: set[str] = set()
 _PATCH_LOCK = threading.Lock()
+
+
+def _stopped(name: str, body: bytes) -> tuple[bytes, str | None]:
+    """The route of a stopped cloud's function: what Lambda answers for a deleted one."""
+    return json.dumps({"errorType": "ResourceNotFoundException",
+                       "errorMessage": f"{name}: the local cloud has stopped"}).encode(), "Unhandled"
 
 
 class EngineError(RuntimeError):
@@ -77,10 +81,6 @@ def _patch_moto() -> None:
                           headers: Any, response_headers: dict[str, str]) -> bytes:
             name = function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
             route = _ROUTES.get(name)
-            if route is None and any(prefix in name for prefix in _STOPPED):
-                response_headers["x-amz-function-error"] = "Unhandled"  # as Lambda answers once deleted
-                return json.dumps({"errorType": "ResourceNotFoundException",
-                                   "errorMessage": f"{name}: the local cloud has stopped"}).encode()
             if route is None:
                 raise EngineError(f"no local route for Lambda {function_name}")
             payload, error = route(name, body if isinstance(body, bytes) else str(body or "{}").encode())
@@ -322,11 +322,9 @@ class LocalCloud:
         if getattr(self, "_watcher", None) is not None:
             self._watcher.join(timeout=2)  # a daemon: it only has to not start a reconcile now
         prefix = getattr(self, "prefix", None)  # none if the deployment failed early
-        if prefix is not None:
-            _STOPPED.add(prefix)
         for name in list(_ROUTES):
             if prefix is not None and prefix in name:
-                _ROUTES.pop(name, None)
+                _ROUTES[name] = _stopped  # an execution still running may yet ask for it
         if getattr(self, "pool", None) is not None:
             self.pool.close()
         if self.api_requests is not None:
