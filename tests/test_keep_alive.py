@@ -51,6 +51,16 @@ def _connect(srv: BaseWSGIServer) -> http.client.HTTPConnection:
     return http.client.HTTPConnection("127.0.0.1", srv.server_address[1], timeout=5)
 
 
+def _raw(srv: BaseWSGIServer, request: bytes) -> bytes:
+    """Send bytes no HTTP client would; everything the server answers until it hangs up."""
+    with socket.create_connection(srv.server_address[:2], timeout=5) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data
+
+
 def test_one_connection_carries_many_requests(server: tuple[BaseWSGIServer, OpenConnections]) -> None:
     srv, _ = server
     conn = _connect(srv)
@@ -85,12 +95,8 @@ def test_answers_without_a_length_or_a_body_are_framed(server: tuple[BaseWSGISer
 def test_pipelined_requests_are_each_answered(server: tuple[BaseWSGIServer, OpenConnections]) -> None:
     # Two requests in one write: the first body must be read exactly, not past it.
     srv, _ = server
-    with socket.create_connection(srv.server_address[:2], timeout=5) as sock:
-        sock.sendall(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+    data = _raw(srv, b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
                      b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nde")
-        data = b""
-        while chunk := sock.recv(65536):
-            data += chunk
     assert b"POST /a abc" in data and b"POST /b de" in data
     assert data.count(b"HTTP/1.1 200") == 2 and data.endswith(b"POST /b de")
 
@@ -127,11 +133,7 @@ def test_a_failing_app_gets_a_500_and_the_connection_closed(server: tuple[BaseWS
 def test_malformed_headers_get_a_4xx_and_the_connection_closed(
         server: tuple[BaseWSGIServer, OpenConnections], raw: bytes) -> None:
     srv, _ = server
-    with socket.create_connection(srv.server_address[:2], timeout=5) as sock:
-        sock.sendall(raw)
-        data = b""
-        while chunk := sock.recv(65536):
-            data += chunk
+    data = _raw(srv, raw)
     status = int(data.split(b" ", 2)[1])
     assert 400 <= status < 500, data[:200]
 
