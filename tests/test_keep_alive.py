@@ -53,7 +53,7 @@ def _connect(srv: BaseWSGIServer) -> http.client.HTTPConnection:
 
 def _raw(srv: BaseWSGIServer, request: bytes) -> bytes:
     """Send bytes no HTTP client would; everything the server answers until it hangs up."""
-    with socket.create_connection(srv.server_address[:2], timeout=5) as sock:
+    with socket.create_connection(("127.0.0.1", srv.server_address[1]), timeout=5) as sock:
         sock.sendall(request)
         data = b""
         while chunk := sock.recv(65536):
@@ -141,7 +141,13 @@ def test_malformed_headers_get_a_4xx_and_the_connection_closed(
 def test_parsed_headers_are_what_http_server_would_give(server: tuple[BaseWSGIServer, OpenConnections]) -> None:
     seen: list[Any] = []
     srv, _ = server
-    srv.app = lambda environ, start_response: (seen.append(environ), start_response("200 OK", []), [b""])[2]
+
+    def record(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        seen.append(environ)
+        start_response("200 OK", [])
+        return [b""]
+
+    srv.app = record
     conn = _connect(srv)
     conn.request("POST", "//double/slash", body=b"{}", headers={
         "X-Amz-Target": "DynamoDB_20120810.GetItem", "X-Spaced": "  value with trailing space ",
