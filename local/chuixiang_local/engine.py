@@ -37,7 +37,7 @@ from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 
-from .front_door import FrontDoorPriority, SharedCount
+from .front_door import FrontDoorCallsFirst, FrontDoorPriority, SharedCount
 from .invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 from .keep_alive import OpenConnections, keep_alive_handler
 from .servers import stop_server
@@ -47,6 +47,8 @@ MOTO_VERSION = "5.2.5"  # the ASL interpreter hook below is verified against thi
 #: moto accepts any credentials; these are its documented dummies.
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",  # nosec B105
                     "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}  # nosec B105
+#: The api function's access key id (moto takes any): its AWS calls are the front door's.
+API_ACCESS_KEY_ID = "local-api-function"  # nosec B105 - an identifier, not a secret
 #: How often the EventBridge stand-in looks for executions that ended badly (EventBridge takes ~0.5 s too).
 WATCH_INTERVAL_S = 0.5
 _ROUTES: dict[str, Callable[[str, bytes], tuple[bytes, str | None]]] = {}
@@ -94,6 +96,8 @@ def _patch_moto() -> None:
         _cache_asl_programs()
         atomic_dynamodb()
         _cache_module_list()
+        _serialize_attribute_values_directly()
+        _convert_items_in_one_pass()
 
 
 def _cache_module_list() -> None:
@@ -160,6 +164,84 @@ def atomic_dynamodb() -> None:
         if hasattr(DynamoDBBackend, name):
             setattr(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
     DynamoDBBackend._chuixiang_atomic = True  # type: ignore[attr-defined]
+
+
+#: AttributeValue members whose value moto holds exactly as the wire has it (binary ones it holds decoded).
+_SCALAR_MEMBERS = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
+_SET_MEMBERS = ("SS", "NS")
+
+
+def wire_attribute_value(value: Any) -> Any:
+    """The JSON an ``AttributeValue`` dict serialises to, or None when it holds anything but strings,
+    numbers, booleans, nulls, their sets, lists and maps (binary: moto's serializer encodes it)."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return None
+    ((member, inner),) = value.items()
+    if member in _SCALAR_MEMBERS:
+        return value if type(inner) is _SCALAR_MEMBERS[member] else None
+    if member in _SET_MEMBERS:
+        return value if isinstance(inner, list) and all(type(v) is str for v in inner) else None
+    if member == "M" and isinstance(inner, dict):
+        out: dict[str, Any] = {}
+        for key, item in inner.items():
+            wired = wire_attribute_value(item)
+            if wired is None:
+                return None
+            out[key] = wired
+        return {"M": out}
+    if member == "L" and isinstance(inner, list):
+        items = [wire_attribute_value(item) for item in inner]
+        return None if any(item is None for item in items) else {"L": items}
+    return None
+
+
+def _serialize_attribute_values_directly() -> None:
+    """moto's response serializer walks botocore's shape for every ``AttributeValue``: each nested
+    value tries all ten members through an alias lookup. A job item (the recipe, its progress,
+    metrics: ~100 nested values) took 12 ms of CPU per GetItem, 90 % of it there. moto already holds
+    items in the wire's form, so an ``AttributeValue`` is written as it is, falling back to the walk
+    for anything :func:`wire_attribute_value` does not vouch for."""
+    from moto.core.serialize import BaseJSONSerializer
+
+    walk = BaseJSONSerializer._serialize_type_structure
+
+    @functools.wraps(walk)
+    def structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if key and shape.name == "AttributeValue":
+            wired = wire_attribute_value(value)
+            if wired is not None:
+                self._default_serialize(serialized, wired, shape, key)
+                return
+        walk(self, serialized, value, shape, key)
+
+    BaseJSONSerializer._serialize_type_structure = structure  # type: ignore[method-assign]
+
+
+def _convert_items_in_one_pass() -> None:
+    """moto's ``DynamoType.to_regular_json`` deep-copies a map or list, then converts each nested
+    value of the copy the same way, so every level is copied once per level above it. It runs for
+    every item a request reads or writes (UpdateItem converts the item twice). Converted here in
+    one pass with the same result: nested values converted, anything else deep-copied."""
+    import base64
+    import copy
+
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    @functools.wraps(DynamoType.to_regular_json)
+    def to_regular_json(self: DynamoType) -> dict[str, Any]:
+        value = self.value
+        if isinstance(value, dict):
+            value = {k: v.to_regular_json() if isinstance(v, DynamoType) else copy.deepcopy(v)
+                     for k, v in value.items()}
+        elif isinstance(value, list):
+            value = [v.to_regular_json() if isinstance(v, DynamoType) else copy.deepcopy(v) for v in value]
+        else:
+            value = copy.deepcopy(value)
+        if self.is_binary() and isinstance(value, str):
+            value = base64.b64decode(value)
+        return {self.type: value}
+
+    DynamoType.to_regular_json = to_regular_json  # type: ignore[method-assign]
 
 
 _PROGRAMS: dict[str, Any] = {}
@@ -260,13 +342,15 @@ class LocalCloud:
         """``worker_nice``: run function workers at this niceness. On AWS a function's CPU is its own;
         here sixty executions share two cores with the API and moto, and ``serve`` lowers the
         functions' priority so the front door answers first (tests keep 0: their timings are the functions').
-        ``front_door_first``: hold the state machine's Lambda invocations while the API is busy
+        ``front_door_first``: hold the state machine's Lambda invocations while the API is busy, and
+        serve the api function's AWS calls before the others waiting for moto
         (:mod:`chuixiang_local.front_door`; ``serve`` sets it and hands ``api_requests`` to its API process)."""
         self.overrides = dict(overrides or {})
         self.worker_nice = worker_nice
         self.front_door_first = front_door_first
         self.front_door: FrontDoorPriority | None = None
         self.api_requests: SharedCount | None = None  #: requests open at serve's API process
+        self.call_priority: FrontDoorCallsFirst | None = None  #: the api function's AWS calls first
         self.model_base_url = model_base_url
         self.work_dir = work_dir
         self.log = log
@@ -306,6 +390,9 @@ class LocalCloud:
         wsgi.RequestHandlerClass = keep_alive_handler(wsgi.RequestHandlerClass, self._connections)
         self.requests = RequestCounter(wsgi.app)
         wsgi.app = self.requests
+        if self.front_door_first:
+            self.call_priority = FrontDoorCallsFirst(wsgi.app, API_ACCESS_KEY_ID)
+            wsgi.app = self.call_priority
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
         # The ASL interpreter's own boto clients find moto through MOTO_PORT (restored on stop:
@@ -545,7 +632,9 @@ class LocalCloud:
 
     def api_environment(self) -> dict[str, str]:
         spec = next(s for s in self.functions.values() if s.code_dir.name == "api")
-        return {**spec.env, **self.function_env(spec), "STATE_MACHINE_ARN": self.state_machine_arn}
+        # Its own access key, as each function's role has in AWS: the local cloud tells its calls apart by it.
+        return {**spec.env, **self.function_env(spec), "STATE_MACHINE_ARN": self.state_machine_arn,
+                "AWS_ACCESS_KEY_ID": API_ACCESS_KEY_ID}
 
     def activate_api_environment(self) -> None:
         """Make this process look like the api function (its env; the layer on sys.path)."""

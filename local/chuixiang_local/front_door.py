@@ -1,26 +1,34 @@
 """``chuixiang serve`` answers the front door first.
 
-On AWS the API and the functions never share a CPU. Here they share two cores and moto's one
-interpreter, and a herd of POSTs starts as many executions as it answers: each execution's
-functions (a fork, the model stream, their own DynamoDB calls) would compete with the POSTs still
-waiting for their 202. So a Lambda invocation the state machine asks for waits while a request is
-open at the API process (from its arrival to its answer, every AWS call of the api function
-included), which writes that count into a :class:`SharedCount`.
+On AWS the API and the functions never share a CPU, and DynamoDB serves every caller at once.
+Here they share two cores and moto's one interpreter, and a herd of POSTs starts as many
+executions as it answers: each execution's functions (a fork, the model stream, their own
+DynamoDB calls) would compete with the POSTs still waiting for their 202. Two measures:
 
-Holding a dispatch delays only when a function's budget starts (its Timeout runs from the moment a
-worker has the event); the hold comes out of the Task state's TimeoutSeconds, which is
-``STATE_TIMEOUT_MARGIN_S`` above the function's Timeout, so the hold is bounded by half that margin.
+* :class:`FrontDoorPriority`: a Lambda invocation the state machine asks for waits while a request
+  is open at the API process (from its arrival to its answer, every AWS call of the api function
+  included), which writes that count into a :class:`SharedCount`. Holding a dispatch delays only
+  when a function's budget starts (its Timeout runs from the moment a worker has the event); the
+  hold comes out of the Task state's TimeoutSeconds, which is ``STATE_TIMEOUT_MARGIN_S`` above the
+  function's Timeout, so the hold is bounded by half that margin.
+* :class:`FrontDoorCallsFirst`: moto serves one AWS call at a time, the api function's first.
+  Sixty streaming jobs write their progress every 2 s; in arrival order a GET's one read queued
+  behind those writes (and behind the interpreter lock they all contend for), and POST p95 was
+  2-6 s. A call of the functions waits at most ``max_wait_s`` before it goes ahead of the API's,
+  so no function's Timeout is spent waiting for the front door.
 """
 
 from __future__ import annotations
 
+import collections
 import mmap
 import os
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
 
@@ -109,3 +117,64 @@ class FrontDoorPriority:
                 elif self.requests_open() <= 0:
                     self._quiet.set()
                     self._wake.clear()
+
+
+class PriorityGate:
+    """At most ``slots`` holders at once; when one leaves, the longest-waiting *first* caller goes
+    next, unless a *second* caller has waited ``max_wait_s``: then it goes (bounded waiting, so
+    the second class is never starved). Waiters block on their own event: no thread spins or
+    contends for the interpreter lock while it waits."""
+
+    def __init__(self, slots: int = 1, max_wait_s: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_wait_s = max_wait_s
+        self._clock = clock
+        self._free = slots
+        self._lock = threading.Lock()
+        self._first: collections.deque[tuple[float, threading.Event]] = collections.deque()
+        self._second: collections.deque[tuple[float, threading.Event]] = collections.deque()
+
+    def enter(self, first: bool) -> None:
+        with self._lock:
+            if self._free > 0 and not self._first and not self._second:
+                self._free -= 1
+                return
+            turn = threading.Event()
+            (self._first if first else self._second).append((self._clock(), turn))
+        turn.wait()  # the slot is handed over with the event (see leave)
+
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._first) + len(self._second)
+
+    def leave(self) -> None:
+        with self._lock:
+            second_due = self._second and self._clock() - self._second[0][0] >= self.max_wait_s
+            if self._first and not second_due:
+                self._first.popleft()[1].set()
+            elif self._second:
+                self._second.popleft()[1].set()
+            else:
+                self._free += 1
+
+
+class FrontDoorCallsFirst:
+    """WSGI middleware in front of moto: one AWS call at a time, the api function's first (it signs
+    with ``api_access_key_id``). A Lambda Invoke is not gated: it holds its request for the whole
+    run of the function, whose own calls pass the gate."""
+
+    def __init__(self, app: Callable[..., Any], api_access_key_id: str, *, max_wait_s: float = 2.0) -> None:
+        self.app = app
+        self.gate = PriorityGate(slots=1, max_wait_s=max_wait_s)
+        self._credential = f"Credential={api_access_key_id}/"
+
+    def is_front_door(self, environ: dict[str, Any]) -> bool:
+        return self._credential in environ.get("HTTP_AUTHORIZATION", "")
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "").endswith("/invocations"):
+            return self.app(environ, start_response)  # type: ignore[no-any-return]
+        self.gate.enter(first=self.is_front_door(environ))
+        try:
+            return self.app(environ, start_response)  # type: ignore[no-any-return]
+        finally:
+            self.gate.leave()
