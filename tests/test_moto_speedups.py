@@ -142,6 +142,7 @@ def test_a_function_call_that_has_waited_max_wait_goes_before_the_front_door() -
     for thread in threads:
         thread.join(5)
     assert order == ["f1", "api1", "api2"]
+    assert gate.entered == {True: 3, False: 1} and gate.let_go == 1
 
 
 def test_sixty_threads_pass_one_at_a_time_and_none_is_lost() -> None:

@@ -129,8 +129,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             stop()
             _wait_interruptibly(api)
-        if cloud.front_door is not None:
-            _progress(cloud.front_door.summary())
+        for first in (cloud.front_door, cloud.call_priority):
+            if first is not None:
+                _progress(first.summary())
         _progress("stopping: the local cloud and the model")
     _progress("stopped")
     return 0
@@ -284,8 +285,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=16,
                    help="api invocations at once (warm api function processes)")
     p.add_argument("--no-front-door-first", dest="front_door_first", action="store_false",
-                   help="do not hold the state machine's invocations while API calls are in flight "
-                        "(on by default: on AWS the API never shares a CPU with the functions)")
+                   help="do not hold the state machine's invocations while API calls are in flight, nor "
+                        "serve the api function's AWS calls first in moto (on by default: on AWS the API "
+                        "never shares a CPU or a DynamoDB server with the functions)")
     common(p)
     p.set_defaults(func=cmd_serve)
 

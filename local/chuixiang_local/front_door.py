@@ -132,9 +132,12 @@ class PriorityGate:
         self._lock = threading.Lock()
         self._first: collections.deque[tuple[float, threading.Event]] = collections.deque()
         self._second: collections.deque[tuple[float, threading.Event]] = collections.deque()
+        self.entered = {True: 0, False: 0}  #: calls of each class so far
+        self.let_go = 0  #: second-class calls that went first because they had waited ``max_wait_s``
 
     def enter(self, first: bool) -> None:
         with self._lock:
+            self.entered[first] += 1
             if self._free > 0 and not self._first and not self._second:
                 self._free -= 1
                 return
@@ -152,6 +155,7 @@ class PriorityGate:
             if self._first and not second_due:
                 self._first.popleft()[1].set()
             elif self._second:
+                self.let_go += bool(self._first)
                 self._second.popleft()[1].set()
             else:
                 self._free += 1
@@ -178,3 +182,10 @@ class FrontDoorCallsFirst:
             return self.app(environ, start_response)  # type: ignore[no-any-return]
         finally:
             self.gate.leave()
+
+    def summary(self) -> str:
+        """One line for serve's exit: the calls of each class, and how often the bound let one go."""
+        gate = self.gate
+        return (f"front door first: moto served {gate.entered[True]} calls of the api function first, "
+                f"{gate.entered[False]} of the functions and the state machine after them "
+                f"({gate.let_go} let go by the {gate.max_wait_s:g} s bound)")
