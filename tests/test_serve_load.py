@@ -117,6 +117,10 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight(serve: Serve) -> None:
     # The API process's open requests reached the gate: some invocation found them and waited.
     held = re.search(r"front door first: (\d+) of (\d+) invocations held", serve.output())
     assert held and int(held[1]) >= 1, serve.output()[-2000:]
+    # The api function's AWS calls reached moto as the front door's (told apart by its access key):
+    # each POST makes at least three (the dish's claim read, the admission ticket, a slot).
+    served = re.search(r"moto served (\d+) calls of the api function first, (\d+) of the functions", serve.output())
+    assert served and int(served[1]) >= 3 * len(threads) and int(served[2]) >= 1, serve.output()[-2000:]
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{serve.base}/recipes/x", timeout=2)
 
