@@ -14,8 +14,8 @@ DynamoDB calls) would compete with the POSTs still waiting for their 202. Two me
 * :class:`FrontDoorCallsFirst`: moto serves one AWS call at a time, the api function's first.
   Sixty streaming jobs write their progress every 2 s; in arrival order a GET's one read queued
   behind those writes (and behind the interpreter lock they all contend for), and POST p95 was
-  2-6 s. A call of the functions waits at most ``max_wait_s`` before it goes ahead of the API's,
-  so no function's Timeout is spent waiting for the front door.
+  2-6 s. A call of the functions that has waited ``max_wait_s`` goes ahead of the API's at the
+  next turn, so no function's Timeout is spent waiting for the front door.
 """
 
 from __future__ import annotations
