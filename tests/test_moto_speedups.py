@@ -145,6 +145,20 @@ def test_a_function_call_that_has_waited_max_wait_goes_before_the_front_door() -
     assert gate.entered == {True: 3, False: 1} and gate.let_go == 1
 
 
+def test_the_functions_keep_one_turn_in_four_however_many_api_calls_wait() -> None:
+    # Clients that POST again at once on a 429 keep API calls waiting all the time; with the API's
+    # calls strictly first, the running jobs' calls waited out their functions' Timeouts.
+    gate, order = PriorityGate(max_wait_s=3600, first_turns=3), []
+    gate.enter(first=True)
+    threads = [_queue(gate, False, "f1", order), _queue(gate, False, "f2", order)]
+    threads += [_queue(gate, True, f"api{i}", order) for i in range(1, 8)]
+    gate.leave()
+    for thread in threads:
+        thread.join(5)
+    assert order == ["api1", "api2", "api3", "f1", "api4", "api5", "api6", "f2", "api7"]
+    assert gate.let_go == 2
+
+
 def test_sixty_threads_pass_one_at_a_time_and_none_is_lost() -> None:
     gate, inside, most, done = PriorityGate(max_wait_s=0.01), [0], [0], []
     lock = threading.Lock()
