@@ -172,27 +172,25 @@ _SET_MEMBERS = ("SS", "NS")
 
 
 def wire_attribute_value(value: Any) -> Any:
-    """The JSON an ``AttributeValue`` dict serialises to, or None when it holds anything but strings,
-    numbers, booleans, nulls, their sets, lists and maps (binary: moto's serializer encodes it)."""
+    """The JSON an ``AttributeValue`` dict serialises to - the dict itself, already in the wire's form -
+    or None when it holds anything but strings, numbers, booleans, nulls, their sets, lists and maps
+    (binary: moto's serializer encodes it)."""
+    return value if _in_wire_form(value) else None
+
+
+def _in_wire_form(value: Any) -> bool:
     if not isinstance(value, dict) or len(value) != 1:
-        return None
+        return False
     ((member, inner),) = value.items()
     if member in _SCALAR_MEMBERS:
-        return value if type(inner) is _SCALAR_MEMBERS[member] else None
+        return type(inner) is _SCALAR_MEMBERS[member]
     if member in _SET_MEMBERS:
-        return value if isinstance(inner, list) and all(type(v) is str for v in inner) else None
-    if member == "M" and isinstance(inner, dict):
-        out: dict[str, Any] = {}
-        for key, item in inner.items():
-            wired = wire_attribute_value(item)
-            if wired is None:
-                return None
-            out[key] = wired
-        return {"M": out}
-    if member == "L" and isinstance(inner, list):
-        items = [wire_attribute_value(item) for item in inner]
-        return None if any(item is None for item in items) else {"L": items}
-    return None
+        return isinstance(inner, list) and all(type(v) is str for v in inner)
+    if member == "M":
+        return isinstance(inner, dict) and all(_in_wire_form(v) for v in inner.values())
+    if member == "L":
+        return isinstance(inner, list) and all(_in_wire_form(v) for v in inner)
+    return False
 
 
 def _serialize_attribute_values_directly() -> None:
