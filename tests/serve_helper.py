@@ -6,11 +6,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from .waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,18 +40,16 @@ class Serve:
              *(serve_args or [])],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=own_process_group)
         self.base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{self.base}/recipes/none", timeout=1)
-                return
-            except httpx.TransportError:
-                if self.proc.poll() is not None:
-                    self._stderr.seek(0)
-                    raise AssertionError(f"serve exited {self.proc.returncode}: "
-                                         f"{self._stderr.read().decode(errors='replace')}") from None
-                assert time.monotonic() < deadline, "serve did not start in 60 s"
-                time.sleep(0.2)
+        wait_until(self._answers, timeout_s=60, what="serve answered", interval_s=0.2)
+
+    def _answers(self) -> bool:
+        try:
+            httpx.get(f"{self.base}/recipes/none", timeout=1)
+            return True
+        except httpx.TransportError:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited {self.proc.returncode}: {self.output()}") from None
+            return False
 
     def post(self, dish: str) -> str:
         created = httpx.post(f"{self.base}/recipes", json={"dish": dish}, timeout=30)
@@ -62,15 +61,27 @@ class Serve:
         return doc
 
     def wait(self, job_id: str, give_up_s: float = 60) -> dict[str, Any]:
-        end = time.monotonic() + give_up_s
-        while True:
-            doc = self.get(job_id)
-            if doc["status"] in ("SUCCEEDED", "FAILED") or time.monotonic() > end:
-                return doc
-            time.sleep(0.1)
+        """Poll until the job is terminal; its last document."""
+        last: list[dict[str, Any]] = []
+
+        def ended() -> bool:
+            last[:] = [self.get(job_id)]
+            return last[0]["status"] in ("SUCCEEDED", "FAILED")
+
+        wait_until(ended, timeout_s=give_up_s, what=f"job {job_id} ended", interval_s=0.1)
+        return last[0]
 
     def cook(self, dish: str) -> dict[str, Any]:
         return self.wait(self.post(dish))
+
+    def __enter__(self) -> Serve:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Whatever the test did to it, leave no server behind (its children follow it out)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
     def output(self) -> str:
         """What serve printed on stderr so far."""

@@ -12,7 +12,10 @@ from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
 from chuixiang_local import engine
 from chuixiang_local.api_client import LocalApi
 from chuixiang_local.engine import EngineError, LocalCloud
+from chuixiang_local.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.front_door import FrontDoorPriority, SharedCount
+
+from .waiting import wait_until
 
 
 def test_other_moto_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,20 +61,24 @@ def test_the_state_machine_is_parsed_at_deployment_not_by_its_executions(
 
 
 @pytest.mark.pipeline
-def test_ended_badly_reads_only_the_failed_timed_out_and_aborted(cloud: LocalCloud) -> None:
+def test_ended_badly_reads_only_the_failed_timed_out_and_aborted(cloud: LocalCloud, api: LocalApi,
+                                                                 module_fake: FakeModel) -> None:
+    succeeded = api.wait(api.post_dish("善终菜")[1]["jobId"], give_up_s=30)
+    assert succeeded["status"] == "SUCCEEDED"
+    # Stopped while provably running: its recipe call is held at the model, so it cannot end on its own first.
+    module_fake.chat_script.append(ChatBehaviour(headers_delay_s=30))
+    job_id = api.post_dish("半路停下的菜")[1]["jobId"]
+    wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15, what="the recipe call reached the model")
+    arn = cloud.execution_arn(job_id)
     sfn = cloud.client("stepfunctions")
-    arn = sfn.start_execution(stateMachineArn=cloud.state_machine_arn, name="aborted-by-test",
-                              input='{"jobId": "aborted-by-test", "dish": "x"}')["executionArn"]
+    assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
     sfn.stop_execution(executionArn=arn)
-    end = time.monotonic() + 10
-    while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING" and time.monotonic() < end:
-        time.sleep(0.05)  # moto stops an execution on its own thread
+    wait_until(lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING", timeout_s=10,
+               what="moto stopped the execution (on its own thread)")
     assert sfn.describe_execution(executionArn=arn)["status"] == "ABORTED"
-    assert arn in cloud._ended_badly()
-    succeeded = [ex["executionArn"] for ex in sfn.list_executions(
-        stateMachineArn=cloud.state_machine_arn, statusFilter="SUCCEEDED")["executions"]]
-    assert succeeded  # the jobs above
-    assert not set(succeeded) & set(cloud._ended_badly())
+    ended_badly = cloud._ended_badly()
+    assert arn in ended_badly
+    assert cloud.execution_arn(succeeded["jobId"]) not in ended_badly
 
 
 @pytest.mark.pipeline
@@ -99,8 +106,10 @@ class OpenRequests:
 
     def __init__(self) -> None:
         self.open = 0
+        self.reads = 0  #: how often the gate looked: proof that it saw the count and still held
 
     def __call__(self) -> int:
+        self.reads += 1
         return self.open
 
 
@@ -109,7 +118,8 @@ def test_an_invocation_waits_while_a_request_is_open_at_the_api_then_goes() -> N
     gate = FrontDoorPriority(requests, max_hold_s=30)
     requests.open = 1
     waiter, released = _held_in_thread(gate)
-    time.sleep(0.2)  # ample for a wrongly unheld waiter to have gone
+    # The gate has read the open request several times (on arrival, then its watcher) and still holds.
+    wait_until(lambda: requests.reads >= 3, timeout_s=10, what="the gate polled the open count")
     assert waiter.is_alive() and not released
     answered = time.monotonic()
     requests.open = 0
@@ -140,11 +150,19 @@ def test_the_hold_is_bounded_so_the_state_timeout_is_never_what_fires() -> None:
 def test_the_api_process_count_is_what_the_gate_reads(tmp_path: Path) -> None:
     count = SharedCount.create(tmp_path / "open")
     written_by_the_api = SharedCount(count.path)  # the other process's mapping of the same file
-    gate = FrontDoorPriority(count.value, max_hold_s=30)
+    reads = [0]
+
+    def read() -> int:
+        reads[0] += 1
+        return count.value()
+
+    gate = FrontDoorPriority(read, max_hold_s=30)
     written_by_the_api.add(2)
     waiter, released = _held_in_thread(gate)
     written_by_the_api.add(-1)
-    time.sleep(0.2)
+    seen = reads[0]
+    # The gate's watcher has read the count twice since it dropped to 1 and still holds.
+    wait_until(lambda: reads[0] >= seen + 2, timeout_s=10, what="the gate polled the shared count")
     assert waiter.is_alive() and count.value() == 1
     written_by_the_api.add(-1)
     waiter.join(timeout=10)

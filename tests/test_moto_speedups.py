@@ -19,6 +19,8 @@ from chuixiang_local import engine
 from chuixiang_local.engine import API_ACCESS_KEY_ID, wire_attribute_value
 from chuixiang_local.front_door import FrontDoorCallsFirst, PriorityGate
 
+from .waiting import wait_until
+
 engine._patch_moto()
 
 #: Every AttributeValue type, nested: maps in lists in maps, empty ones, binary inside and outside maps.
@@ -113,8 +115,8 @@ def _queue(gate: PriorityGate, first: bool, name: str, order: list[str]) -> thre
     waiting = gate.waiting()
     thread = threading.Thread(target=call)
     thread.start()
-    while gate.waiting() == waiting:  # queued: in line before the next one comes
-        thread.join(0.001)
+    wait_until(lambda: gate.waiting() > waiting, timeout_s=10, what=f"{name} queued",
+               interval_s=0.001)  # in line before the next one comes
     return thread
 
 
@@ -204,8 +206,7 @@ def test_a_lambda_invoke_is_not_gated_while_its_functions_calls_are() -> None:
     assert gated(_signed_environ("testing", invoke), lambda *a: None) == [b""]
     call = threading.Thread(target=gated, args=(_signed_environ("testing"), lambda *a: None))
     call.start()
-    while gated.gate.waiting() == 0:
-        call.join(0.001)
+    wait_until(gated.gate.waiting, timeout_s=10, what="the function's call queued", interval_s=0.001)
     assert seen == [invoke]
     gated.gate.leave()
     call.join(5)

@@ -14,6 +14,7 @@ from chuixiang_local.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
 from .conftest import SCALED
+from .waiting import wait_until
 
 pytestmark = pytest.mark.pipeline
 HANG = Path(__file__).parent / "lambdas" / "hang"
@@ -52,9 +53,7 @@ def _execution(cloud: LocalCloud, job_id: str) -> dict:
 
 
 def _wait_reconciled(cloud: LocalCloud, arn: str, seconds: float = 15) -> None:
-    end = time.monotonic() + seconds
-    while not cloud.reconciled(arn) and time.monotonic() < end:
-        time.sleep(0.1)
+    wait_until(lambda: cloud.reconciled(arn), timeout_s=seconds, what="the reconciler saw the execution end")
 
 
 def test_recipe_lambda_killed_at_timeout(cloud: LocalCloud, api: LocalApi) -> None:
@@ -97,9 +96,8 @@ def test_execution_timeout_is_reconciled_to_job_timed_out(module_fake: FakeModel
         spec.code_dir = HANG
         api = LocalApi(c)
         job_id = api.post_dish("超时的菜")[1]["jobId"]
-        end = time.monotonic() + 30
-        while _execution(c, job_id)["status"] == "RUNNING" and time.monotonic() < end:
-            time.sleep(0.2)
+        wait_until(lambda: _execution(c, job_id)["status"] != "RUNNING", timeout_s=30, what="the execution ended",
+                   interval_s=0.2)
         execution = _execution(c, job_id)
         assert execution["status"] == "TIMED_OUT"
         _wait_reconciled(c, execution["executionArn"])
@@ -110,9 +108,8 @@ def test_execution_timeout_is_reconciled_to_job_timed_out(module_fake: FakeModel
 def test_aborted_execution_fails_the_job(cloud: LocalCloud, api: LocalApi, module_fake: FakeModel) -> None:
     module_fake.chat_script.append(ChatBehaviour(headers_delay_s=30))
     job_id = api.post_dish("被取消的菜")[1]["jobId"]
-    end = time.monotonic() + 15
-    while not module_fake.count("/chat/completions") and time.monotonic() < end:  # stop it mid-recipe
-        time.sleep(0.05)
+    wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15,
+               what="the recipe call reached the model")  # stop it mid-recipe
     assert module_fake.count("/chat/completions") == 1
     arn = _execution(cloud, job_id)["executionArn"]
     cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")

@@ -29,6 +29,7 @@ from chuixiang_local.template import Template
 from .conftest import SCALED
 from .serve_helper import Serve
 from .stage_helpers import function_settings
+from .waiting import wait_until
 
 FINAL = recipe_for("番茄炒蛋")
 TEXT = json.dumps(FINAL, ensure_ascii=False)
@@ -243,13 +244,12 @@ def test_polling_serve_sees_the_recipe_being_written(scaled_template: Template) 
     try:
         job_id = serve.post("番茄炒蛋")
         docs: list[dict[str, Any]] = []
-        end = time.monotonic() + 60
-        while time.monotonic() < end:
-            doc = serve.get(job_id)
-            docs.append(doc)
-            if doc["status"] in ("SUCCEEDED", "FAILED"):
-                break
-            time.sleep(0.05)
+
+        def ended() -> bool:
+            docs.append(serve.get(job_id))
+            return docs[-1]["status"] in ("SUCCEEDED", "FAILED")
+
+        wait_until(ended, timeout_s=60, what="the job ended", interval_s=0.05)
     finally:
         serve.stop()
     final = docs[-1]

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from .serve_helper import Serve
+from .waiting import NeverHappened, wait_until
 
 pytestmark = pytest.mark.pipeline
 CLIENTS = 60
@@ -102,27 +103,29 @@ def test_sixty_clients_at_once_all_answered_and_every_job_ends(serve: Serve) -> 
     assert not failed, failed
 
 
-def test_stops_cleanly_on_sigterm_with_jobs_in_flight(serve: Serve) -> None:
+def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
     # SIGTERM may reach any thread of serve; with executions running it once was ignored (2 runs in 3).
-    def post(i: int) -> None:
-        httpx.post(f"{serve.base}/recipes", json={"dish": f"停机菜{i}号"}, timeout=60)
+    # A server of its own: stopping the module's would leave the other tests of this file a dead port.
+    with Serve({"RecipeConcurrency": str(CLIENTS)}, fake_pace_ms=0.5) as serve:
+        def post(i: int) -> None:
+            httpx.post(f"{serve.base}/recipes", json={"dish": f"停机菜{i}号"}, timeout=60)
 
-    threads = [threading.Thread(target=post, args=(i,)) for i in range(30)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    serve.proc.send_signal(signal.SIGTERM)
-    assert serve.proc.wait(timeout=20) == 0  # 1: it hung and the 10 s stop limit ended it
-    # The API process's open requests reached the gate: some invocation found them and waited.
-    held = re.search(r"front door first: (\d+) of (\d+) invocations held", serve.output())
-    assert held and int(held[1]) >= 1, serve.output()[-2000:]
-    # The api function's AWS calls reached moto as the front door's (told apart by its access key):
-    # each POST makes at least three (the dish's claim read, the admission ticket, a slot).
-    served = re.search(r"moto served (\d+) calls of the api function first, (\d+) of the functions", serve.output())
-    assert served and int(served[1]) >= 3 * len(threads) and int(served[2]) >= 1, serve.output()[-2000:]
-    with pytest.raises(httpx.TransportError):
-        httpx.get(f"{serve.base}/recipes/x", timeout=2)
+        threads = [threading.Thread(target=post, args=(i,)) for i in range(30)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        serve.proc.send_signal(signal.SIGTERM)
+        assert serve.proc.wait(timeout=20) == 0  # 1: it hung and the 10 s stop limit ended it
+        # The API process's open requests reached the gate: some invocation found them and waited.
+        held = re.search(r"front door first: (\d+) of (\d+) invocations held", serve.output())
+        assert held and int(held[1]) >= 1, serve.output()[-2000:]
+        # The api function's AWS calls reached moto as the front door's (told apart by its access key):
+        # each POST makes at least three (the dish's claim read, the admission ticket, a slot).
+        served = re.search(r"moto served (\d+) calls of the api function first, (\d+) of the functions", serve.output())
+        assert served and int(served[1]) >= 3 * len(threads) and int(served[2]) >= 1, serve.output()[-2000:]
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{serve.base}/recipes/x", timeout=2)
 
 
 def descendants(pid: int) -> set[int]:
@@ -144,33 +147,29 @@ def alive(pid: int) -> bool:
 
 
 def test_killed_serve_leaves_no_process_behind() -> None:
-    server = Serve({})
-    server.cook("收尾菜")  # workers of every stage, the API's and the model are all running now
-    left = descendants(server.proc.pid)
-    assert len(left) > 5
-    server.proc.kill()  # no chance to stop anything itself
-    server.proc.wait()
-    end = time.monotonic() + 15
-    while any(alive(pid) for pid in left) and time.monotonic() < end:
-        time.sleep(0.1)
-    stranded = [pid for pid in left if alive(pid)]
-    for pid in stranded:  # do not leave them to the next test
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    assert not stranded
+    with Serve({}) as server:
+        server.cook("收尾菜")  # workers of every stage, the API's and the model are all running now
+        left = descendants(server.proc.pid)
+        assert len(left) > 5
+        server.proc.kill()  # no chance to stop anything itself
+        server.proc.wait()
+        with contextlib.suppress(NeverHappened):
+            wait_until(lambda: not any(alive(pid) for pid in left), timeout_s=15, what="serve's processes exited")
+        stranded = [pid for pid in left if alive(pid)]
+        for pid in stranded:  # do not leave them to the next test
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        assert not stranded
 
 
 def test_ctrl_c_stops_serve_and_everything_it_started_quietly() -> None:
     # Ctrl-C sends SIGINT to the terminal's whole foreground group: serve, its API process, the
     # model, the zygotes and every worker. Only serve decides how they stop.
-    server = Serve({}, own_process_group=True)
-    server.post("中断菜")  # a job in flight
-    family = descendants(server.proc.pid)
-    os.killpg(server.proc.pid, signal.SIGINT)
-    assert server.proc.wait(timeout=20) == 0
-    end = time.monotonic() + 10
-    while any(alive(pid) for pid in family) and time.monotonic() < end:
-        time.sleep(0.1)
-    assert not [pid for pid in family if alive(pid)]
-    output = server.output()
-    assert "Traceback" not in output and "stopped" in output, output[-3000:]
+    with Serve({}, own_process_group=True) as server:
+        server.post("中断菜")  # a job in flight
+        family = descendants(server.proc.pid)
+        os.killpg(server.proc.pid, signal.SIGINT)
+        assert server.proc.wait(timeout=20) == 0
+        wait_until(lambda: not any(alive(pid) for pid in family), timeout_s=10, what="serve's processes exited")
+        output = server.output()
+        assert "Traceback" not in output and "stopped" in output, output[-3000:]
