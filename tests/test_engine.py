@@ -79,6 +79,8 @@ def test_ended_badly_reads_only_the_failed_timed_out_and_aborted(cloud: LocalClo
     ended_badly = cloud._ended_badly()
     assert arn in ended_badly
     assert cloud.execution_arn(succeeded["jobId"]) not in ended_badly
+    # The reconciler's invocation for it is the last work this test causes: it must not land in another's.
+    wait_until(lambda: cloud.reconciled(arn), timeout_s=15, what="the reconciler handled the aborted execution")
 
 
 @pytest.mark.pipeline
