@@ -100,6 +100,8 @@ class ChatBehaviour:
     """How the fake answers one chat request. Defaults: a valid recipe, streamed."""
 
     #: ok|reasoning_only|error_mid|length|json|eof_no_done|reset_mid|garbage|think|largest (the largest recipe kept)
+    #: |not_json (a 200 whose body is not JSON). With ``echo_headers`` the error_mid, garbage and not_json answers
+    #: carry the request's headers (the key among them), as a leaky proxy's do; error_mid as an ``event: error``.
     kind: str = "ok"
     status: int = 200
     headers_delay_s: float = 0.0  #: silence before the status line
@@ -110,11 +112,14 @@ class ChatBehaviour:
     keepalive_every_s: float | None = None  #: SSE comments sent while stalled
     retry_after: str | None = None
     echo_headers: bool = False  #: an error answer that echoes the request's headers (a leaky proxy)
+    body_delay_s: float = 0.0  #: kind "json": headers at once, the document this much later (not streaming)
 
 
 @dataclass
 class ImageBehaviour:
-    kind: str = "ok"  #: ok|garbage|stall
+    #: ok|garbage|stall|url (answer with a link to the picture, as dall-e-* does by default)
+    #: |echo (a 200 answer that is not an images answer and echoes the request's headers)
+    kind: str = "ok"
     status: int = 200
     delay_s: float = 0.0
     size_bytes: int | None = None  #: pad the PNG to this size (e.g. the 8 MiB the image stage accepts)
@@ -133,6 +138,9 @@ class FakeModel:
     chat_by_model: dict[str, ChatBehaviour] = field(default_factory=dict)
     image_by_model: dict[str, ImageBehaviour] = field(default_factory=dict)
     requests: list[tuple[str, float, str]] = field(default_factory=list)  #: (path, monotonic time, model)
+    bodies: list[dict[str, Any]] = field(default_factory=list)  #: each POST's JSON body, in order
+    #: Pictures answered as a URL, served by GET until the model stops.
+    files: dict[str, bytes] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -203,8 +211,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
-        model = str(body.get("model", ""))
+        model = str(body.get("model", "")) if isinstance(body, dict) else ""
         self.fake.requests.append((self.path, time.monotonic(), model))
+        self.fake.bodies.append(body)
         fake = self.fake
         if self.path.endswith("/chat/completions"):
             chat = fake.chat_by_model.get(model) or (fake.chat_script.popleft() if fake.chat_script else None)
@@ -217,6 +226,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._image(body, image or ImageBehaviour())
         else:
             self._json(404, {"error": {"message": "not found"}})
+
+    def do_GET(self) -> None:  # noqa: N802
+        data = self.fake.files.get(self.path)
+        if data is None:
+            self._json(404, {"error": {"message": "not found"}})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "image/png")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     # --- plumbing --------------------------------------------------------------------------
 
@@ -255,6 +275,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
+    def _headers_auth_first(self) -> dict[str, str]:
+        """The request's headers as a leaky proxy echoes them, the credential first (so even a short snippet has it)."""
+        headers = dict(self.headers.items())
+        return {"Authorization": headers.pop("Authorization", ""), **headers}
+
     def _reset(self) -> None:
         """Abort the connection with a TCP RST, like a crashed upstream or proxy."""
         self.wfile.flush()
@@ -277,10 +302,32 @@ class _Handler(BaseHTTPRequestHandler):
         dish = _dish(body)
         text = json.dumps(largest_recipe(dish) if b.kind == "largest" else recipe_for(dish), ensure_ascii=False)
         base = _chunk_base(body)
+        echoed = json.dumps(self._headers_auth_first()) if b.echo_headers else ""
+        if b.kind == "not_json":
+            data = f"<html>502 Bad Gateway; request was {echoed}</html>".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         if b.kind == "json" or not body.get("stream"):
-            self._json(200, {**base, "object": "chat.completion", "choices": [
+            doc = {**base, "object": "chat.completion", "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 200, "completion_tokens": len(text) // 2}})
+                "usage": {"prompt_tokens": 200, "completion_tokens": len(text) // 2}}
+            if not b.body_delay_s:
+                self._json(200, doc)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            if self.fake.wait(b.body_delay_s):
+                return
+            self._chunk(json.dumps(doc, ensure_ascii=False).encode())
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
             return
         pace = self.fake.pace_s if b.chunk_delay_s is None else b.chunk_delay_s
         if b.kind == "length":
@@ -295,13 +342,17 @@ class _Handler(BaseHTTPRequestHandler):
                     if self._stall(b):
                         return
                 if b.kind == "error_mid" and n == len(pieces) // 3:
-                    self._event({"error": {"message": "upstream overloaded", "type": "server_error"}})
+                    if echoed:
+                        leak = {"message": "upstream overloaded", "request_headers": json.loads(echoed)}
+                        self._chunk(b"event: error\ndata: " + json.dumps(leak).encode() + b"\n\n")
+                    else:
+                        self._event({"error": {"message": "upstream overloaded", "type": "server_error"}})
                     break
                 if b.kind == "reset_mid" and n == len(pieces) // 3:
                     self._reset()
                     return
                 if b.kind == "garbage" and n == 3:
-                    self._chunk(b"data: {not json\n\n")
+                    self._chunk(b"data: {not json" + echoed.encode() + b"\n\n")
                 delta = {"reasoning_content": piece} if b.kind == "reasoning_only" else {"content": piece}
                 self._event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
                 if pace and self.fake.wait(pace):
@@ -316,7 +367,7 @@ class _Handler(BaseHTTPRequestHandler):
         scale = self.fake.time_scale
         base = _chunk_base(body)
         if p.kind == "length":  # the whole token budget goes to reasoning
-            budget = int(body.get("max_tokens") or 3000)
+            budget = int(body.get("max_tokens") or body.get("max_completion_tokens") or 3000)
             pieces, key, finish = ["想"] * budget, "reasoning_content", "length"
         else:
             pieces, key, finish = token_pieces(profile_text(p, _dish(body))), "content", "stop"
@@ -355,14 +406,33 @@ class _Handler(BaseHTTPRequestHandler):
     # --- images ----------------------------------------------------------------------------
 
     def _image(self, body: dict[str, Any], b: ImageBehaviour) -> None:
+        """As OpenAI answers: ``gpt-image-*`` refuses ``response_format`` (400, the body OpenAI sends) and
+        answers ``b64_json``; ``dall-e-*`` answers ``url`` unless asked for ``b64_json``; others answer what
+        was asked, ``b64_json`` by default."""
         if b.delay_s and self.fake.wait(b.delay_s):
             return
         if b.status != 200:
             self._json(b.status, {"error": {"message": f"fake image status {b.status}"}})
             return
+        model = str(body.get("model", ""))
+        if model.startswith("gpt-image-") and "response_format" in body:
+            self._json(400, {"error": {"message": "Unknown parameter: 'response_format'.",
+                                       "type": "invalid_request_error", "param": "response_format",
+                                       "code": "unknown_parameter"}})
+            return
+        if b.kind == "echo":
+            self._json(200, {"status": "queued", "request_headers": self._headers_auth_first()})
+            return
         seed = zlib.crc32(str(body.get("prompt", "")).encode()) % 256
         data = b"<html>not an image</html>" if b.kind == "garbage" else make_png(seed=seed, size_bytes=b.size_bytes)
-        self._json(200, {"created": int(time.time()), "data": [{"b64_json": base64.b64encode(data).decode()}]})
+        wanted = body.get("response_format") or ("url" if model.startswith("dall-e-") else "b64_json")
+        if b.kind == "url" or wanted == "url":
+            path = f"/v1/files/image-{len(self.fake.files)}.png"
+            self.fake.files[path] = data
+            datum = {"url": self.fake.base_url.removesuffix("/v1") + path, "revised_prompt": body.get("prompt")}
+        else:
+            datum = {"b64_json": base64.b64encode(data).decode()}
+        self._json(200, {"created": int(time.time()), "data": [datum]})
 
 
 class FakeModelProcess:

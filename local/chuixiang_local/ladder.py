@@ -27,6 +27,7 @@ from chuixiang.timeouts import (  # the layer package is the one source of these
     required_margin_ms,
     state_timeout_seconds,
 )
+from chuixiang.upstream.dialects import DialectError, parse_dialects
 
 from .template import ConfigError, FunctionSpec, Template
 
@@ -170,6 +171,11 @@ def build_ladder(template: Template) -> Ladder:
                                        f"= {value(limit):g} s (the template must !Ref the parameter)")
         for outer in limit.inside:
             ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
+
+    try:  # not a limit, but as fatal when wrong: checked with the very overrides being deployed
+        parse_dialects(str(template.parameters.get("ModelDialects", "")))
+    except DialectError as exc:
+        ladder.problems.append(str(exc))
 
     ladder.worst_path, ladder.worst_path_s = _worst_path(asl, ladder.states)
     ladder.checks.append(Check("worst-case path", ladder.worst_path_s, ASL_LABELS[STATE_MACHINE.parameter],

@@ -35,6 +35,8 @@ class _Config(BaseSettings):
     #: Comma-separated models the canary probes (the function only exists when this is set).
     canary_models: str = Field("", validation_alias="CANARY_MODELS")
     model_api_key_secret_arn: str = Field("", validation_alias="MODEL_API_KEY_SECRET_ARN")
+    #: Per model name or prefix, the request fields it takes (``chuixiang.upstream.dialects``); JSON.
+    model_dialects: str = Field("", validation_alias="MODEL_DIALECTS")
 
     #: Jobs the API lets run at once (the recipe and image functions' reserved concurrency); more get 429.
     max_jobs_in_flight: int = Field(20, gt=0, validation_alias="MAX_JOBS_IN_FLIGHT")

@@ -19,10 +19,12 @@ from ..models import ImageMetrics
 from ..settings import Settings
 from ..stores.breaker import CircuitBreaker
 from ..timeouts import IMAGE_RETRY_WINDOW
+from ..upstream.dialects import Dialect, dialect_for, report_refused_param
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import (
     NO_ANSWER,
     InvalidAnswer,
+    StatusError,
     UpstreamError,
     UpstreamTimeout,
     code_for,
@@ -48,10 +50,12 @@ class ImageLimits:
     retry_window_ms: float
     max_bytes: int
     max_attempts: int = 3
+    dialects: str = ""  #: the ``ModelDialects`` map (JSON)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ImageLimits:
-        return cls(retry_window_ms=IMAGE_RETRY_WINDOW.of(settings), max_bytes=settings.image_max_bytes)
+        return cls(retry_window_ms=IMAGE_RETRY_WINDOW.of(settings), max_bytes=settings.image_max_bytes,
+                   dialects=settings.model_dialects)
 
     def retry_policy(self, budget_ms: float) -> RetryPolicy:
         """The image has no limit of its own but the budget: a retry must leave half of what it started with."""
@@ -66,8 +70,14 @@ class ImageOutcome:
     metrics: ImageMetrics = field(default_factory=ImageMetrics)
 
 
-def image_payload(model: str, prompt: str) -> dict[str, object]:
-    return {"model": model, "prompt": prompt, "n": 1, "size": "1024x1024", "response_format": "b64_json"}
+def image_payload(model: str, prompt: str, dialect: Dialect | None = None) -> dict[str, object]:
+    """The image request in ``model``'s dialect: ``gpt-image-*`` refuses ``response_format`` (it always
+    answers ``b64_json``); everyone else is asked for ``b64_json``, and a ``url`` answer is read too."""
+    dialect = dialect or dialect_for(model)
+    payload: dict[str, object] = {"model": model, "prompt": prompt, "n": 1, "size": "1024x1024"}
+    if dialect.image_response_format != "none":
+        payload["response_format"] = dialect.image_response_format
+    return {**payload, **dialect.extra}
 
 
 def generate_image(client: httpx.Client, endpoint: ModelEndpoint, limits: ImageLimits, prompt: str,
@@ -79,8 +89,13 @@ def generate_image(client: httpx.Client, endpoint: ModelEndpoint, limits: ImageL
     started = time.monotonic()
 
     def call(model: str, attempt: Attempt) -> GeneratedImage:
-        image = request_image(client, url, image_payload(model, prompt), headers, deadline=budget.attempt(None),
-                              max_bytes=limits.max_bytes)
+        payload = image_payload(model, prompt, dialect_for(model, limits.dialects))
+        try:
+            image = request_image(client, url, payload, headers, deadline=budget.attempt(None),
+                                  max_bytes=limits.max_bytes)
+        except StatusError as failure:
+            report_refused_param(failure, model)
+            raise
         attempt.status = 200
         return image
 

@@ -21,7 +21,8 @@ from ..models import RecipeMetrics
 from ..settings import Settings
 from ..stores.breaker import CircuitBreaker
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
-from ..upstream.chat import Completion, StreamLimits, read_chat_completion
+from ..upstream.chat import Completion, StreamLimits, read_chat_completion, token_count
+from ..upstream.dialects import Dialect, dialect_for, report_refused_param
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import (
     NO_ANSWER,
@@ -54,6 +55,7 @@ class RecipeLimits:
     stream: StreamLimits
     retry: RetryPolicy
     max_tokens: int
+    dialects: str = ""  #: the ``ModelDialects`` map (JSON)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RecipeLimits:
@@ -64,6 +66,7 @@ class RecipeLimits:
             retry=RetryPolicy(max_attempts=2, window_ms=RECIPE_RETRY_WINDOW.of(settings),
                               min_attempt_ms=RECIPE_MIN_ATTEMPT.of(settings)),
             max_tokens=settings.recipe_max_tokens,
+            dialects=settings.model_dialects,
         )
 
 
@@ -74,17 +77,23 @@ class RecipeOutcome:
     metrics: RecipeMetrics = field(default_factory=RecipeMetrics)
 
 
-def chat_payload(model: str, dish: str, max_tokens: int) -> dict[str, Any]:
-    return {
+def chat_payload(model: str, dish: str, max_tokens: int, dialect: Dialect | None = None) -> dict[str, Any]:
+    """The recipe request, in ``model``'s dialect."""
+    dialect = dialect or dialect_for(model)
+    payload: dict[str, Any] = {
         "model": model,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "max_tokens": max_tokens,
+        "stream": dialect.stream,
+        dialect.max_tokens_field: max_tokens,
         "messages": [
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": f"菜名：{dish}"},
         ],
     }
+    if dialect.stream and dialect.stream_usage:
+        payload["stream_options"] = {"include_usage": True}
+    if dialect.json_mode:
+        payload["response_format"] = {"type": "json_object"}
+    return {**payload, **dialect.extra}
 
 
 def to_recipe(completion: Completion) -> Recipe:
@@ -120,14 +129,16 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
         deadline = budget.attempt(limits.total_ms)
         attempt.fields["deadline_bound_by"] = deadline.bound_by
         completion: Completion | None = None
-        payload = chat_payload(model, dish, limits.max_tokens)
+        dialect = dialect_for(model, limits.dialects)
+        payload = chat_payload(model, dish, limits.max_tokens, dialect)
         try:
             completion = read_chat_completion(client, url, payload, headers, limits=limits.stream, deadline=deadline,
-                                              watch=progress.watch if progress else None)
+                                              watch=progress.watch if progress else None, streamed=dialect.stream)
             attempt.status = completion.http_status
             return to_recipe(completion)
         except UpstreamError as failure:
             completion = completion or failure.measured
+            report_refused_param(failure, model)
             raise
         finally:
             _fill(outcome.metrics, completion, deadline)
@@ -167,6 +178,6 @@ def _fill(metrics: RecipeMetrics, c: Completion | None, deadline: Deadline) -> N
     metrics.chunks = c.chunks
     metrics.finishReason = c.finish_reason
     metrics.outputChars = sum(len(p) for p in c.parts) + c.reasoning_chars
-    if c.usage:
-        metrics.promptTokens = c.usage.get("prompt_tokens")
-        metrics.completionTokens = c.usage.get("completion_tokens")
+    if c.usage:  # whatever a provider put there, only a count is kept
+        metrics.promptTokens = token_count(c.usage.get("prompt_tokens"))
+        metrics.completionTokens = token_count(c.usage.get("completion_tokens"))

@@ -23,10 +23,13 @@ import httpx
 from ..deadline import Deadline
 from ..redaction import redact
 from .failures import AnswerTooLarge, InvalidAnswer, StreamError, UpstreamError
+from .sse import BOM, SSEFramer
 from .transport import GuardedPost, TextLimits
 
 MAX_STREAM_BYTES = 2 * 1024 * 1024
 MAX_CONTENT_CHARS = 200_000
+#: How much of a body that turned out to be no event stream is kept for the failure's detail.
+HEAD_BYTES = 200
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,12 @@ class Completion:
 
 
 class SSEReader:
-    """Incremental SSE parser; split out so the benchmark measures exactly this."""
+    """Reads a chat completion as it arrives: an SSE stream, or one JSON document.
+
+    Which of the two is decided by the body itself, not its ``Content-Type``: gateways relabel a
+    stream ``application/json`` or drop the header, so a body whose first non-blank byte opens a
+    JSON value is a document and anything else is an event stream. Split out so the benchmark
+    measures exactly this; nothing it reads can raise anything but an :class:`UpstreamError`."""
 
     def __init__(self, limits: StreamLimits, started: float, on_text: Callable[[], None] | None = None) -> None:
         self.out = Completion()
@@ -68,7 +76,10 @@ class SSEReader:
         self.content_chars = 0
         self.first_text_at: float | None = None  #: monotonic time of the first text (content or reasoning)
         self.done = False
-        self._tail = b""
+        self.document: bytearray | None = None  #: the body, when it is one JSON document
+        self._framer: SSEFramer | None = None
+        self._blank = b""  #: leading white space, before the body said what it is
+        self._head = b""  #: the start of a body read as a stream (for the detail when it was no stream)
 
     # What a progress reporter reads from another thread (plain attribute reads; nothing is locked).
 
@@ -80,59 +91,106 @@ class SSEReader:
     def completion_tokens(self) -> int | None:
         """Tokens written so far, when the provider reports usage while streaming."""
         usage = self.out.usage
-        tokens = usage.get("completion_tokens") if usage else None
-        return tokens if isinstance(tokens, int) else None
+        return token_count(usage.get("completion_tokens")) if usage else None
 
     def text_so_far(self) -> str:
-        return "".join(list(self.out.parts))
+        return redact("".join(list(self.out.parts)))
+
+    @property
+    def is_stream(self) -> bool | None:
+        """``True`` for an event stream, ``False`` for one JSON document, ``None`` before the first byte."""
+        if self._framer is not None:
+            return True
+        return None if self.document is None else False
 
     def feed(self, data: bytes) -> None:
-        lines = (self._tail + data).split(b"\n")
-        self._tail = lines.pop()
-        for line in lines:
-            self._line(line)
-            if self.done:
+        if self._framer is not None:
+            if len(self._head) < HEAD_BYTES:
+                self._head += data[:HEAD_BYTES - len(self._head)]
+            self._framer.feed(data)
+        elif self.document is not None:
+            self.document += data
+        else:
+            head = data.lstrip(b" \t\r\n")
+            if head.startswith(BOM):
+                head = head[len(BOM):].lstrip(b" \t\r\n")
+            if not head:
+                self._blank += data
                 return
+            data, self._blank = self._blank + data, b""
+            if head[:1] in (b"{", b"["):
+                self.document = bytearray(data)
+            else:
+                self._framer = SSEFramer(self._dispatch)
+                self._head = data[:HEAD_BYTES]
+                self._framer.feed(data)
 
     def finish(self) -> None:
-        if self._tail and not self.done:
-            self._line(self._tail)
-        self._tail = b""
+        """The body ended: the last event of a stream, or the whole document."""
+        if self._framer is not None:
+            if not self.done:
+                self._framer.close()
+            if not self._framer.recognized:  # a proxy's HTML error page with status 200, say
+                raise StreamError(f"answer is neither an event stream nor JSON: {_snippet(self._head)}")
+        elif self.document is not None:
+            self._parse_document(bytes(self.document))
 
-    def _line(self, line: bytes) -> None:
-        if not line.startswith(b"data:"):
-            return  # blank line, ":" comment / keep-alive, "event:", "id:", "retry:"
-        data = line[5:].strip()
+    def _dispatch(self, event_type: bytes, data: bytes) -> None:
+        if self.done:
+            return
+        if event_type == b"error":
+            raise StreamError(f"error event in stream: {_snippet(data)}", content_started=self.content_chars > 0)
+        data = data.strip()
         if data == b"[DONE]":
             self.done = True
             return
         if not data:
-            return
+            return  # an empty event: a keep-alive some gateways send as `data:` with nothing after it
         try:
             event = json.loads(data)
         except ValueError:
-            raise StreamError(f"undecodable SSE data: {data[:120]!r}",
+            raise StreamError(f"undecodable SSE data: {_snippet(data)}",
                               content_started=self.content_chars > 0) from None
         self.event(event)
 
+    def _parse_document(self, body: bytes) -> None:
+        """An upstream that ignored ``stream: true`` (or was asked not to stream) and answered one JSON document."""
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            raise InvalidAnswer(f"non-stream answer is not JSON: {_snippet(body)}") from None
+        self.event(doc)
+
     def event(self, event: Any) -> None:
+        """One chunk (or a whole completion): text, reasoning, usage and finish reason wherever a provider puts them."""
         out = self.out
         if not isinstance(event, dict):
             return
-        if event.get("error"):
-            detail = redact(json.dumps(event["error"], ensure_ascii=False)[:300])
-            raise StreamError(f"error in stream: {detail}", content_started=self.content_chars > 0)
+        error = _error_in(event)
+        if error is not None:
+            raise StreamError(f"error in stream: {_snippet(error)}", content_started=self.content_chars > 0)
         out.chunks += 1
         if out.chunks > self.limits.max_chunks:
             raise AnswerTooLarge(f"more than {self.limits.max_chunks} chunks", content_started=True)
-        if event.get("usage"):
-            out.usage = event["usage"]
         choices = event.get("choices")
-        if not choices:
-            return
-        choice = choices[0]
-        delta = choice.get("delta") or choice.get("message") or {}
-        text = delta.get("content")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+        usage = _usage(event, choice)
+        if usage:
+            out.usage = usage
+        if choice is None:
+            return  # usage only, or a content-filter prelude
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            text, reasoning = _texts(delta)
+        else:
+            message = choice.get("message")
+            # A whole answer in one frame: a document, or a stream's terminal frame that repeats what it
+            # streamed (its usage counted above; its text must not be appended twice).
+            text, reasoning = _texts(message) if isinstance(message, dict) else ("", "")
+            if self.content_chars:
+                text = ""
+            if out.reasoning_chars:
+                reasoning = ""
         if text:
             if out.first_content_ms is None:
                 out.first_content_ms = int((time.monotonic() - self.started) * 1000)
@@ -141,7 +199,6 @@ class SSEReader:
             if self.content_chars > self.limits.max_content_chars:
                 raise AnswerTooLarge(f"content over {self.limits.max_content_chars} characters",
                                      content_started=True)
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if reasoning:
             out.reasoning_chars += len(reasoning)
         if text or reasoning:
@@ -149,21 +206,106 @@ class SSEReader:
                 self.first_text_at = time.monotonic()
             if self.on_text is not None:
                 self.on_text()
-        if choice.get("finish_reason"):
-            out.finish_reason = choice["finish_reason"]
+        finish = choice.get("finish_reason")
+        if finish and isinstance(finish, str):
+            out.finish_reason = finish
+
+
+def _error_in(event: dict[str, Any]) -> Any:
+    """What says this chunk (or document) is an error, in each dialect: OpenAI's ``{"error": …}`` (also with
+    choices, as OpenRouter sends it mid-stream), vLLM's ``{"object": "error", "message": …}``, MiniMax's
+    ``base_resp`` with a non-zero ``status_code`` (its errors come with HTTP 200)."""
+    if event.get("error"):
+        return event["error"]
+    if event.get("object") == "error":
+        return event
+    base = event.get("base_resp")
+    if isinstance(base, dict) and base.get("status_code") not in (None, 0, "0"):
+        return base
+    return None
+
+
+def token_count(value: Any) -> int | None:
+    """A provider's token count, or ``None`` for anything that is not one (a string, a bool, a negative)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _snippet(value: Any) -> str:
+    """The start of something an upstream sent, for a failure's detail (redacted when the failure is made)."""
+    if isinstance(value, bytes | bytearray):
+        return repr(bytes(value[:200]))
+    try:
+        return json.dumps(value, ensure_ascii=False)[:300]
+    except (TypeError, ValueError):
+        return repr(value)[:300]
+
+
+def _usage(event: dict[str, Any], choice: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Token usage: top level (OpenAI), inside the choice (Moonshot), or a provider's extension (Groq's ``x_groq``)."""
+    for holder in (event, choice, event.get("x_groq")):
+        if isinstance(holder, dict):
+            usage = holder.get("usage")
+            if isinstance(usage, dict) and usage:
+                return usage
+    return None
+
+
+def _texts(delta: dict[str, Any]) -> tuple[str, str]:
+    """(content, reasoning) of a delta or message: content as a string or a list of typed parts
+    (text parts are content, thinking/reasoning parts are reasoning); reasoning as ``reasoning_content``
+    (DeepSeek, Qwen) or ``reasoning`` (OpenRouter, vLLM)."""
+    content = delta.get("content")
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    reasoning = reasoning if isinstance(reasoning, str) else ""
+    if isinstance(content, str):
+        return content, reasoning
+    if isinstance(content, list):
+        text, thought = _parts(content)
+        return text, reasoning + thought
+    return "", reasoning
+
+
+_REASONING_PARTS = frozenset({"thinking", "reasoning", "reasoning_text"})
+
+
+def _parts(parts: list[Any]) -> tuple[str, str]:
+    text: list[str] = []
+    thought: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            text.append(part)
+        elif isinstance(part, dict):
+            kind = part.get("type")
+            if kind in _REASONING_PARTS:
+                thought.append(_flatten(part.get(kind) if kind in part else part.get("text")))
+            elif kind in (None, "text", "output_text") and isinstance(part.get("text"), str):
+                text.append(part["text"])
+    return "".join(text), "".join(thought)
+
+
+def _flatten(value: Any) -> str:
+    """The text of a reasoning part: a string, or a list of text parts (Mistral's ``thinking``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(_flatten(v.get("text") if isinstance(v, dict) else v) for v in value)
+    return ""
 
 
 def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
                          limits: StreamLimits, deadline: Deadline,
-                         watch: Callable[[SSEReader], None] | None = None) -> Completion:
+                         watch: Callable[[SSEReader], None] | None = None, streamed: bool = True) -> Completion:
     """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure.
 
     ``watch`` receives the reader before the request is sent (a progress reporter reads it).
+    ``streamed=False``: the request asked for one JSON answer, which has nothing to send before it is
+    whole, so only the deadline bounds it (the text limits would cut every such call).
     """
     started = time.monotonic()
-    text = TextLimits(first_content_s=limits.first_content_s, idle_s=limits.idle_s)
+    text = TextLimits(first_content_s=limits.first_content_s, idle_s=limits.idle_s) if streamed else None
     # The socket's own read timeout only backs the watchdog up (the idle limit sits inside the first-content one).
-    post = GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=limits.first_content_s,
+    read_timeout_s = limits.first_content_s if streamed else max(0.001, deadline.remaining_ms() / 1000)
+    post = GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=read_timeout_s,
                        max_bytes=limits.max_bytes, text=text)
     reader = SSEReader(limits, started, on_text=post.text_arrived)
     if watch is not None:
@@ -175,38 +317,31 @@ def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any]
             out.first_byte_ms = call.first_byte_ms
             if call.status != 200:
                 raise call.status_error()
-            out.streamed = "text/event-stream" in call.response.headers.get("content-type", "")
-            body_parts: list[bytes] = []
+            # A body not announced as an event stream may be one JSON document, which has nothing to
+            # send before it is whole: only the deadline bounds it until its first byte says what it is.
+            announced = "text/event-stream" in call.response.headers.get("content-type", "")
+            if not announced:
+                call.suspend_text_limits()
             last = time.monotonic()
             for data in call.chunks():
                 now = time.monotonic()
                 out.max_gap_ms = max(out.max_gap_ms, int((now - last) * 1000))
                 out.last_byte_ms = (now - started) * 1000
                 last = now
-                if out.streamed:
-                    reader.feed(data)
-                    if reader.done:
-                        break
-                else:
-                    body_parts.append(data)
-            if out.streamed:
-                reader.finish()
-            else:
-                _parse_plain(reader, b"".join(body_parts))
+                reader.feed(data)
+                if not announced and reader.is_stream:
+                    announced = True  # a stream after all (relabelled): its text limits hold again
+                    call.resume_text_limits()
+                if reader.done:
+                    break
+            reader.finish()
+            out.streamed = reader.is_stream is not False
     except UpstreamError as failure:
         failure.content_started = failure.content_started or reader.content_chars > 0
         failure.measured = out
         raise
     finally:
         out.total_ms = int((time.monotonic() - started) * 1000)
-    out.content = "".join(out.parts)
+    out.content = redact("".join(out.parts))  # a model that echoes the request writes no key into a job
     return out
 
-
-def _parse_plain(reader: SSEReader, body: bytes) -> None:
-    """An upstream that ignored ``stream: true`` and answered one JSON document."""
-    try:
-        doc = json.loads(body)
-    except ValueError:
-        raise InvalidAnswer(f"non-stream answer is not JSON: {body[:120]!r}") from None
-    reader.event(doc)

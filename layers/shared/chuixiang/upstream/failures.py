@@ -24,6 +24,8 @@ not serve now, and nothing of an answer had started.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -44,6 +46,7 @@ class UpstreamError(Exception):
 
     def __init__(self, detail: str, *, content_started: bool = False, bytes_received: int = 0,
                  status: int | None = None, retry_after_s: float | None = None) -> None:
+        detail = redact(detail)  # the one place upstream text becomes a detail: logs, job items, history
         super().__init__(detail)
         self.detail = detail
         self.content_started = content_started  #: the model had begun writing text
@@ -110,12 +113,17 @@ class StatusError(UpstreamError):
         """4xx other than 429: the request itself is refused (key, model name); trying again won't help."""
         return self.status is not None and 400 <= self.status < 500 and self.status != 429
 
+    #: The request field the upstream named as unknown or unsupported (a 400 saying so), if any.
+    param: str | None = None
+
     @classmethod
     def from_response(cls, response: httpx.Response, body: bytes, secrets: tuple[str, ...] = ()) -> StatusError:
         """The status and the start of the error body, credentials redacted (some servers echo them)."""
-        snippet = redact(body[:300].decode("utf-8", "replace"), secrets)
-        return cls(f"HTTP {response.status_code}: {snippet}", status=response.status_code,
-                   retry_after_s=retry_after_seconds(response.headers.get("retry-after")))
+        text = body.decode("utf-8", "replace")
+        error = cls(f"HTTP {response.status_code}: {redact(text[:300], secrets)}", status=response.status_code,
+                    retry_after_s=retry_after_seconds(response.headers.get("retry-after")))
+        error.param = refused_param(text) if 400 <= response.status_code < 500 else None
+        return error
 
 
 class UpstreamTimeout(UpstreamError):
@@ -179,6 +187,25 @@ def code_for(failure: UpstreamError, table: Mapping[type[UpstreamError], C]) -> 
         if isinstance(cls, type) and issubclass(cls, UpstreamError) and cls in table:
             return table[cls]
     raise KeyError(f"no code for {type(failure).__name__}")
+
+
+#: "Unknown parameter: 'x'" (OpenAI), "Unrecognized request argument supplied: x" (Azure), "unsupported field x"…
+_UNKNOWN_PARAM = re.compile(r"""(?i)(?:unknown|unrecognized|unsupported|unexpected|invalid)[ _](?:request[ _])?"""
+                            r"""(?:parameter|argument|field)s?(?: supplied)?[:\s]+['"`]?([A-Za-z_][\w.\[\]]*)""")
+
+
+def refused_param(body: str) -> str | None:
+    """The request field a 4xx body says is unknown: OpenAI's ``error.param`` with ``unknown_parameter``
+    / ``unsupported_parameter``, or the wording most gateways use ("Unknown parameter: 'x'")."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    error = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("param"), str) and "param" in str(error.get("code", "")):
+        return str(error["param"])
+    match = _UNKNOWN_PARAM.search(body)
+    return match.group(1) if match else None
 
 
 def retry_after_seconds(value: str | None) -> float | None:

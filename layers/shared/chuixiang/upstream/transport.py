@@ -66,6 +66,7 @@ class Watchdog:
         self._deadline_at = now + max(0.0, remaining_s)
         self._idle_s = text.idle_s if text else None
         self._text_at = now + text.first_content_s if text else None
+        self._suspended_text_at: float | None = None
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
         self._cancelled = False
@@ -78,10 +79,23 @@ class Watchdog:
 
         Only the first text can move the due time earlier (first-content → idle); later
         ones move it later, so the thread is woken only then."""
-        if self._idle_s is not None:
+        if self._idle_s is not None and self._suspended_text_at is None:
             self._text_at = time.monotonic() + self._idle_s
             if not self.text_seen:
                 self.text_seen = True
+                self._wake.set()
+
+    def suspend_text(self) -> None:
+        """Only the deadline applies until :meth:`resume_text` (a body that may be one JSON document)."""
+        with self._lock:
+            if self._idle_s is not None and self._suspended_text_at is None:
+                self._suspended_text_at, self._text_at = self._text_at, None
+
+    def resume_text(self) -> None:
+        """The text limits apply again, from where they stood (an overdue first content fires at once)."""
+        with self._lock:
+            if self._suspended_text_at is not None:
+                self._text_at, self._suspended_text_at = self._suspended_text_at, None
                 self._wake.set()
 
     def _run(self) -> None:
@@ -127,16 +141,19 @@ class Watchdog:
 
 
 class GuardedPost:
-    """``with GuardedPost(...) as call:`` sends the POST; ``call.chunks()`` reads the body.
+    """``with GuardedPost(...) as call:`` sends the POST (or, with ``method="GET"`` and no payload, the
+    GET of an image a model answered with a URL); ``call.chunks()`` reads the body.
 
     ``read_timeout_s`` bounds each silence on the socket; ``deadline`` the whole call;
     ``text`` (optional) the wait for the model's first text and the gaps between texts;
     ``max_bytes`` the body. The response is closed and the watchdog cancelled on exit.
     """
 
-    def __init__(self, client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
-                 deadline: Deadline, read_timeout_s: float, max_bytes: int, text: TextLimits | None = None) -> None:
+    def __init__(self, client: httpx.Client, url: str, payload: dict[str, Any] | None, headers: dict[str, str], *,
+                 deadline: Deadline, read_timeout_s: float, max_bytes: int, text: TextLimits | None = None,
+                 method: str = "POST") -> None:
         self.client = client
+        self.method = method
         self.url = url
         self.payload = payload
         self.headers = headers
@@ -166,7 +183,7 @@ class GuardedPost:
         timeout = httpx.Timeout(first_wait, connect=min(first_wait, CONNECT_TIMEOUT_S))
         self._first_wait_is_deadline = first_wait >= remaining_s
         self._watchdog = Watchdog(remaining_s, self.text)
-        request = self.client.build_request("POST", self.url, json=self.payload, headers=self.headers,
+        request = self.client.build_request(self.method, self.url, json=self.payload, headers=self.headers,
                                             timeout=timeout)
         try:
             self._response = self.client.send(request, stream=True)
@@ -200,6 +217,22 @@ class GuardedPost:
         """Tell the watchdog the model wrote text (re-arms the idle limit)."""
         if self._watchdog is not None:
             self._watchdog.text_arrived()
+
+    def suspend_text_limits(self) -> None:
+        """The body may be one JSON document (a provider that ignored ``stream: true``): until
+        :meth:`resume_text_limits`, only the deadline bounds it, on the watchdog and on the socket."""
+        if self._watchdog is not None:
+            self._watchdog.suspend_text()
+        # httpx reads the "timeout" request extension when the body starts to be read.
+        timeout = self.response.request.extensions.get("timeout")
+        if isinstance(timeout, dict):
+            self.response.request.extensions["timeout"] = {**timeout,
+                                                           "read": max(0.001, self.deadline.remaining_ms() / 1000)}
+        self._first_wait_is_deadline = True
+
+    def resume_text_limits(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.resume_text()
 
     def timeout(self, where: str, **kw: Any) -> UpstreamTimeout:
         """The limit that ended the call: the watchdog's reason if it fired, else the socket read timeout's."""
