@@ -76,6 +76,10 @@ class SSEFramer:
         self._line(b"")
 
     def _line(self, line: bytes) -> None:
+        if line[:5] == b"data:":  # by far the most common line: straight to the buffer
+            self.recognized += 1
+            self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+            return
         if not line:
             if self._data:
                 data = b"\n".join(self._data)
