@@ -76,8 +76,8 @@ sam-build:
 
 # The ladder is checked with the very overrides that are deployed, so a stale value cannot slip through.
 # Usage: make deploy PARAMS="ModelApiKeySecretArn=arn:… RecipeTotalTimeoutMs=140000"
-deploy: sam-build
-	$(BIN)/chuixiang ladder $(if $(PARAMS),--parameter-overrides $(PARAMS))
+deploy: $(STAMP) sam-build
+	$(BIN)/chuixiang ladder --account $(if $(PARAMS),--parameter-overrides $(PARAMS))
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided)
 
 clean:

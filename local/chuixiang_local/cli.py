@@ -251,12 +251,32 @@ def cmd_cost(args: argparse.Namespace) -> int:
 def cmd_ladder(args: argparse.Namespace) -> int:
     template = Template(parse_overrides(args.parameter_overrides))
     ladder = build_ladder(template)
+    if args.account:
+        ladder.problems += _account_problems(template)
     print(markdown_table(template) if args.markdown else ladder.render())
     if not ladder.ok:
         for line in ladder.failures():
             print(f"error: {line}", file=sys.stderr)
         return 2
     return 0
+
+
+def _account_problems(template: Template) -> list[str]:
+    """The reservation against the account's quota, read with the caller's credentials (a deploy has them)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from .ladder import account_concurrency, reservation_problems
+
+    try:
+        limit, reserved = account_concurrency(boto3.client("lambda"))
+    except (BotoCoreError, ClientError) as exc:
+        print(f"note: the account's concurrency quota could not be read ({exc}); reservation not checked against it",
+              file=sys.stderr)
+        return []
+    own = [p for p in reservation_problems(template, limit, reserved) if "quota" in p]
+    print(f"account: concurrency quota {limit}, {reserved} already reserved", file=sys.stderr)
+    return own
 
 
 def parser() -> argparse.ArgumentParser:
@@ -319,6 +339,8 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ladder", help="print and check the timeout ladder")
     p.add_argument("--markdown", action="store_true", help="print the ladder as the README's table")
+    p.add_argument("--account", action="store_true",
+                   help="also check RecipeReservedConcurrency against the AWS account's concurrency quota")
     common(p, model=False)
     p.set_defaults(func=cmd_ladder)
     return ap

@@ -172,6 +172,7 @@ def build_ladder(template: Template) -> Ladder:
         for outer in limit.inside:
             ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
 
+    ladder.problems += reservation_problems(template)
     try:  # not a limit, but as fatal when wrong: checked with the very overrides being deployed
         parse_dialects(str(template.parameters.get("ModelDialects", "")))
     except DialectError as exc:
@@ -250,6 +251,42 @@ def _worst_path(asl: dict[str, Any], states: dict[str, StateLimit]) -> tuple[lis
 
     total, path = walk(asl["StartAt"], frozenset())
     return path, total
+
+
+#: Lambda refuses a reservation that would leave the account fewer unreserved concurrent executions than this.
+MIN_UNRESERVED = 100
+#: The functions that reserve ``RecipeReservedConcurrency`` each.
+RESERVING_FUNCTIONS = ("RecipeFunction", "ImageFunction")
+
+
+def reservation_problems(template: Template, account_limit: int | None = None,
+                         already_reserved: int = 0) -> list[str]:
+    """A reservation below the admission limit throttles admitted jobs; one the account cannot give fails
+    the deploy (new accounts have a concurrency quota of 10 or 50, and 100 must stay unreserved)."""
+    reserved = int(template.number("RecipeReservedConcurrency"))
+    if reserved == 0:
+        return []
+    problems = []
+    admitted = int(template.number("RecipeConcurrency"))
+    if reserved < admitted:
+        problems.append(f"RecipeReservedConcurrency = {reserved} is below RecipeConcurrency = {admitted}: "
+                        f"admitted jobs would be throttled")
+    if account_limit is not None:
+        wanted = reserved * len(RESERVING_FUNCTIONS)
+        left = account_limit - already_reserved - wanted
+        if left < MIN_UNRESERVED:
+            problems.append(f"reserving {wanted} (RecipeReservedConcurrency = {reserved} for each of "
+                            f"{len(RESERVING_FUNCTIONS)} functions) leaves {left} of the account's concurrency "
+                            f"quota {account_limit} unreserved; Lambda requires {MIN_UNRESERVED}: set "
+                            f"RecipeReservedConcurrency=0 or ask for a higher quota")
+    return problems
+
+
+def account_concurrency(lambda_client: Any) -> tuple[int, int]:
+    """(the account's concurrency quota, what is already reserved) in the current region."""
+    limits = lambda_client.get_account_settings()["AccountLimit"]
+    total = int(limits["ConcurrentExecutions"])
+    return total, total - int(limits["UnreservedConcurrentExecutions"])
 
 
 def check_or_raise(template: Template) -> Ladder:

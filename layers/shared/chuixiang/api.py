@@ -157,8 +157,10 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
         parsed = json.loads(text) if text.strip() else None
     except RecursionError:
         return _proxy_error(400, ErrorCode.INVALID_DISH, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    except ValueError:
+    except json.JSONDecodeError:
         return None  # the resolver's validation explains where the JSON breaks
+    except ValueError as exc:  # valid JSON Python refuses: an integer of more than 4300 digits
+        return _proxy_error(400, ErrorCode.INVALID_DISH, f"the body holds a number Python will not read: {exc}"[:200])
     if _depth(parsed, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         return _proxy_error(400, ErrorCode.INVALID_DISH, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     return None

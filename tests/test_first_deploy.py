@@ -1,0 +1,197 @@
+"""What would break the first deploy to a real account, or production after it: each item of that review
+checked here as far as it can be without AWS (the template, the ASL, the Makefile, the CLI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from chuixiang_local.api_client import LocalApi
+from chuixiang_local.ladder import account_concurrency, build_ladder, reservation_problems
+from chuixiang_local.template import Template
+
+from .serve_helper import ROOT, free_port
+
+DOC = Template().doc
+RESOURCES: dict[str, Any] = DOC["Resources"]
+
+
+def walk(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """Every (path, leaf) of a template fragment."""
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in walk(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [pair for i, v in enumerate(value) for pair in walk(v, f"{path}[{i}]")]
+    return [(path, value)]
+
+
+# --- would break the deploy ------------------------------------------------------------------------
+
+
+def test_reserved_concurrency_is_optional() -> None:
+    assert DOC["Parameters"]["RecipeReservedConcurrency"]["Default"] == 0
+    assert DOC["Conditions"]["HasReservedConcurrency"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "RecipeReservedConcurrency"}, 0]}]}
+    for name in ("RecipeFunction", "ImageFunction"):
+        assert RESOURCES[name]["Properties"]["ReservedConcurrentExecutions"] == {
+            "Fn::If": ["HasReservedConcurrency", {"Ref": "RecipeReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+    # The API still admits no more jobs than RecipeConcurrency, reserved or not.
+    assert RESOURCES["ApiFunction"]["Properties"]["Environment"]["Variables"]["MAX_JOBS_IN_FLIGHT"] == {
+        "Ref": "RecipeConcurrency"}
+
+
+def test_reserved_concurrency_is_checked_against_admission_and_the_account_quota() -> None:
+    assert reservation_problems(Template()) == []  # none reserved: nothing to check
+    assert build_ladder(Template({"RecipeReservedConcurrency": "20"})).ok
+    below = build_ladder(Template({"RecipeReservedConcurrency": "5"}))
+    assert not below.ok and any("below RecipeConcurrency" in f for f in below.failures())
+    new_account = reservation_problems(Template({"RecipeReservedConcurrency": "20"}), account_limit=50)
+    assert len(new_account) == 1 and "leaves 10 of the account's concurrency quota 50" in new_account[0]
+    assert reservation_problems(Template({"RecipeReservedConcurrency": "20"}), 1000, already_reserved=870) != []  # 90 left
+    assert reservation_problems(Template({"RecipeReservedConcurrency": "20"}), 1000, already_reserved=860) == []  # 100 left
+
+
+def test_the_account_quota_is_read_as_lambda_reports_it() -> None:
+    client = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(client) as stub:
+        stub.add_response("get_account_settings", {"AccountLimit": {
+            "TotalCodeSize": 80530636800, "CodeSizeUnzipped": 262144000, "CodeSizeZipped": 52428800,
+            "ConcurrentExecutions": 10, "UnreservedConcurrentExecutions": 10}, "AccountUsage": {
+            "TotalCodeSize": 0, "FunctionCount": 0}})
+        assert account_concurrency(client) == (10, 0)
+
+
+def test_ladder_account_check_says_when_it_cannot_read_the_quota() -> None:
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: the call fails at once, on loopback
+    env = {**os.environ, "AWS_ENDPOINT_URL": closed, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_MAX_ATTEMPTS": "1"}
+    done = subprocess.run([sys.executable, "-m", "chuixiang_local.cli", "ladder", "--account", "--parameter-overrides",
+                           "RecipeReservedConcurrency=20"], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "could not be read" in done.stderr
+
+
+def test_every_named_resource_is_named_per_stack() -> None:
+    """Two stacks in one account and region must not collide: a fixed name is a second deploy's failure."""
+    name_keys = re.compile(r"\.(Name|LogGroupName|TopicName|TableName|BucketName|QueueName|FunctionName|RuleName|"
+                           r"StateMachineName|ScheduleName|AlarmName|DashboardName|KeyAlias|AliasName)$")
+    for logical, resource in RESOURCES.items():
+        properties = resource.get("Properties", {})
+        for path, _ in walk(properties):
+            key = path.split(".")[-1].split("[")[0]
+            if not name_keys.search(f".{key}") or ".Dimensions" in path or "MetricName" in path:
+                continue
+            parent = properties
+            for part in re.findall(r"[^.\[\]]+", path)[:-1]:
+                parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+            value = parent[key]
+            if isinstance(value, dict) and set(value) & {"Ref", "Fn::GetAtt"}:
+                continue  # a reference to another resource's name, not a name
+            assert "AWS::StackName" in json.dumps(value), f"{logical}{path} = {value}"
+    canary = RESOURCES["CanaryFunction"]["Properties"]["Events"]["Hourly"]["Properties"]
+    assert canary["Name"] == {"Fn::Sub": "${AWS::StackName}-canary"}
+
+
+def test_make_deploy_installs_the_cli_before_running_it() -> None:
+    deploy = next(line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith("deploy:"))
+    assert "$(STAMP)" in deploy.split(":", 1)[1]  # the ladder runs .venv/bin/chuixiang
+    recipe = (ROOT / "Makefile").read_text().split("\ndeploy:", 1)[1]
+    assert "chuixiang ladder --account" in recipe
+
+
+# --- would break in production ---------------------------------------------------------------------
+
+
+def test_alarms_can_notify() -> None:
+    """An SNS topic under alias/aws/sns drops every CloudWatch alarm: the topic's key must let CloudWatch use it."""
+    topic = RESOURCES["AlarmTopic"]["Properties"]
+    assert topic["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
+    key = RESOURCES["AlarmTopicKey"]
+    assert key["Type"] == "AWS::KMS::Key" and key["Properties"]["EnableKeyRotation"] is True
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    cloudwatch = next(s for s in statements if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"})
+    assert {"kms:Decrypt", "kms:GenerateDataKey*"} <= set(cloudwatch["Action"])
+    alarms = [r for r in RESOURCES.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert alarms and all(r["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}] for r in alarms)
+
+
+@pytest.mark.parametrize(("arn", "ok"), [
+    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key-AbC123", True),
+    ("arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:chuixiang/model-api-key-xYz789", True),
+    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key", False),  # no suffix
+    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key-*", False),
+    ("chuixiang/model-api-key", False),
+])
+def test_the_secret_arn_must_carry_its_random_suffix(arn: str, ok: bool) -> None:
+    pattern = DOC["Parameters"]["ModelApiKeySecretArn"]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, arn)) is ok
+
+
+def test_a_secret_under_a_customer_key_can_be_decrypted() -> None:
+    pattern = DOC["Parameters"]["ModelApiKeyKmsKeyArn"]["AllowedPattern"]
+    assert re.fullmatch(pattern, "") and re.fullmatch(pattern, "arn:aws:kms:us-east-1:123456789012:key/"
+                                                                "1234abcd-12ab-34cd-56ef-1234567890ab")
+    for name in ("RecipeFunction", "ImageFunction", "CanaryFunction"):
+        statements = RESOURCES[name]["Properties"]["Policies"][0]["Statement"]
+        decrypt = next(s["Fn::If"] for s in statements if "Fn::If" in s)
+        condition, statement, absent = decrypt
+        assert condition == "HasSecretKmsKey" and absent == {"Ref": "AWS::NoValue"}, name
+        assert statement["Action"] == "kms:Decrypt" and statement["Resource"] == {"Ref": "ModelApiKeyKmsKeyArn"}
+        assert statement["Condition"]["StringEquals"]["kms:ViaService"] == {
+            "Fn::Sub": "secretsmanager.${AWS::Region}.${AWS::URLSuffix}"}
+
+
+def test_no_partition_is_hard_coded() -> None:
+    """China regions (aws-cn) and GovCloud deploy the same template."""
+    asl = (ROOT / "statemachine" / "recipe.asl.json").read_text()
+    assert "arn:aws:" not in asl and asl.count("arn:${Partition}:states:::") == 6
+    machine = RESOURCES["RecipeStateMachine"]["Properties"]
+    assert machine["DefinitionSubstitutions"]["Partition"] == {"Ref": "AWS::Partition"}
+    literal = [(logical, path) for logical, r in RESOURCES.items() for path, leaf in walk(r)
+               if isinstance(leaf, str) and "arn:aws:" in leaf]
+    assert not literal, literal
+
+
+def test_the_table_and_the_bucket_survive_a_stack_deletion() -> None:
+    for name in ("JobsTable", "ImagesBucket"):
+        assert RESOURCES[name]["DeletionPolicy"] == "Retain" and RESOURCES[name]["UpdateReplacePolicy"] == "Retain"
+    assert RESOURCES["JobsTable"]["Properties"]["DeletionProtectionEnabled"] is True
+
+
+@pytest.mark.pipeline
+@pytest.mark.parametrize("body", ['{"dish": ' + "9" * 5000 + "}", '{"dish": "番茄炒蛋", "n": -' + "1" * 4400 + "}"])
+def test_an_integer_of_more_than_4300_digits_is_a_400(body: str, api: LocalApi) -> None:
+    status, doc = api.request("POST", "/recipes", body)
+    assert status == 400 and doc["error"]["code"] == "INVALID_DISH" and "4300" in doc["error"]["reason"], doc
+
+
+# --- operations --------------------------------------------------------------------------------------
+
+
+def test_the_canary_is_never_retried() -> None:
+    canary = RESOURCES["CanaryFunction"]["Properties"]
+    assert canary["EventInvokeConfig"]["MaximumRetryAttempts"] == 0  # Lambda's async retries
+    assert canary["Events"]["Hourly"]["Properties"]["RetryPolicy"]["MaximumRetryAttempts"] == 0  # the scheduler's
+
+
+def test_the_reconciler_rule_keeps_what_it_could_not_deliver_and_says_so() -> None:
+    rule = RESOURCES["ReconcileFunction"]["Properties"]["Events"]["ExecutionEnded"]["Properties"]
+    assert rule["DeadLetterConfig"] == {"Type": "SQS", "QueueLogicalId": "ReconcileDeadLetterQueue"}
+    alarm = RESOURCES["ReconcileDeliveryFailedAlarm"]["Properties"]
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["ReconcileDeadLetterQueue",
+                                                                                  "QueueName"]}}]
+
+
+def test_state_machine_logs_live_under_vendedlogs() -> None:
+    group = RESOURCES["StateMachineLogGroup"]["Properties"]["LogGroupName"]
+    assert group == {"Fn::Sub": "/aws/vendedlogs/states/${AWS::StackName}-recipe"}
+
