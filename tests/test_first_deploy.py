@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from botocore.stub import Stubber
 
@@ -18,7 +19,7 @@ from chuixiang_local.api_client import LocalApi
 from chuixiang_local.ladder import account_concurrency, build_ladder, reservation_problems
 from chuixiang_local.template import Template
 
-from .serve_helper import ROOT, free_port
+from .serve_helper import ROOT, Serve, free_port
 
 DOC = Template().doc
 RESOURCES: dict[str, Any] = DOC["Resources"]
@@ -55,8 +56,9 @@ def test_reserved_concurrency_is_checked_against_admission_and_the_account_quota
     assert not below.ok and any("below RecipeConcurrency" in f for f in below.failures())
     new_account = reservation_problems(Template({"RecipeReservedConcurrency": "20"}), account_limit=50)
     assert len(new_account) == 1 and "leaves 10 of the account's concurrency quota 50" in new_account[0]
-    assert reservation_problems(Template({"RecipeReservedConcurrency": "20"}), 1000, already_reserved=870) != []  # 90 left
-    assert reservation_problems(Template({"RecipeReservedConcurrency": "20"}), 1000, already_reserved=860) == []  # 100 left
+    twenty = Template({"RecipeReservedConcurrency": "20"})
+    assert reservation_problems(twenty, 1000, already_reserved=870) != []  # 90 left unreserved
+    assert reservation_problems(twenty, 1000, already_reserved=860) == []  # 100 left
 
 
 def test_the_account_quota_is_read_as_lambda_reports_it() -> None:
@@ -195,3 +197,40 @@ def test_state_machine_logs_live_under_vendedlogs() -> None:
     group = RESOURCES["StateMachineLogGroup"]["Properties"]["LogGroupName"]
     assert group == {"Fn::Sub": "/aws/vendedlogs/states/${AWS::StackName}-recipe"}
 
+
+
+@pytest.mark.pipeline
+def test_a_browser_preflight_gets_the_configured_origins_and_never_needs_a_token() -> None:
+    """Through ``chuixiang serve`` with CorsAllowOrigins set and the JWT authorizer on: OPTIONS on both routes
+    answers 204 with the CORS headers for an allowed origin and none for another; HEAD on a job answers as
+    GET without a body; the refusals the gate makes carry the CORS headers too."""
+    origins = "https://servicewechat.com,https://admin.example.cn"
+    overrides = {"CorsAllowOrigins": origins, "JwtIssuer": "https://login.example.cn", "JwtAudience": "mini"}
+    with Serve(overrides) as serve:
+        for path in ("/recipes", "/recipes/0badc0de-0000-4000-8000-000000000009"):
+            ok = httpx.options(f"{serve.base}{path}", timeout=30, headers={
+                "Origin": "https://servicewechat.com", "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type,authorization"})
+            assert ok.status_code == 204, (path, ok.status_code, ok.text)
+            assert ok.headers["access-control-allow-origin"] == "https://servicewechat.com"
+            assert "POST" in ok.headers["access-control-allow-methods"]
+            assert "authorization" in ok.headers["access-control-allow-headers"].lower()
+            other = httpx.options(f"{serve.base}{path}", timeout=30, headers={"Origin": "https://evil.example"})
+            assert other.status_code == 204 and "access-control-allow-origin" not in other.headers
+        # Everything else still needs the token.
+        assert httpx.post(f"{serve.base}/recipes", json={"dish": "x"}, timeout=30).status_code == 401
+
+
+@pytest.mark.pipeline
+def test_head_on_a_job_answers_like_get_without_a_body() -> None:
+    with Serve({"CorsAllowOrigins": "https://servicewechat.com"}) as serve:
+        job_id = serve.post("头部菜")
+        got = httpx.get(f"{serve.base}/recipes/{job_id}", timeout=30)
+        head = httpx.head(f"{serve.base}/recipes/{job_id}", timeout=30)
+        assert head.status_code == got.status_code == 200 and head.content == b""
+        assert head.headers["content-type"] == got.headers["content-type"]
+        missing = httpx.head(f"{serve.base}/recipes/0badc0de-0000-4000-8000-00000000000a", timeout=30)
+        assert missing.status_code == 404 and missing.content == b""
+        refused = httpx.put(f"{serve.base}/recipes", timeout=30, headers={"Origin": "https://servicewechat.com"})
+        assert refused.status_code == 405
+        assert refused.headers["access-control-allow-origin"] == "https://servicewechat.com"

@@ -24,7 +24,9 @@ def test_admission_control_and_exposure() -> None:
     routes = {(e["Properties"]["Method"], e["Properties"]["Path"])
               for e in resources["ApiFunction"]["Properties"]["Events"].values()}
     # ANY: a wrong method reaches the function, which answers 405 with Allow (API Gateway alone says 404).
-    assert routes == {("ANY", "/recipes"), ("ANY", "/recipes/{jobId}"), ("GET", "/openapi.json")}
+    # OPTIONS: a browser's preflight gets its own route, outside the authorizer (test_first_deploy).
+    assert routes == {("ANY", "/recipes"), ("ANY", "/recipes/{jobId}"), ("GET", "/openapi.json"),
+                      ("OPTIONS", "/recipes"), ("OPTIONS", "/recipes/{jobId}")}
 
 
 def test_the_jwt_authorizer_is_optional_and_guards_both_recipe_routes() -> None:

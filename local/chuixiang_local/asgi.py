@@ -70,7 +70,7 @@ class LambdaAsgi:
             if not message.get("more_body"):
                 break
         event = http_api_event(scope, bytes(body))
-        if self.authorizer and self.authorizer.guards(event["rawPath"]):
+        if self.authorizer and self.authorizer.guards(event["rawPath"], event["requestContext"]["http"]["method"]):
             claims = await asyncio.get_running_loop().run_in_executor(None, self.authorizer.claims, event["headers"])
             if claims is None:
                 await _send(send, 401, UNAUTHORIZED_HEADERS, UNAUTHORIZED_BODY)

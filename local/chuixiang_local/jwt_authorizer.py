@@ -36,7 +36,10 @@ class JwtAuthorizer:
         self._jwks: jwt.PyJWKClient | None = None
         self._lock = threading.Lock()
 
-    def guards(self, path: str) -> bool:
+    def guards(self, path: str, method: str = "GET") -> bool:
+        """The template's ``options`` operations carry no security: a browser's preflight has no token."""
+        if method.upper() == "OPTIONS":
+            return False
         return path.rstrip("/") == GUARDED_PREFIX or path.startswith(GUARDED_PREFIX + "/")
 
     def claims(self, headers: dict[str, str]) -> dict[str, Any] | None:

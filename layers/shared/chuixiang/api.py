@@ -21,7 +21,7 @@ from typing import Annotated, Any, TypeVar
 
 import boto3
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
+from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, CORSConfig
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
@@ -134,6 +134,8 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
     allowed = next((methods for pattern, methods in ROUTES if pattern.match(path)), None)
     if allowed is None:
         return None  # the resolver's 404
+    if method == "OPTIONS":
+        return None  # a CORS preflight: the resolver answers it from its CORSConfig, never with 405
     if method not in allowed and not (method == "HEAD" and "GET" in allowed):
         return _proxy_error(405, HttpErrorCode.METHOD_NOT_ALLOWED, f"{method} {path}: allowed {', '.join(allowed)}",
                             {"Allow": ", ".join(allowed)})
@@ -167,12 +169,20 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def handle(app: ApiGatewayResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The api function: the gate, then the routes; anything unforeseen is a JSON 500, never a trace."""
+    """The api function: the gate, then the routes; anything unforeseen is a JSON 500, never a trace.
+    ``HEAD`` is answered as ``GET`` without a body (the same status and headers)."""
     refused = gate(event)
-    if refused is not None:
-        return refused
+    if refused is not None:  # answered before the resolver: its CORS headers too, or a browser sees no reason
+        origin = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}.get("origin")
+        cors = cors_config()
+        return {**refused, "headers": {**refused.get("headers", {}), **(cors.to_dict(origin) if cors else {})}}
+    http = (event.get("requestContext") or {}).get("http") or {}
+    head = str(http.get("method", "")).upper() == "HEAD"
+    if head:
+        event = {**event, "requestContext": {**event["requestContext"], "http": {**http, "method": "GET"}}}
     try:
-        return app.resolve(event, context)
+        answer = app.resolve(event, context)
+        return {**answer, "body": "", "isBase64Encoded": False} if head else answer
     except Exception:  # noqa: BLE001 - the last line of defence: log it, answer in the one error shape
         logger.exception("unhandled error in the API")
         return _proxy_error(500, ErrorCode.INTERNAL, "unexpected error")
@@ -204,7 +214,20 @@ GET_RESPONSES: dict[int, OpenAPIResponse] = {
 }
 
 
+def cors_config(origins: str | None = None) -> CORSConfig | None:
+    """The browser origins ``CorsAllowOrigins`` names (comma-separated; empty: no CORS). The function answers
+    preflights itself, so an ``ANY`` route or the JWT authorizer can never turn one into a 405 or a 401."""
+    allowed = [o.strip() for o in (origins if origins is not None else os.environ.get("CORS_ALLOW_ORIGINS", ""))
+               .split(",") if o.strip()]
+    if not allowed:
+        return None
+    return CORSConfig(allow_origin=allowed[0], extra_origins=allowed[1:], max_age=600,
+                      allow_headers=["content-type", "idempotency-key", "authorization"],
+                      expose_headers=["location", "retry-after"])
+
+
 def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) -> R:
+    kwargs.setdefault("cors", cors_config())
     app = resolver_cls(enable_validation=True, **kwargs)
 
     @app.exception_handler(RequestValidationError)
