@@ -124,7 +124,7 @@ def test_no_input_reaches_a_500(app: APIGatewayHttpResolver, method: str, path: 
     response = api.handle(app, event_for(method, path, body, content_type, key, odd_header), None)
     status = response["statusCode"]
     assert status < 500, response
-    if status >= 400:
+    if status >= 400 and method != "HEAD":  # HEAD answers as GET without a body
         doc = json.loads(response["body"])
         assert list(doc) == ["error"] and set(doc["error"]) == {"code", "message", "reason"}, doc
         assert doc["error"]["code"] and doc["error"]["message"]

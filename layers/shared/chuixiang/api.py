@@ -134,7 +134,7 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
     allowed = next((methods for pattern, methods in ROUTES if pattern.match(path)), None)
     if allowed is None:
         return None  # the resolver's 404
-    if method == "OPTIONS":
+    if method == "OPTIONS" and cors_config() is not None:
         return None  # a CORS preflight: the resolver answers it from its CORSConfig, never with 405
     if method not in allowed and not (method == "HEAD" and "GET" in allowed):
         return _proxy_error(405, HttpErrorCode.METHOD_NOT_ALLOWED, f"{method} {path}: allowed {', '.join(allowed)}",
@@ -214,16 +214,20 @@ GET_RESPONSES: dict[int, OpenAPIResponse] = {
 }
 
 
-def cors_config(origins: str | None = None) -> CORSConfig | None:
-    """The browser origins ``CorsAllowOrigins`` names (comma-separated; empty: no CORS). The function answers
-    preflights itself, so an ``ANY`` route or the JWT authorizer can never turn one into a 405 or a 401."""
-    allowed = [o.strip() for o in (origins if origins is not None else os.environ.get("CORS_ALLOW_ORIGINS", ""))
-               .split(",") if o.strip()]
+@lru_cache(maxsize=4)
+def _cors_for(origins: str) -> CORSConfig | None:
+    allowed = [o.strip() for o in origins.split(",") if o.strip()]
     if not allowed:
         return None
     return CORSConfig(allow_origin=allowed[0], extra_origins=allowed[1:], max_age=600,
                       allow_headers=["content-type", "idempotency-key", "authorization"],
                       expose_headers=["location", "retry-after"])
+
+
+def cors_config(origins: str | None = None) -> CORSConfig | None:
+    """The browser origins ``CorsAllowOrigins`` names (comma-separated; empty: no CORS). The function answers
+    preflights itself, so an ``ANY`` route or the JWT authorizer can never turn one into a 405 or a 401."""
+    return _cors_for(origins if origins is not None else os.environ.get("CORS_ALLOW_ORIGINS", ""))
 
 
 def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) -> R:
