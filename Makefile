@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 DISH   ?= 番茄炒蛋
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test test-fast test-sockets lint ladder readme-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: run test test-fast test-sockets lint validate ladder readme-ladder openapi serve bench bench-layer sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,11 +67,20 @@ bench: $(STAMP) bench-layer
 	$(BIN)/python bench/give_up_lateness.py
 	$(BIN)/python bench/serve_load.py
 
-# aws-sam-cli is large and pins its own dependencies: it gets a venv of its own, only for building.
+# aws-sam-cli is large and pins its own dependencies: it gets a venv of its own, only for validating and building.
 # PYENV_VERSION puts python3.12 on PATH, which `sam build` needs for the python3.12 runtime.
-sam-build:
-	test -x .venv-sam/bin/sam || ($(PYTHON) -m venv .venv-sam && .venv-sam/bin/python -m pip install --quiet aws-sam-cli)
-	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam validate --lint  # cfn-lint after SAM's transform (the Fn::Ifs in the API body)
+SAM_CLI_VERSION := 1.170.0
+SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
+$(SAM_STAMP):
+	test -x .venv-sam/bin/python || $(PYTHON) -m venv .venv-sam
+	.venv-sam/bin/python -m pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
+	touch $(SAM_STAMP)
+
+# cfn-lint after SAM's transform (the Fn::Ifs in the API body); no AWS credentials needed.
+validate: $(SAM_STAMP)
+	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam validate --lint --region us-east-1
+
+sam-build: validate
 	$(PY312_PATH) SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam build
 
 # The ladder is checked with the very overrides that are deployed, so a stale value cannot slip through.
