@@ -31,6 +31,8 @@ from .template import REPO_ROOT, ConfigError, Template, parse_overrides
 from .watch import JobWatch
 
 WORK_DIR = REPO_ROOT / ".chuixiang"
+#: Where ``chuixiang cloud`` says where it runs (``chuixiang seed`` reads it).
+CLOUD_STATE = WORK_DIR / "cloud.json"
 
 
 def _progress(msg: str) -> None:
@@ -48,13 +50,15 @@ def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalC
     check_or_raise(Template(overrides))
     fake: FakeModelProcess | None = None
     base_url = args.model_base_url
+    bind = getattr(args, "bind", "127.0.0.1")
     if not base_url:
-        fake = FakeModelProcess(pace_s=args.fake_pace_ms / 1000)
+        fake = FakeModelProcess(pace_s=args.fake_pace_ms / 1000, host=bind, port=getattr(args, "model_port", 0))
         base_url = fake.start()
         _progress(f"embedded fake model at {base_url} ({args.fake_pace_ms} ms per chunk)")
     cloud = LocalCloud(overrides, model_base_url=base_url, work_dir=WORK_DIR, log=log,
                        worker_nice=SERVE_WORKER_NICE if args.command == "serve" else 0,
-                       front_door_first=args.command == "serve" and args.front_door_first)
+                       front_door_first=args.command == "serve" and args.front_door_first,
+                       port=getattr(args, "cloud_port", 0), bind=bind)
     try:
         cloud.start()
         yield cloud
@@ -175,6 +179,55 @@ def cmd_invoke(args: argparse.Namespace) -> int:
     _progress(f"{spec.logical_id}: {'error ' + str(result.error_type) if result.failed else 'ok'} "
               f"in {result.duration_ms} ms")
     return 1 if result.failed else 0
+
+
+def cmd_cloud(args: argparse.Namespace) -> int:
+    """Keep the local cloud up on a fixed port for SAM's local tools; write their env-vars file."""
+    from .sam_env import write_files
+
+    log_path = WORK_DIR / "logs" / f"cloud-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    with open(log_path, "w", encoding="utf-8") as log, local_stack(args, log) as cloud:
+        env_file, state_file = Path(args.env_vars), Path(args.state)
+        write_files(cloud, env_file, state_file, args.host_address)
+        _progress(f"local cloud up: moto at {cloud.endpoint} (from a container: {args.host_address}); "
+                  f"function logs: {log_path}")
+        _progress(f"env-vars file for SAM: {env_file}; then, e.g.:\n"
+                  f"  .venv/bin/chuixiang seed -e events/recipe.json\n"
+                  f"  sam local invoke RecipeFunction -e events/recipe.json --env-vars {env_file}\n"
+                  f"  sam local start-api --env-vars {env_file}\nCtrl-C stops it.")
+        while not stopping.wait(0.5):
+            pass
+    state_file.unlink(missing_ok=True)
+    _progress("stopped")
+    return 0
+
+
+def cmd_seed(args: argparse.Namespace) -> int:
+    """Create, in the running ``chuixiang cloud``, the job an event names (as ``invoke`` does before invoking)."""
+    import boto3
+
+    from chuixiang.settings import Settings
+    from chuixiang.stores.jobs import JobStore
+
+    from .engine import seed_job
+
+    state_file = Path(args.state)
+    if not state_file.exists():
+        raise ConfigError("no local cloud is running: start `chuixiang cloud` first")
+    state = json.loads(state_file.read_text())
+    event = json.loads(Path(args.event).read_text())
+    table = boto3.resource("dynamodb", endpoint_url=state["endpoint"], region_name="us-east-1",
+                           aws_access_key_id="testing", aws_secret_access_key="testing"  # nosec B106 - moto
+                           ).Table(state["table"])
+    created = seed_job(JobStore(Settings.model_validate({"JOBS_TABLE": state["table"]}), table), event)
+    job = event.get("jobId") if isinstance(event, dict) else None
+    _progress(f"job {job} created RUNNING" if created else f"nothing to create (job {job} exists, or the event "
+                                                              f"names none)")
+    return 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -336,6 +389,23 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the figures and the measured counts as JSON")
     common(p, model=False)
     p.set_defaults(func=cmd_cost)
+
+    p = sub.add_parser("cloud", help="keep the local cloud up on a fixed port for `sam local invoke`/`start-api`")
+    p.add_argument("--port", dest="cloud_port", type=int, default=4566, help="moto's port (default 4566)")
+    p.add_argument("--model-port", type=int, default=8765, help="the embedded fake model's port")
+    p.add_argument("--bind", default="127.0.0.1",
+                   help="address moto and the fake model listen on; 0.0.0.0 lets containers on Linux reach them")
+    p.add_argument("--host-address", default="host.docker.internal",
+                   help="how a container reaches this machine (written into the env-vars file)")
+    p.add_argument("--env-vars", default=str(WORK_DIR / "sam-env.json"), help="where to write SAM's env-vars file")
+    p.add_argument("--state", default=str(CLOUD_STATE), help="where to say where the cloud runs (for `seed`)")
+    common(p)
+    p.set_defaults(func=cmd_cloud)
+
+    p = sub.add_parser("seed", help="create, in the running `chuixiang cloud`, the job an event names")
+    p.add_argument("-e", "--event", required=True, help="an event file, e.g. events/recipe.json")
+    p.add_argument("--state", default=str(CLOUD_STATE), help="the file `chuixiang cloud --state` wrote")
+    p.set_defaults(func=cmd_seed)
 
     p = sub.add_parser("ladder", help="print and check the timeout ladder")
     p.add_argument("--markdown", action="store_true", help="print the ladder as the README's table")

@@ -331,12 +331,24 @@ def api_call_name(environ: dict[str, Any]) -> str:
     return f"{service}:{method} {path}"
 
 
+def seed_job(store: JobStore, event: Any) -> bool:
+    """Create the job a stage event names, RUNNING, as the API and the submit stage would have (True if created)."""
+    if not (isinstance(event, dict) and event.get("jobId") and isinstance(event.get("dish"), str)):
+        return False
+    if store.get(event["jobId"]) is not None:
+        return False
+    store.create(event["jobId"], event["dish"].strip())
+    store.update(event["jobId"], status=JobStatus.RUNNING, stage=JobStage.RECIPE)
+    return True
+
+
 class LocalCloud:
     """Deploys ``template.yaml`` into moto; use as a context manager."""
 
     def __init__(self, overrides: dict[str, str] | None = None, *, model_base_url: str,
                  work_dir: Path, log: TextIO | None = None, model_api_key: str | None = None,
-                 worker_nice: int = 0, front_door_first: bool = False) -> None:
+                 worker_nice: int = 0, front_door_first: bool = False, port: int = 0,
+                 bind: str = "127.0.0.1") -> None:
         """``worker_nice``: run function workers at this niceness. On AWS a function's CPU is its own;
         here sixty executions share two cores with the API and moto, and ``serve`` lowers the
         functions' priority so the front door answers first (tests keep 0: their timings are the functions').
@@ -344,6 +356,8 @@ class LocalCloud:
         serve the api function's AWS calls before the others waiting for moto
         (:mod:`chuixiang_local.front_door`; ``serve`` sets it and hands ``api_requests`` to its API process)."""
         self.overrides = dict(overrides or {})
+        self.port = port  #: moto's port (0: any free one); ``chuixiang cloud`` fixes it for other tools
+        self.bind = bind  #: moto's address; 0.0.0.0 lets a Docker container reach it (``chuixiang cloud``)
         self.worker_nice = worker_nice
         self.front_door_first = front_door_first
         self.front_door: FrontDoorPriority | None = None
@@ -380,7 +394,7 @@ class LocalCloud:
             os.close(fd)
             self.api_requests = SharedCount.create(Path(path))
             self.front_door = FrontDoorPriority(self.api_requests.value)
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._server = ThreadedMotoServer(ip_address=self.bind, port=self.port, verbose=False)
         self._server.start()
         wsgi = self._server._server  # werkzeug's server; it calls .app for every request
         _without_debug_mode(wsgi.app)
@@ -551,12 +565,7 @@ class LocalCloud:
     def seed_job_for(self, event: Any) -> None:
         """A stage event names a job the fresh local table does not have: create it RUNNING,
         as the API and the submit stage would have, so ``invoke`` works on ``events/*.json``."""
-        if not (isinstance(event, dict) and event.get("jobId") and isinstance(event.get("dish"), str)):
-            return
-        store = self.job_store()
-        if store.get(event["jobId"]) is None:
-            store.create(event["jobId"], event["dish"].strip())
-            store.update(event["jobId"], status=JobStatus.RUNNING, stage=JobStage.RECIPE)
+        seed_job(self.job_store(), event)
 
     def function(self, logical_id: str) -> FunctionSpec:
         return self.functions[logical_id]

@@ -442,13 +442,16 @@ class FakeModelProcess:
     would share the local cloud's interpreter lock with moto and slow every AWS call;
     the CLI's local stack (``cook``, ``serve``, ``invoke``) uses this."""
 
-    def __init__(self, pace_s: float) -> None:
+    def __init__(self, pace_s: float, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.pace_s = pace_s
+        self.host = host
+        self.port = port
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> str:
         self._proc = subprocess.Popen(  # nosec B603 - sys.executable and our own module
-            [sys.executable, "-m", "chuixiang_local.fake_model", "--pace-ms", str(self.pace_s * 1000)],
+            [sys.executable, "-m", "chuixiang_local.fake_model", "--pace-ms", str(self.pace_s * 1000),
+             "--host", self.host, "--port", str(self.port)],
             stdout=subprocess.PIPE, stdin=subprocess.PIPE)  # stdin: see exit_with_parent
         assert self._proc.stdout is not None  # nosec B101 - type narrowing (stdout=PIPE)
         line = self._proc.stdout.readline().decode().strip()
@@ -473,8 +476,10 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--pace-ms", type=float, default=2.0)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
-    model = FakeModel(pace_s=args.pace_ms / 1000)
+    model = FakeModel(pace_s=args.pace_ms / 1000, host=args.host, port=args.port)
     print(model.start(), flush=True)
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C on ``serve`` reaches its whole process group
