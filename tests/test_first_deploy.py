@@ -20,6 +20,7 @@ from chuixiang_local.ladder import account_concurrency, build_ladder, reservatio
 from chuixiang_local.template import Template
 
 from .serve_helper import ROOT, Serve, free_port
+from .waiting import wait_until
 
 DOC = Template().doc
 RESOURCES: dict[str, Any] = DOC["Resources"]
@@ -234,3 +235,26 @@ def test_head_on_a_job_answers_like_get_without_a_body() -> None:
         refused = httpx.put(f"{serve.base}/recipes", timeout=30, headers={"Origin": "https://servicewechat.com"})
         assert refused.status_code == 405
         assert refused.headers["access-control-allow-origin"] == "https://servicewechat.com"
+
+
+@pytest.mark.pipeline
+def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
+    """Twenty jobs nobody polls (closed mini-programs) hold every slot while they run; the workflow frees
+    each slot as its job ends, so the next POST gets 202 then, not after the slots' leases (the deadline)."""
+    with Serve({"RecipeConcurrency": "20"}, fake_pace_ms=8) as serve:
+        jobs = [serve.post(f"没人等的菜{i}") for i in range(20)]
+        full = httpx.post(f"{serve.base}/recipes", json={"dish": "第二十一道菜"}, timeout=30)
+        assert full.status_code == 429 and int(full.headers["retry-after"]) >= 1, full.text
+        endpoint = re.search(r"the local cloud \(moto\) at (http://[\d.:]+)", serve.output())
+        assert endpoint, serve.output()[-2000:]
+        sfn = boto3.client("stepfunctions", endpoint_url=endpoint[1], region_name="us-east-1",
+                           aws_access_key_id="testing", aws_secret_access_key="testing")  # nosec B106 - moto
+        machine = sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
+
+        def ended() -> bool:
+            done = sfn.list_executions(stateMachineArn=machine, statusFilter="SUCCEEDED")["executions"]
+            return {e["name"] for e in done} >= set(jobs)
+
+        wait_until(ended, timeout_s=120, what="the twenty jobs ended", interval_s=0.5)
+        again = httpx.post(f"{serve.base}/recipes", json={"dish": "第二十一道菜"}, timeout=30)
+        assert again.status_code == 202, again.text

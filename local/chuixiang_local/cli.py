@@ -127,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         signal.signal(signal.SIGTERM, stop)
         _progress(f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
-                  f"/openapi.json, Swagger UI at /swagger); Ctrl-C stops")
+                  f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops")
         try:
             _wait_interruptibly(api)
         except KeyboardInterrupt:

@@ -57,6 +57,9 @@ class SubmitResult(BaseModel):
     deadlineAt: str | None = None
     error: dict[str, Any] | None = None
     stateTimeouts: dict[str, int] = Field(default_factory=dict)
+    #: The admission slot the API took for this job (None: started without the API): the workflow frees it
+    #: when the job ends, whoever polls.
+    slot: int | None = None
 
 
 class RecipeEvent(BaseModel):

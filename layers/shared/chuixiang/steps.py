@@ -128,13 +128,16 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
         "recipe": state_timeout_seconds(RECIPE_FUNCTION.of(settings)),
         "image": state_timeout_seconds(IMAGE_FUNCTION.of(settings)),
     }
-    if store.get(event.jobId) is None:  # started without the API (console, replay)
+    item = store.get(event.jobId)
+    if item is None:  # started without the API (console, replay)
         store.create(event.jobId, str(event.dish)[:200])
+    slot = int(item["slot"]) if item is not None and item.get("slot") is not None else None
     try:
         dish = normalize_dish(event.dish)
     except InvalidDish as exc:
         failure = _failure(StageError(ErrorCode.INVALID_DISH, str(exc), retryable=False))
-        return SubmitResult(jobId=event.jobId, valid=False, error=failure.model_dump(), stateTimeouts=timeouts)
+        return SubmitResult(jobId=event.jobId, valid=False, error=failure.model_dump(), stateTimeouts=timeouts,
+                            slot=slot)
     started = parse_iso(event.executionStartTime) if event.executionStartTime else now_utc()
     deadline_at = iso(started + timedelta(seconds=STATE_MACHINE.of(settings)))
     fields: dict[str, Any] = {"status": JobStatus.RUNNING, "stage": JobStage.RECIPE, "dish": dish,
@@ -147,7 +150,7 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
     store.update(event.jobId, **fields)
     metrics.add_metric(name="RecipeCacheHit" if cached else "RecipeCacheMiss", unit=MetricUnit.Count, value=1)
     return SubmitResult(jobId=event.jobId, dish=dish, valid=True, cached=bool(cached),
-                        deadlineAt=deadline_at, stateTimeouts=timeouts)
+                        deadlineAt=deadline_at, stateTimeouts=timeouts, slot=slot)
 
 
 def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],

@@ -204,7 +204,8 @@ class JobStore:
         Each slot is an item (``pk = ADMISSION#<n>``) taken with a conditional put. A ticket from an
         atomic counter says where to start looking, so requests arriving together try different
         slots instead of racing for the same one; when that slot is held, the others are read in
-        one batch and the free ones tried. A slot frees when its job is seen ended (:meth:`release`)
+        one batch and the free ones tried. A slot frees when its job ends (the state machine's
+        ``FreeSlot`` states delete it, whoever polls), when the API sees the job ended (:meth:`release`),
         or at its lease end, whichever comes first."""
         ticket = int(self.table.update_item(Key=ADMISSION_TICKET, UpdateExpression="ADD #n :one",
                                             ExpressionAttributeNames={"#n": "n"},
