@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from typing import Any
 
 import boto3
@@ -258,3 +259,27 @@ def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
         wait_until(ended, timeout_s=120, what="the twenty jobs ended", interval_s=0.5)
         again = httpx.post(f"{serve.base}/recipes", json={"dish": "第二十一道菜"}, timeout=30)
         assert again.status_code == 202, again.text
+
+
+@pytest.mark.pipeline
+def test_an_idempotency_key_is_scoped_to_its_caller(api: LocalApi) -> None:
+    """With the JWT authorizer on, the same Idempotency-Key from another user (another ``sub``) is another
+    request: it must never hand back the first caller's job."""
+    from chuixiang_local.api_client import http_event
+    from chuixiang_local.context import LocalContext
+
+    def post(sub: str, dish: str) -> tuple[int, dict[str, Any]]:
+        event = http_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False),
+                           {"Idempotency-Key": "the-same-key-0001"})
+        event["requestContext"]["authorizer"] = {"jwt": {"claims": {"sub": sub, "iss": "x"}, "scopes": None}}
+        context = LocalContext("api", 512, "req", int(time.time() * 1000) + 10_000, "")
+        with api._one_at_a_time:
+            answer = api.handler(event, context)
+        return answer["statusCode"], json.loads(answer["body"])
+
+    alice, alice_again = post("alice", "鱼香茄子"), post("alice", "鱼香茄子")
+    assert alice[0] == alice_again[0] == 202 and alice[1]["jobId"] == alice_again[1]["jobId"]  # a retry: one job
+    assert post("alice", "水煮牛肉")[0] == 422  # her key, another dish: refused, as before
+    # Bob's same key with another dish is his own first request (with global keys it was alice's: 422).
+    bob = post("bob", "水煮牛肉")
+    assert bob[0] == 202 and bob[1]["jobId"] != alice[1]["jobId"], bob

@@ -265,7 +265,8 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
     ) -> Response[Any]:
         try:
             if idempotency_key:
-                created = start_job_once({"dish": request.dish, "idempotencyKey": idempotency_key},
+                created = start_job_once({"dish": request.dish, "idempotencyKey": idempotency_key,
+                                          "caller": caller_of(app.current_event.raw_event)},
                                          getattr(app, "lambda_context", None))
             else:
                 created = start_job({"dish": request.dish})
@@ -390,6 +391,15 @@ def _idempotency_store(table: str, endpoint: str | None) -> DynamoDBPersistenceL
                                     boto3_client=boto3.client("dynamodb", endpoint_url=endpoint))
 
 
+def caller_of(event: dict[str, Any]) -> str:
+    """Who is calling: the JWT's ``sub`` when the stack has an authorizer, else ``""`` (a public API has no
+    caller identity, so its Idempotency-Keys are global: clients should make them UUIDs)."""
+    context = event.get("requestContext") or {}
+    claims = ((context.get("authorizer") or {}).get("jwt") or {}).get("claims") or {}
+    sub = claims.get("sub")
+    return str(sub) if sub else ""
+
+
 def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str, Any]:
     """A retried POST with the same ``Idempotency-Key`` and dish gets the same job, for a day; the
     same key with another dish is refused (``IdempotencyValidationError``: 422), as the IETF
@@ -399,7 +409,8 @@ def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str,
     """
     settings = get_settings()
     store = _idempotency_store(settings.jobs_table, os.environ.get("AWS_ENDPOINT_URL"))
-    config = IdempotencyConfig(event_key_jmespath="idempotencyKey", payload_validation_jmespath="dish",
+    # The key is the caller's: another user's same key is another request, not theirs to replay.
+    config = IdempotencyConfig(event_key_jmespath="[caller, idempotencyKey]", payload_validation_jmespath="dish",
                                expires_after_seconds=24 * 3600)
     if hasattr(lambda_context, "get_remaining_time_in_millis"):  # absent under `chuixiang serve`
         config.register_lambda_context(lambda_context)
