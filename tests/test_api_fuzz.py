@@ -28,9 +28,12 @@ from chuixiang import api
 from chuixiang.settings import get_settings
 from chuixiang_local.api_client import http_event
 from chuixiang_local.context import LocalContext
+from chuixiang_local.template import Template
 
 EXAMPLES = 2000
 KNOWN = {"/recipes": "POST", "/recipes/": "POST", "/openapi.json": "GET"}
+#: The template's default CorsAllowOrigins: a preflight (OPTIONS) on a known path is answered, not refused.
+CORS_ORIGINS = Template().parameters["CorsAllowOrigins"]
 
 
 @contextlib.contextmanager
@@ -40,7 +43,8 @@ def api_on_moto(max_jobs: int, name: str) -> Iterator[APIGatewayHttpResolver]:
     patch.delenv("AWS_ENDPOINT_URL", raising=False)
     for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                        "AWS_DEFAULT_REGION": "us-east-1", "JOBS_TABLE": name,
-                       "IMAGES_BUCKET": name, "MAX_JOBS_IN_FLIGHT": str(max_jobs)}.items():
+                       "IMAGES_BUCKET": name, "MAX_JOBS_IN_FLIGHT": str(max_jobs),
+                       "CORS_ALLOW_ORIGINS": CORS_ORIGINS}.items():  # as deployed, whatever ran before
         patch.setenv(key, value)
     patch.setitem(default_user_config, "stepfunctions", {"execute_state_machine": False})
     with mock_aws():
@@ -129,7 +133,9 @@ def test_no_input_reaches_a_500(app: APIGatewayHttpResolver, method: str, path: 
         assert list(doc) == ["error"] and set(doc["error"]) == {"code", "message", "reason"}, doc
         assert doc["error"]["code"] and doc["error"]["message"]
     allowed = KNOWN.get(path)
-    if allowed and method != allowed and not (method == "HEAD" and allowed == "GET"):
+    if allowed and method == "OPTIONS":
+        assert status == 204, response  # a CORS preflight
+    elif allowed and method != allowed and not (method == "HEAD" and allowed == "GET"):
         assert status == 405 and response["headers"]["Allow"] == allowed, response
     if status == 202:
         assert method == "POST" and json.loads(response["body"])["deadlineAt"]
