@@ -283,3 +283,59 @@ def test_an_idempotency_key_is_scoped_to_its_caller(api: LocalApi) -> None:
     # Bob's same key with another dish is his own first request (with global keys it was alice's: 422).
     bob = post("bob", "水煮牛肉")
     assert bob[0] == 202 and bob[1]["jobId"] != alice[1]["jobId"], bob
+
+
+def test_a_jobs_image_url_is_signed_with_sigv4_and_stable_across_polls_until_near_expiry(table: Any) -> None:
+    from chuixiang.settings import Settings
+    from chuixiang.stores.images import REUSE_WHILE_LEFT, ImageStore, _s3
+
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="images")
+    settings = Settings.model_validate({"IMAGES_BUCKET": "images", "IMAGE_URL_TTL_SECONDS": "3600"})
+    _s3.cache_clear()
+    images = ImageStore(settings)
+    first, until, fresh = images.stable_url("images/job.png", None, None, now=1_000_000.0)
+    assert fresh and until == 1_000_000 + 3600 and "X-Amz-Algorithm=AWS4-HMAC-SHA256" in first
+    later = 1_000_000.0 + 3600 * (1 - REUSE_WHILE_LEFT) - 1  # a poll while a third of its life is left
+    assert images.stable_url("images/job.png", first, until, now=later) == (first, until, False)
+    near = 1_000_000.0 + 3600 * (1 - REUSE_WHILE_LEFT) + 1
+    renewed, renewed_until, fresh = images.stable_url("images/job.png", first, until, now=near)
+    assert fresh and renewed_until == int(near) + 3600
+    _s3.cache_clear()
+
+
+def test_polls_of_a_finished_job_see_one_image_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+
+    from chuixiang import api as api_module
+    from chuixiang.job_status import JobStatus
+    from chuixiang.settings import get_settings
+    from chuixiang.stores.images import _s3
+    from chuixiang.stores.jobs import JobStore
+    from chuixiang_local.api_client import http_event
+
+    from .test_api_fuzz import api_on_moto
+
+    monkeypatch.setenv("LOCAL_IMAGE_DIR", "")  # the presigned path, as in AWS
+    _s3.cache_clear()
+    with api_on_moto(max_jobs=20, name="stable-url") as app:
+        assert isinstance(app, APIGatewayHttpResolver)
+        job_id = "0badc0de-0000-4000-8000-00000000000b"
+        store = JobStore(get_settings())
+        store.create(job_id, "番茄炒蛋")
+        store.update(job_id, status=JobStatus.SUCCEEDED, stage="done", imageKey=f"images/{job_id}.png")
+
+        def poll() -> tuple[str, str]:
+            answer = api_module.handle(app, http_event("GET", f"/recipes/{job_id}"), None)
+            doc = json.loads(answer["body"])
+            return doc["image"]["url"], doc["updatedAt"]
+
+        first, updated = poll()
+        item = store.get(job_id)
+        assert item is not None and item["imageUrl"] == first and "X-Amz-Signature=" in first
+        # The next poll hands out what the job holds (not a new signature): shown by planting one.
+        planted = first + "&planted=1"
+        store.remember_image_url(job_id, planted, int(item["imageUrlUntil"]))
+        second, updated_again = poll()
+        assert second == planted
+        assert updated == updated_again  # remembering the URL is not a change of the job
+    _s3.cache_clear()

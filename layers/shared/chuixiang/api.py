@@ -445,5 +445,11 @@ def load_job_document(job_id: str) -> JobDocument | None:
         item = store.get(job_id) or item
     if is_terminal(item.get("status")):
         store.release(job_id, item.get("slot"))  # its admission slot (the client stops polling now)
-    url = ImageStore(settings).url(item["imageKey"]) if item.get("imageKey") else None
+    url = None
+    if item.get("imageKey"):
+        until = item.get("imageUrlUntil")
+        url, valid_until, fresh = ImageStore(settings).stable_url(item["imageKey"], item.get("imageUrl"),
+                                                                  int(until) if until is not None else None)
+        if fresh and not settings.local_image_dir:
+            store.remember_image_url(job_id, url, valid_until)
     return render(item, url)

@@ -8,13 +8,19 @@ path, so a person can open the picture.
 from __future__ import annotations
 
 import os
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.config import Config
 
 from ..settings import Settings
+
+#: A cached URL is handed out again while more than this share of its lifetime is left: clients can
+#: cache the picture by URL for most of an hour, and nobody gets one about to expire.
+REUSE_WHILE_LEFT = 1 / 3
 
 
 def image_key(job_id: str, extension: str) -> str:
@@ -24,7 +30,8 @@ def image_key(job_id: str, extension: str) -> str:
 
 @lru_cache(maxsize=4)
 def _s3(endpoint: str | None) -> Any:
-    return boto3.client("s3", endpoint_url=endpoint)
+    # SigV4 always (never the legacy SigV2 some old client configurations pick for presigned URLs).
+    return boto3.client("s3", endpoint_url=endpoint, config=Config(signature_version="s3v4"))
 
 
 class ImageStore:
@@ -36,6 +43,17 @@ class ImageStore:
         self.s3.put_object(
             Bucket=self.settings.images_bucket, Key=key, Body=data, ContentType=content_type
         )
+
+    def stable_url(self, key: str, cached: str | None, cached_until: int | None,
+                   now: float | None = None) -> tuple[str, int, bool]:
+        """``(url, valid until, fresh)``: the job's cached URL while it has more than a third of its life
+        left, else a new one (``fresh``: the caller keeps it on the job), so polls see one URL, not a new
+        signature each time."""
+        now = time.time() if now is None else now
+        ttl = self.settings.image_url_ttl_s
+        if cached and cached_until and cached_until - now > ttl * REUSE_WHILE_LEFT:
+            return cached, int(cached_until), False
+        return self.url(key), int(now) + ttl, True
 
     def url(self, key: str) -> str:
         if self.settings.local_image_dir:
