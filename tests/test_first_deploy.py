@@ -157,7 +157,8 @@ def test_a_secret_under_a_customer_key_can_be_decrypted() -> None:
 def test_no_partition_is_hard_coded() -> None:
     """China regions (aws-cn) and GovCloud deploy the same template."""
     asl = (ROOT / "statemachine" / "recipe.asl.json").read_text()
-    assert "arn:aws:" not in asl and asl.count("arn:${Partition}:states:::") == 6
+    resources = re.findall(r'"Resource": "([^"]+)"', asl)
+    assert "arn:aws:" not in asl and resources and all(r.startswith("arn:${Partition}:states:::") for r in resources)
     machine = RESOURCES["RecipeStateMachine"]["Properties"]
     assert machine["DefinitionSubstitutions"]["Partition"] == {"Ref": "AWS::Partition"}
     literal = [(logical, path) for logical, r in RESOURCES.items() for path, leaf in walk(r)
@@ -339,3 +340,24 @@ def test_polls_of_a_finished_job_see_one_image_url(monkeypatch: pytest.MonkeyPat
         assert second == planted
         assert updated == updated_again  # remembering the URL is not a change of the job
     _s3.cache_clear()
+
+
+def test_operations_alarms_cover_what_the_job_metrics_cannot_see() -> None:
+    """Lambda errors and throttles per function, API 5xx, executions aborted or throttled, and a job-failure
+    rate that counts Lambda timeouts and crashes too (the recipe stage's own RecipeFailed misses them)."""
+    alarms = {name: r["Properties"] for name, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::Alarm"}
+    for fn in ("ApiFunction", "SubmitFunction", "RecipeFunction", "ImageFunction", "ReconcileFunction"):
+        for metric in ("Errors", "Throttles"):
+            alarm = alarms[f"{fn.removesuffix('Function')}{metric}Alarm"]
+            assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", metric)
+            assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": fn}}]
+    assert alarms["Api5xxAlarm"]["MetricName"] == "5xx"
+    assert alarms["Api5xxAlarm"]["Dimensions"][0] == {"Name": "ApiId", "Value": {"Ref": "RecipeApi"}}
+    watched = {m["MetricStat"]["Metric"]["MetricName"] for m in alarms["ExecutionsAbortedOrThrottledAlarm"]["Metrics"]
+               if "MetricStat" in m}
+    assert watched == {"ExecutionsAborted", "ExecutionThrottled"}
+    rate = alarms["JobFailureRateAlarm"]
+    counted = {m["MetricStat"]["Metric"]["MetricName"] for m in rate["Metrics"] if "MetricStat" in m}
+    assert counted == {"ExecutionsStarted", "ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
+    assert rate["Threshold"] == {"Ref": "JobFailureRateThreshold"}
+    assert all(a["AlarmActions"] == [{"Ref": "AlarmTopic"}] for a in alarms.values())
