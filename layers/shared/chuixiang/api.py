@@ -48,7 +48,7 @@ from .errors import ErrorCode, HttpErrorCode, message_for
 from .job_status import JobStatus, is_terminal
 from .models import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDocument
 from .observability import logger
-from .settings import get_settings
+from .settings import aws_endpoint, get_settings
 from .stores.images import ImageStore
 from .stores.jobs import JobStore, past_deadline, render
 from .timeouts import STATE_MACHINE
@@ -357,7 +357,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
         store.delete(job_id)
         return _joined(store, leader)
     try:
-        started = _sfn(os.environ.get("AWS_ENDPOINT_URL")).start_execution(
+        started = _sfn(aws_endpoint()).start_execution(
             stateMachineArn=settings.state_machine_arn,
             name=job_id,
             input=json.dumps({"jobId": job_id, "dish": job["dish"]}, ensure_ascii=False),
@@ -408,7 +408,7 @@ def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str,
     A double tap or a client retry after a lost answer must not start a second 90 s generation.
     """
     settings = get_settings()
-    store = _idempotency_store(settings.jobs_table, os.environ.get("AWS_ENDPOINT_URL"))
+    store = _idempotency_store(settings.jobs_table, aws_endpoint())
     # The key is the caller's: another user's same key is another request, not theirs to replay.
     config = IdempotencyConfig(event_key_jmespath="[caller, idempotencyKey]", payload_validation_jmespath="dish",
                                expires_after_seconds=24 * 3600)
@@ -426,7 +426,7 @@ def warm_up(app: ApiGatewayResolver) -> None:
     for route in [*app._static_routes, *app._dynamic_routes]:  # no public hook; pinned Powertools
         _ = route.dependant, route.body_field
     settings = get_settings()
-    endpoint = os.environ.get("AWS_ENDPOINT_URL")
+    endpoint = aws_endpoint()
     JobStore(settings)
     ImageStore(settings)
     _sfn(endpoint)

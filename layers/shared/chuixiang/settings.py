@@ -10,6 +10,7 @@ Read a limit with ``LIMIT.of(settings)``.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,13 @@ if TYPE_CHECKING:
     Settings = _Config
 else:
     Settings = create_model("Settings", __base__=_Config, **_limit_fields())
+
+
+def aws_endpoint() -> str | None:
+    """``AWS_ENDPOINT_URL`` when it names an endpoint (the local cloud), else None. The template declares it
+    empty so that ``sam local invoke --env-vars`` may set it; botocore ignores an empty variable, but an
+    empty ``endpoint_url`` passed explicitly is an invalid endpoint, so every client is built through this."""
+    return os.environ.get("AWS_ENDPOINT_URL") or None
 
 
 @lru_cache(maxsize=1)

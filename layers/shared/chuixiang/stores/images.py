@@ -7,7 +7,6 @@ path, so a person can open the picture.
 
 from __future__ import annotations
 
-import os
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from ..settings import Settings
+from ..settings import Settings, aws_endpoint
 
 #: A cached URL is handed out again while more than this share of its lifetime is left: clients can
 #: cache the picture by URL for most of an hour, and nobody gets one about to expire.
@@ -37,7 +36,7 @@ def _s3(endpoint: str | None) -> Any:
 class ImageStore:
     def __init__(self, settings: Settings, s3: Any | None = None) -> None:
         self.settings = settings
-        self.s3 = s3 or _s3(os.environ.get("AWS_ENDPOINT_URL"))
+        self.s3 = s3 or _s3(aws_endpoint())
 
     def put(self, key: str, data: bytes, content_type: str) -> None:
         self.s3.put_object(

@@ -11,7 +11,6 @@ first wins and the others become no-ops.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from datetime import timedelta
 from decimal import Decimal
@@ -24,7 +23,7 @@ from ..clock import iso, now_utc, parse_iso
 from ..errors import ErrorCode, clip_detail, message_for, retryable_default
 from ..job_status import JobStage, JobStatus, is_terminal
 from ..models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
-from ..settings import Settings
+from ..settings import Settings, aws_endpoint
 from .conditional import applied
 
 
@@ -85,7 +84,7 @@ def _table(name: str, endpoint: str | None) -> Any:
 class JobStore:
     def __init__(self, settings: Settings, table: Any | None = None) -> None:
         self.settings = settings
-        self.table = table or _table(settings.jobs_table, os.environ.get("AWS_ENDPOINT_URL"))
+        self.table = table or _table(settings.jobs_table, aws_endpoint())
 
     # --- writes --------------------------------------------------------------------------
 
