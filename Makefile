@@ -83,10 +83,11 @@ validate: $(SAM_STAMP)
 sam-build: validate
 	$(PY312_PATH) SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam build
 
-# The ladder is checked with the very overrides that are deployed, so a stale value cannot slip through.
+# The ladder is checked with what will be deployed (the stack's current values, samconfig.toml, PARAMS),
+# so a stale value kept from an earlier deploy cannot slip through.
 # Usage: make deploy PARAMS="ModelApiKeySecretArn=arn:… RecipeTotalTimeoutMs=140000"
 deploy: $(STAMP) sam-build
-	$(BIN)/chuixiang ladder --account $(if $(PARAMS),--parameter-overrides $(PARAMS))
+	$(BIN)/chuixiang ladder --account --deployed $(if $(PARAMS),--parameter-overrides $(PARAMS))
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided)
 
 clean:

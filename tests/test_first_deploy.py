@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -109,7 +110,7 @@ def test_make_deploy_installs_the_cli_before_running_it() -> None:
     deploy = next(line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith("deploy:"))
     assert "$(STAMP)" in deploy.split(":", 1)[1]  # the ladder runs .venv/bin/chuixiang
     recipe = (ROOT / "Makefile").read_text().split("\ndeploy:", 1)[1]
-    assert "chuixiang ladder --account" in recipe
+    assert "chuixiang ladder --account --deployed" in recipe
 
 
 # --- would break in production ---------------------------------------------------------------------
@@ -361,3 +362,30 @@ def test_operations_alarms_cover_what_the_job_metrics_cannot_see() -> None:
     assert counted == {"ExecutionsStarted", "ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
     assert rate["Threshold"] == {"Ref": "JobFailureRateThreshold"}
     assert all(a["AlarmActions"] == [{"Ref": "AlarmTopic"}] for a in alarms.values())
+
+
+def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path) -> None:
+    """``sam deploy`` keeps the stack's previous values, then samconfig.toml's, then the command line's:
+    a stale 120 s function Timeout kept from an old deploy (under today's 140 s total) must break the check
+    even though the defaults are fine."""
+    from chuixiang_local.deploy_parameters import MASKED, effective_overrides, samconfig_stack_name
+
+    cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    samconfig = tmp_path / "samconfig.toml"
+    samconfig.write_text('version = 0.1\n[default.global.parameters]\nstack_name = "chuixiang-prod"\n'
+                         '[default.deploy.parameters]\nparameter_overrides = "RecipeIdleTimeoutMs=25000"\n')
+    assert samconfig_stack_name(samconfig) == "chuixiang-prod"
+    previous = [{"ParameterKey": "RecipeFunctionTimeout", "ParameterValue": "120"},
+                {"ParameterKey": "RecipeIdleTimeoutMs", "ParameterValue": "30000"},
+                {"ParameterKey": "ModelApiKeySecretArn", "ParameterValue": MASKED}]
+    stack = {"StackName": "chuixiang-prod", "CreationTime": "2026-01-01T00:00:00Z",
+             "StackStatus": "UPDATE_COMPLETE", "Parameters": previous}
+    with Stubber(cfn) as stub:
+        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "chuixiang-prod"})
+        effective = effective_overrides(cfn, "chuixiang-prod", samconfig, {"ProgressIntervalMs": "1000"})
+    assert effective == {"RecipeFunctionTimeout": "120", "RecipeIdleTimeoutMs": "25000", "ProgressIntervalMs": "1000"}
+    stale = build_ladder(Template(effective))
+    assert not stale.ok and build_ladder(Template({"RecipeIdleTimeoutMs": "25000", "ProgressIntervalMs": "1000"})).ok
+    with Stubber(cfn) as stub:  # a first deploy: no stack yet
+        stub.add_client_error("describe_stacks", "ValidationError", "Stack with id chuixiang-prod does not exist")
+        assert effective_overrides(cfn, "chuixiang-prod", samconfig, {}) == {"RecipeIdleTimeoutMs": "25000"}

@@ -302,7 +302,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def cmd_ladder(args: argparse.Namespace) -> int:
-    template = Template(parse_overrides(args.parameter_overrides))
+    overrides = parse_overrides(args.parameter_overrides)
+    if args.deployed:
+        overrides = _what_deploy_deploys(overrides, args.stack_name)
+    template = Template(overrides)
     ladder = build_ladder(template)
     if args.account:
         ladder.problems += _account_problems(template)
@@ -312,6 +315,26 @@ def cmd_ladder(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     return 0
+
+
+def _what_deploy_deploys(command_line: dict[str, str], stack_name: str | None) -> dict[str, str]:
+    """The deployed stack's values, then samconfig.toml's overrides, then the command line's (as ``sam deploy``)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from .deploy_parameters import deployed_parameters, samconfig_overrides, samconfig_stack_name
+
+    samconfig = REPO_ROOT / "samconfig.toml"
+    name = stack_name or samconfig_stack_name(samconfig) or "chuixiang"
+    try:
+        previous = deployed_parameters(boto3.client("cloudformation"), name)
+        print(f"checking stack {name}: {len(previous)} deployed parameter values kept unless overridden",
+              file=sys.stderr)
+    except (BotoCoreError, ClientError) as exc:
+        print(f"note: stack {name}'s deployed parameters could not be read ({exc}); checking samconfig.toml "
+              f"and the command line over the template's defaults", file=sys.stderr)
+        previous = {}
+    return {**previous, **samconfig_overrides(samconfig), **command_line}
 
 
 def _account_problems(template: Template) -> list[str]:
@@ -411,6 +434,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true", help="print the ladder as the README's table")
     p.add_argument("--account", action="store_true",
                    help="also check RecipeReservedConcurrency against the AWS account's concurrency quota")
+    p.add_argument("--deployed", action="store_true",
+                   help="check what `sam deploy` will deploy: the stack's current values, then samconfig.toml's "
+                        "parameter_overrides, then --parameter-overrides")
+    p.add_argument("--stack-name", help="with --deployed (default: samconfig.toml's stack_name)")
     common(p, model=False)
     p.set_defaults(func=cmd_ladder)
     return ap
