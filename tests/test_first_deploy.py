@@ -389,3 +389,33 @@ def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path)
     with Stubber(cfn) as stub:  # a first deploy: no stack yet
         stub.add_client_error("describe_stacks", "ValidationError", "Stack with id chuixiang-prod does not exist")
         assert effective_overrides(cfn, "chuixiang-prod", samconfig, {}) == {"RecipeIdleTimeoutMs": "25000"}
+
+
+@pytest.mark.parametrize(("item", "after"), [
+    ({"status": "PENDING"}, 5000),
+    ({"status": "RUNNING", "stage": "recipe"}, 5000),  # queued or thinking: nothing to show yet
+    ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 40, "etaMs": 50_000}}, 3000),
+    ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 60, "etaMs": 4000}}, 1500),
+    ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 92, "etaMs": None}}, 1500),
+    ({"status": "RUNNING", "stage": "image"}, 5000),  # the recipe is on screen
+    ({"status": "RUNNING", "stage": "done"}, 1000),
+    ({"status": "SUCCEEDED", "stage": "done"}, None), ({"status": "FAILED", "stage": "recipe"}, None),
+])
+def test_poll_after_follows_the_job(item: dict[str, Any], after: int | None) -> None:
+    from chuixiang.polling import poll_after_ms
+    from chuixiang.stores.jobs import render
+
+    assert poll_after_ms(item) == after
+    stored = {"jobId": "j", "dish": "d", "createdAt": "2026-12-01T00:00:00.000Z", **item}
+    if "progress" in item:  # a whole progress record, as the reporter writes it
+        stored["progress"] = {"chars": 1, "tokens": 1, "expectedTokens": 1600, "updatedAt": "x", **item["progress"]}
+    doc = render(stored, None)
+    assert doc.pollAfterMs == after
+
+
+def test_the_poll_route_is_throttled_apart_from_the_rest() -> None:
+    http = RESOURCES["RecipeApi"]["Properties"]
+    assert http["RouteSettings"] == {"ANY /recipes/{jobId}": {"ThrottlingBurstLimit": {"Ref": "ApiPollBurstLimit"},
+                                                              "ThrottlingRateLimit": {"Ref": "ApiPollRateLimit"}}}
+    params = DOC["Parameters"]
+    assert params["ApiPollRateLimit"]["Default"] > params["ApiThrottleRateLimit"]["Default"]

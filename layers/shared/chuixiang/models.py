@@ -200,4 +200,7 @@ class JobDocument(BaseModel):
     progress: Progress | None = None
     #: The recipe fields already complete in the stream (until ``recipe`` is there, which supersedes it).
     partial: PartialRecipe | None = None
+    #: When to poll again (it follows the job: slower before the model writes, faster near the end);
+    #: null once the job is terminal.
+    pollAfterMs: int | None = None
     metrics: JobMetrics = Field(default_factory=JobMetrics)

@@ -23,6 +23,7 @@ from ..clock import iso, now_utc, parse_iso
 from ..errors import ErrorCode, clip_detail, message_for, retryable_default
 from ..job_status import JobStage, JobStatus, is_terminal
 from ..models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
+from ..polling import poll_after_ms
 from ..settings import Settings, aws_endpoint
 from .conditional import applied
 
@@ -330,6 +331,7 @@ def render(item: dict[str, Any], image_url: str | None) -> JobDocument:
         # A failed job shows its error, not how far it got; a written recipe supersedes the partial one.
         progress=item.get("progress") if item["status"] != JobStatus.FAILED else None,
         partial=item.get("partial") if item["status"] != JobStatus.FAILED and not item.get("recipe") else None,
+        pollAfterMs=poll_after_ms(item),
         metrics=JobMetrics.model_validate(item.get("metrics") or {}),
     )
 
