@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -191,7 +192,9 @@ def test_the_canary_is_never_retried() -> None:
 
 def test_the_reconciler_rule_keeps_what_it_could_not_deliver_and_says_so() -> None:
     rule = RESOURCES["ReconcileFunction"]["Properties"]["Events"]["ExecutionEnded"]["Properties"]
-    assert rule["DeadLetterConfig"] == {"Type": "SQS", "QueueLogicalId": "ReconcileDeadLetterQueue"}
+    assert rule["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["ReconcileDeadLetterQueue", "Arn"]}}
+    [allow] = RESOURCES["ReconcileDeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert allow["Principal"] == {"Service": "events.amazonaws.com"} and allow["Action"] == "sqs:SendMessage"
     alarm = RESOURCES["ReconcileDeliveryFailedAlarm"]["Properties"]
     assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["ReconcileDeadLetterQueue",
                                                                                   "QueueName"]}}]
@@ -292,7 +295,8 @@ def test_a_jobs_image_url_is_signed_with_sigv4_and_stable_across_polls_until_nea
     from chuixiang.stores.images import REUSE_WHILE_LEFT, ImageStore, _s3
 
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="images")
-    settings = Settings.model_validate({"IMAGES_BUCKET": "images", "IMAGE_URL_TTL_SECONDS": "3600"})
+    settings = Settings.model_validate({"IMAGES_BUCKET": "images", "IMAGE_URL_TTL_SECONDS": "3600",
+                                        "LOCAL_IMAGE_DIR": ""})  # presigned, whatever an earlier test exported
     _s3.cache_clear()
     images = ImageStore(settings)
     first, until, fresh = images.stable_url("images/job.png", None, None, now=1_000_000.0)
@@ -419,3 +423,49 @@ def test_the_poll_route_is_throttled_apart_from_the_rest() -> None:
                                                               "ThrottlingRateLimit": {"Ref": "ApiPollRateLimit"}}}
     params = DOC["Parameters"]
     assert params["ApiPollRateLimit"]["Default"] > params["ApiThrottleRateLimit"]["Default"]
+
+
+# --- releases never break jobs in flight -------------------------------------------------------------
+
+
+def test_functions_and_the_state_machine_are_published_and_called_by_version() -> None:
+    machine = RESOURCES["RecipeStateMachine"]["Properties"]
+    assert machine["AutoPublishAlias"] == "live" and DOC["Globals"]["Function"]["AutoPublishAlias"] == "live"
+    for name in ("Submit", "Recipe", "Image"):
+        assert machine["DefinitionSubstitutions"][f"{name}FunctionArn"] == {"Ref": f"{name}Function.Version"}
+    api = RESOURCES["ApiFunction"]["Properties"]
+    assert api["Environment"]["Variables"]["STATE_MACHINE_ARN"] == {"Fn::Sub": "${RecipeStateMachine}:live"}
+    assert {"Effect": "Allow", "Action": "states:StartExecution",
+            "Resource": {"Fn::Sub": "${RecipeStateMachine}:live"}} in api["Policies"][-1]["Statement"]
+    assert api["DeploymentPreference"] == {"Type": "Canary10Percent5Minutes",
+                                           "Alarms": [{"Ref": "ApiErrorsAlarm"}, {"Ref": "Api5xxAlarm"}]}
+    assert api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+
+
+@pytest.mark.pipeline
+def test_a_job_started_before_a_release_finishes_on_the_old_code(module_fake: Any, tmp_path: Path,
+                                                                  scaled_template: Template) -> None:
+    """A deploy in the middle of a job: the job keeps the versions it started with (its recipe is held at
+    the model while the image function is released with new code); a job started after runs the new code."""
+    from chuixiang_local.engine import LocalCloud
+    from chuixiang_local.fake_model import ChatBehaviour
+
+    from .conftest import SCALED
+
+    new_image = tmp_path / "image-v2"
+    shutil.copytree(ROOT / "functions" / "image", new_image)
+    (new_image / "app.py").write_text(  # the new release's image function: it fails every picture
+        "def lambda_handler(event, context):\n    raise RuntimeError('image function v2')\n")
+    with open(tmp_path / "log", "w") as log, LocalCloud(SCALED, model_base_url=module_fake.base_url,
+                                                        work_dir=tmp_path, log=log) as cloud:
+        api = LocalApi(cloud)
+        # The first job's recipe is held at the model (half its first-content limit) while the release happens.
+        hold_s = scaled_template.number("RecipeFirstContentTimeoutMs") / 1000 / 2
+        module_fake.chat_script.append(ChatBehaviour(headers_delay_s=hold_s))
+        before = api.post_dish("发布前的菜")[1]["jobId"]
+        wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15, what="the first job's recipe call")
+        assert cloud.release({"ImageFunction": new_image}) == "2"
+        after = api.wait(api.post_dish("发布后的菜")[1]["jobId"], give_up_s=30)
+        first = api.wait(before, give_up_s=30)
+    assert first["status"] == "SUCCEEDED" and first["image"] is not None and first["imageError"] is None, first
+    assert after["status"] == "SUCCEEDED" and after["image"] is None and after["imageError"] is not None, after

@@ -15,12 +15,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import io
 import json
 import logging
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -51,11 +53,12 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
 API_ACCESS_KEY_ID = "local-api-function"  # nosec B105 - an identifier, not a secret
 #: How often the EventBridge stand-in looks for executions that ended badly (EventBridge takes ~0.5 s too).
 WATCH_INTERVAL_S = 0.5
-_ROUTES: dict[str, Callable[[str, bytes], tuple[bytes, str | None]]] = {}
+#: A function's route: (name, request body, qualifier: the version or alias invoked) -> (payload, error).
+_ROUTES: dict[str, Callable[[str, bytes, str | None], tuple[bytes, str | None]]] = {}
 _PATCH_LOCK = threading.Lock()
 
 
-def _stopped(name: str, body: bytes) -> tuple[bytes, str | None]:
+def _stopped(name: str, body: bytes, qualifier: str | None = None) -> tuple[bytes, str | None]:
     """The route of a stopped cloud's function: what Lambda answers for a deleted one."""
     return json.dumps({"errorType": "ResourceNotFoundException",
                        "errorMessage": f"{name}: the local cloud has stopped"}).encode(), "Unhandled"
@@ -81,11 +84,11 @@ def _patch_moto() -> None:
 
         def routed_invoke(self: Any, function_name: str, qualifier: str | None, body: Any,
                           headers: Any, response_headers: dict[str, str]) -> bytes:
-            name = function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
+            name, qualifier = _name_and_qualifier(function_name, qualifier)
             route = _ROUTES.get(name)
             if route is None:
                 raise EngineError(f"no local route for Lambda {function_name}")
-            payload, error = route(name, body if isinstance(body, bytes) else str(body or "{}").encode())
+            payload, error = route(name, body if isinstance(body, bytes) else str(body or "{}").encode(), qualifier)
             if error:
                 response_headers["x-amz-function-error"] = "Unhandled"
             return payload
@@ -331,6 +334,14 @@ def api_call_name(environ: dict[str, Any]) -> str:
     return f"{service}:{method} {path}"
 
 
+def _name_and_qualifier(function_name: str, qualifier: str | None) -> tuple[str, str | None]:
+    """``name``, ``arn:…:function:name`` or ``arn:…:function:name:3`` (a version or alias) -> (name, qualifier)."""
+    if not function_name.startswith("arn:"):
+        return function_name, qualifier
+    parts = function_name.split(":")
+    return parts[6], parts[7] if len(parts) > 7 else qualifier
+
+
 def seed_job(store: JobStore, event: Any) -> bool:
     """Create the job a stage event names, RUNNING, as the API and the submit stage would have (True if created)."""
     if not (isinstance(event, dict) and event.get("jobId") and isinstance(event.get("dish"), str)):
@@ -368,6 +379,9 @@ class LocalCloud:
         self.log = log
         self.model_api_key = model_api_key or os.environ.get("MODEL_API_KEY") or "local-dev-key"
         self.invocations: list[tuple[str, Invocation]] = []
+        self.version = "1"  #: the published version the state machine's definition calls now
+        #: Earlier versions, each function's code as it was when the next release replaced it.
+        self.released: dict[str, dict[str, FunctionSpec]] = {}
         self._server: Any = None
         self._stop = threading.Event()
         self._seen: set[str] = set()
@@ -451,6 +465,7 @@ class LocalCloud:
         self.overrides.setdefault("ModelBaseUrl", self.model_base_url)
         self.overrides["ModelApiKeySecretArn"] = self.secret_arn
         self.template = Template(self.overrides, physical=physical)
+        self.state_machine_arn = self.template.state_machine()[1]  # the functions' environment names it
         self._create_storage()
         self.functions = self.template.functions()
         self._start_workers()  # the zygote's imports (~1 s of CPU) overlap the rest of the deployment
@@ -460,12 +475,12 @@ class LocalCloud:
         role = iam.create_role(RoleName=f"{self.prefix}sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         name = physical[lid]["Name"]
         asl = json.dumps(definition)
-        self.state_machine_arn = self.client("stepfunctions").create_state_machine(
+        created = self.client("stepfunctions").create_state_machine(
             name=name, definition=asl, roleArn=role, type="STANDARD",
         )["stateMachineArn"]
         asl_program(asl)  # not in the first executions' time
-        if self.state_machine_arn != arn:
-            raise EngineError(f"state machine ARN {self.state_machine_arn} != template's {arn}")
+        if created != arn:
+            raise EngineError(f"state machine ARN {created} != template's {arn}")
 
     def _start_workers(self) -> None:
         """The zygote imports the layer with what every function's environment shares (Globals, the
@@ -509,7 +524,7 @@ class LocalCloud:
         for spec in self.functions.values():
             lam.create_function(FunctionName=spec.name, Runtime="python3.12", Role=role,
                                 Handler=spec.handler, Code={"ZipFile": code.getvalue()},
-                                Timeout=spec.timeout_s, MemorySize=spec.memory_mb)
+                                Timeout=spec.timeout_s, MemorySize=spec.memory_mb, Publish=True)  # version 1
             _ROUTES[spec.name] = self._route
 
     def layer_dirs(self) -> list[Path]:
@@ -518,15 +533,22 @@ class LocalCloud:
                 for res in t.of_type("AWS::Serverless::LayerVersion").values()]
 
     def function_env(self, spec: FunctionSpec) -> dict[str, str]:
-        """Extra environment of a local function process: moto endpoint, image export."""
-        return {**self.aws_env,
+        """Extra environment of a local function process: moto endpoint, image export, and the state machine
+        itself where the template names its alias (moto has no state machine aliases; the local alias would
+        always point at the latest version, which is what the state machine's own ARN starts)."""
+        extra = {"STATE_MACHINE_ARN": self.state_machine_arn} if "STATE_MACHINE_ARN" in spec.env else {}
+        return {**self.aws_env, **extra,
                 "POWERTOOLS_METRICS_DISABLED": "false",
                 "LOCAL_IMAGE_DIR": str(self.work_dir / "images")}
 
     # --- invocation ----------------------------------------------------------------------
 
-    def _route(self, name: str, body: bytes) -> tuple[bytes, str | None]:
-        spec = next(s for s in self.functions.values() if s.name == name)
+    def _route(self, name: str, body: bytes, qualifier: str | None = None) -> tuple[bytes, str | None]:
+        """An invocation the state machine asked for: a published version runs the code it was published
+        with (an earlier release's snapshot); the current version and ``$LATEST`` run the work tree."""
+        older = self.released.get(qualifier or "", {})
+        spec = next((s for s in older.values() if s.name == name), None) or \
+            next(s for s in self.functions.values() if s.name == name)
         if self.front_door is not None:
             self.front_door.wait_quiet()
         result = self.invoke(spec, json.loads(body or b"{}"))
@@ -567,8 +589,33 @@ class LocalCloud:
         as the API and the submit stage would have, so ``invoke`` works on ``events/*.json``."""
         seed_job(self.job_store(), event)
 
-    def function(self, logical_id: str) -> FunctionSpec:
-        return self.functions[logical_id]
+
+    def release(self, code: dict[str, Path]) -> str:
+        """A deploy in the middle of jobs, as AutoPublishAlias does it: the functions named get new code,
+        every function a new version, and the state machine a definition calling those versions. An
+        execution already running keeps the definition it started with, so its later states run the code
+        of the version it called (kept here as a snapshot of each function's directory). The layer is the
+        work tree's for every version (on AWS a version pins its layer too). Returns the new version."""
+        snapshots = self.work_dir / "versions" / self.version
+        self.released[self.version] = {
+            lid: dataclasses.replace(spec, code_dir=Path(shutil.copytree(spec.code_dir, snapshots / lid)))
+            for lid, spec in self.functions.items()}
+        for lid, directory in code.items():
+            self.functions[lid].code_dir = directory
+        lam = self.client("lambda")
+        release = str(int(self.version) + 1)
+        for spec in self.functions.values():  # Lambda publishes a new version only for changed code or config
+            lam.update_function_configuration(FunctionName=spec.name, Description=f"release {release}")
+            published = lam.publish_version(FunctionName=spec.name)["Version"]
+            if published != release:
+                raise EngineError(f"{spec.name}: published version {published}, expected {release}")
+        self.version = release
+        self.template.function_versions = dict.fromkeys(self.functions, self.version)
+        _, _, definition = self.template.state_machine()
+        asl = json.dumps(definition)
+        asl_program(asl)
+        self.client("stepfunctions").update_state_machine(stateMachineArn=self.state_machine_arn, definition=asl)
+        return self.version
 
     # --- EventBridge stand-in ------------------------------------------------------------
 

@@ -154,7 +154,8 @@ class WorkerPool:
 
     def acquire(self, spec: FunctionSpec, env: dict[str, str], sys_path: list[str]) -> tuple[Worker, int | None]:
         """A warm worker (init None) or a new one and its init time in ms; raises ``InitFailed``."""
-        key = (spec.logical_id, tuple(sorted(env.items())))
+        # The code's directory too: after a release, a function's versions are different code (as the zygote keys them).
+        key = (spec.logical_id, str(spec.code_dir), tuple(sys_path), tuple(sorted(env.items())))
         with self._lock:
             idle = self._idle.get(key)
             if idle:

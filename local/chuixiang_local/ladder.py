@@ -29,7 +29,7 @@ from chuixiang.timeouts import (  # the layer package is the one source of these
 )
 from chuixiang.upstream.dialects import DialectError, parse_dialects
 
-from .template import ConfigError, FunctionSpec, Template
+from .template import ConfigError, FunctionSpec, Template, unqualified
 
 #: Limits whose value the ladder reads from the ASL itself (after substitution), and how it names them.
 ASL_LABELS = {STATE_MACHINE.parameter: "state machine TimeoutSeconds"}
@@ -127,7 +127,7 @@ def build_ladder(template: Template) -> Ladder:
     for name, state in asl["States"].items():
         if state["Type"] != "Task":
             continue
-        fn = by_arn.get(state.get("Parameters", {}).get("FunctionName", ""))
+        fn = by_arn.get(unqualified(state.get("Parameters", {}).get("FunctionName", "")))
         if fn is not None:
             state_functions[name] = fn
         backoff, attempts = retry_backoff(state.get("Retry", []))

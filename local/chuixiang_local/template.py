@@ -72,6 +72,12 @@ class FunctionSpec:
         return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.name}"
 
 
+def unqualified(function_arn: str) -> str:
+    """A Lambda ARN without its version or alias (``…:function:name:3`` -> ``…:function:name``)."""
+    parts = function_arn.split(":")
+    return ":".join(parts[:7]) if len(parts) > 7 and parts[5] == "function" else function_arn
+
+
 class Template:
     def __init__(self, overrides: dict[str, str] | None = None, root: Path = REPO_ROOT,
                  physical: dict[str, dict[str, str]] | None = None) -> None:
@@ -80,6 +86,9 @@ class Template:
         self.resources: dict[str, Any] = self.doc["Resources"]
         self.parameters = self._parameters(overrides or {})
         self.physical = physical or self.default_physical()
+        #: The published version each function's ``!Ref <Function>.Version`` names (the local cloud publishes
+        #: "1" when it deploys, and the next on each release).
+        self.function_versions: dict[str, str] = {}
 
     # --- parameters ----------------------------------------------------------------------
 
@@ -165,6 +174,10 @@ class Template:
                   "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "chuixiang-local"}
         if name in pseudo:
             return pseudo[name]
+        lid, dot, attr = name.partition(".")
+        if dot and attr in ("Version", "Alias"):  # SAM's AutoPublishAlias references: qualified function ARNs
+            qualifier = self.function_versions.get(lid, "1") if attr == "Version" else "live"
+            return f"{self.physical[lid]['Arn']}:{qualifier}"
         if name in self.parameters:
             return self.parameters[name]
         return self.physical[name]["Ref"]

@@ -419,6 +419,16 @@ def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str,
     return result
 
 
+def forget_clients() -> None:
+    """After a SnapStart restore: the snapshot's AWS connections and credentials are stale (and shared by
+    every sandbox restored from it), so each client is built again on first use."""
+    from .stores.images import _s3
+    from .stores.jobs import _table
+
+    for cached in (_sfn, _idempotency_store, _table, _s3):
+        cached.cache_clear()
+
+
 def warm_up(app: ApiGatewayResolver) -> None:
     """Create the AWS clients now, in the init phase, not in the first requests: created lazily by
     many requests at once, each would build its own (tens of ms of CPU apiece). Likewise each
