@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DISH   ?= 番茄炒蛋
 STAMP  := $(VENV)/.installed
+SAM_CLI_VERSION := 1.170.0
+SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 
 .PHONY: run test test-fast test-sockets lint validate ladder readme-ladder openapi serve bench bench-layer sam-build deploy clean
 
@@ -16,7 +18,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/chuixiang cook "$(DISH)" --json
 
-test: $(STAMP)
+# The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
+test: $(STAMP) $(SAM_STAMP)
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/chuixiang ladder > /dev/null
 	$(BIN)/python -m pytest
@@ -69,8 +72,6 @@ bench: $(STAMP) bench-layer
 
 # aws-sam-cli is large and pins its own dependencies: it gets a venv of its own, only for validating and building.
 # PYENV_VERSION puts python3.12 on PATH, which `sam build` needs for the python3.12 runtime.
-SAM_CLI_VERSION := 1.170.0
-SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 $(SAM_STAMP):
 	test -x .venv-sam/bin/python || $(PYTHON) -m venv .venv-sam
 	.venv-sam/bin/python -m pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)

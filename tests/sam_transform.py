@@ -1,4 +1,5 @@
-"""Print ``template.yaml`` after SAM's transform, as JSON: ``.venv-sam/bin/python tests/sam_transform.py``.
+"""Print ``template.yaml`` after SAM's transform, as JSON:
+``.venv-sam/bin/python tests/sam_transform.py [PARAMETERS_JSON] [REGION]`` (a China region transforms for aws-cn).
 
 Runs in the aws-sam-cli venv (its translator pins a pydantic the app cannot use), so the tests call it as a
 subprocess. Local ``CodeUri``/``ContentUri``/``DefinitionUri`` are replaced by S3 URIs first, as ``sam
@@ -25,7 +26,9 @@ class NoManagedPolicies:
 
 
 def main() -> None:
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")  # the translator's boto session looks for one
+    region = sys.argv[2] if len(sys.argv) > 2 else "us-east-1"
+    partition = "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+    os.environ["AWS_DEFAULT_REGION"] = region  # the translator's boto session derives the partition from it
     doc: dict[str, Any] = yaml_parse((ROOT / "template.yaml").read_text())
     params = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     for name, value in params.items():
@@ -37,7 +40,7 @@ def main() -> None:
                 props[key] = f"s3://artifacts/{props[key].strip('/')}.zip"
         if isinstance(props.get("DefinitionUri"), str):
             props["DefinitionUri"] = f"s3://artifacts/{props['DefinitionUri']}"
-    pseudo = {"AWS::Region": "us-east-1", "AWS::Partition": "aws", "AWS::AccountId": "123456789012"}
+    pseudo = {"AWS::Region": region, "AWS::Partition": partition, "AWS::AccountId": "123456789012"}
     print(json.dumps(transform(doc, pseudo, NoManagedPolicies()), default=str))
 
 

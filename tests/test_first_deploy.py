@@ -469,3 +469,49 @@ def test_a_job_started_before_a_release_finishes_on_the_old_code(module_fake: An
         first = api.wait(before, give_up_s=30)
     assert first["status"] == "SUCCEEDED" and first["image"] is not None and first["imageError"] is None, first
     assert after["status"] == "SUCCEEDED" and after["image"] is None and after["imageError"] is not None, after
+
+
+# --- the template after SAM's transform --------------------------------------------------------------
+
+SAM_PYTHON = ROOT / ".venv-sam" / "bin" / "python"
+
+
+def transform(region: str) -> dict[str, Any]:
+    done = subprocess.run([str(SAM_PYTHON), str(ROOT / "tests" / "sam_transform.py"), "{}", region],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout)["Resources"])
+
+
+@pytest.fixture(scope="module")
+def transformed() -> dict[str, Any]:
+    """``template.yaml`` as CloudFormation will see it in a China region, the WeChat product's real target
+    (``make test`` installs aws-sam-cli's venv first)."""
+    return transform("cn-north-1")
+
+
+def test_after_the_transform_no_partition_no_fixed_name_and_the_key_alarms_can_use(
+        transformed: dict[str, Any]) -> None:
+    literal = [(lid, path) for lid, r in transformed.items() for path, leaf in walk(r)
+               if isinstance(leaf, str) and "arn:aws:" in leaf]
+    assert not literal, literal
+    schedules = [r for r in transformed.values() if r["Type"] == "AWS::Scheduler::Schedule"]
+    assert [s["Properties"]["Name"] for s in schedules] == [{"Fn::Sub": "${AWS::StackName}-canary"}]
+    topic = next(r for r in transformed.values() if r["Type"] == "AWS::SNS::Topic")
+    assert topic["Properties"]["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
+    for lid in ("JobsTable", "ImagesBucket"):
+        assert transformed[lid]["DeletionPolicy"] == transformed[lid]["UpdateReplacePolicy"] == "Retain"
+
+
+def test_after_the_transform_executions_call_versions_and_start_on_the_alias(transformed: dict[str, Any]) -> None:
+    versions = {lid for lid, r in transformed.items() if r["Type"] == "AWS::Lambda::Version"}
+    machine = next(r for r in transformed.values() if r["Type"] == "AWS::StepFunctions::StateMachine")
+    called = {machine["Properties"]["DefinitionSubstitutions"][f"{n}FunctionArn"]["Ref"] for n in
+              ("Submit", "Recipe", "Image")}
+    assert called <= versions  # immutable versions, not $LATEST or an alias that moves during a job
+    alias = transformed["RecipeStateMachineAliaslive"]
+    assert alias["Type"] == "AWS::StepFunctions::StateMachineAlias"
+    assert any(r["Type"] == "AWS::StepFunctions::StateMachineVersion" for r in transformed.values())
+    api = transformed["ApiFunction"]["Properties"]
+    assert api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    assert transformed["ApiFunctionAliaslive"]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]  # gradual rollout
