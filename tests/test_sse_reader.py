@@ -219,3 +219,8 @@ def test_a_body_that_is_neither_a_stream_nor_json_is_an_upstream_error() -> None
     with pytest.raises(StreamError, match="neither an event stream nor JSON.*502 Bad Gateway"):
         read(b"<html><body><h1>502 Bad Gateway</h1></body></html>\n")
     assert read(b": only a keep-alive, then the end\n\n").out.parts == []  # an event stream, just an empty one
+
+
+def test_a_json_document_after_a_bom() -> None:
+    doc = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "整篇"}}]}
+    assert read(b"\xef\xbb\xbf" + json.dumps(doc).encode()).out.parts == ["整篇"]

@@ -111,13 +111,13 @@ class SSEReader:
         elif self.document is not None:
             self.document += data
         else:
+            data, self._blank = self._blank + data, b""
             head = data.lstrip(b" \t\r\n")
             if head.startswith(BOM):
                 head = head[len(BOM):].lstrip(b" \t\r\n")
-            if not head:
-                self._blank += data
+            if not head or (len(head) < len(BOM) and BOM.startswith(head)):  # not yet telling what it is
+                self._blank = data
                 return
-            data, self._blank = self._blank + data, b""
             if head[:1] in (b"{", b"["):
                 self.document = bytearray(data)
             else:
@@ -155,8 +155,9 @@ class SSEReader:
 
     def _parse_document(self, body: bytes) -> None:
         """An upstream that ignored ``stream: true`` (or was asked not to stream) and answered one JSON document."""
+        body = body.lstrip(b" \t\r\n")
         try:
-            doc = json.loads(body)
+            doc = json.loads(body[len(BOM):] if body.startswith(BOM) else body)
         except ValueError:
             raise InvalidAnswer(f"non-stream answer is not JSON: {_snippet(body)}") from None
         self.event(doc)
