@@ -356,6 +356,9 @@ def test_operations_alarms_cover_what_the_job_metrics_cannot_see() -> None:
             alarm = alarms[f"{fn.removesuffix('Function')}{metric}Alarm"]
             assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", metric)
             assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": fn}}]
+    rule = alarms["ReconcileRuleFailedInvocationsAlarm"]
+    assert (rule["Namespace"], rule["MetricName"]) == ("AWS/Events", "FailedInvocations")
+    assert rule["Dimensions"] == [{"Name": "RuleName", "Value": {"Ref": "ReconcileFunctionExecutionEnded"}}]
     assert alarms["Api5xxAlarm"]["MetricName"] == "5xx"
     assert alarms["Api5xxAlarm"]["Dimensions"][0] == {"Name": "ApiId", "Value": {"Ref": "RecipeApi"}}
     watched = {m["MetricStat"]["Metric"]["MetricName"] for m in alarms["ExecutionsAbortedOrThrottledAlarm"]["Metrics"]
@@ -515,3 +518,27 @@ def test_after_the_transform_executions_call_versions_and_start_on_the_alias(tra
     api = transformed["ApiFunction"]["Properties"]
     assert api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
     assert transformed["ApiFunctionAliaslive"]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]  # gradual rollout
+
+
+def test_retry_after_says_when_a_slot_is_expected_to_free(table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Full: Retry-After is when the slot taken longest ago should free (a typical job's length after it was
+    taken), not the 30 s cap every time (the leases run to each job's deadline, minutes away)."""
+    from datetime import UTC, datetime, timedelta
+
+    from chuixiang.settings import Settings
+    from chuixiang.stores import jobs
+    from chuixiang.stores.jobs import EXPECTED_JOB_S, JobStore
+
+    store = JobStore(Settings.model_validate({"JOBS_TABLE": "jobs"}), table)
+    t0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    clock = [t0]
+    monkeypatch.setattr(jobs, "now_utc", lambda: clock[0])
+    deadline = int((t0 + timedelta(seconds=300)).timestamp())
+    assert store.admit("job-a", deadline, limit=2)[0] is not None
+    clock[0] = t0 + timedelta(seconds=50)
+    assert store.admit("job-b", deadline, limit=2)[0] is not None
+    clock[0] = t0 + timedelta(seconds=EXPECTED_JOB_S - 20)
+    slot, retry_after = store.admit("job-c", deadline, limit=2)
+    assert slot is None and retry_after == 20  # job-a, taken at t0, is due at t0 + EXPECTED_JOB_S
+    clock[0] = t0 + timedelta(seconds=EXPECTED_JOB_S + 10)  # overdue: any moment now
+    assert store.admit("job-d", deadline, limit=2) == (None, 1)

@@ -43,6 +43,9 @@ ADMISSION_TRIES = 8
 ADMISSION_ROUNDS = 3
 #: Longest ``Retry-After`` advertised: jobs usually end (and free their slot) long before their lease does.
 ADMISSION_RETRY_AFTER_MAX_S = 30
+#: How long a generated job holds its slot, typically: ~90 s of recipe at the evening peak and ~30 s of
+#: picture (docs/capacity.md). ``Retry-After`` is when the slot taken longest ago is expected to free.
+EXPECTED_JOB_S = 120
 
 
 def admission_key(slot: int) -> dict[str, str]:
@@ -223,32 +226,37 @@ class JobStore:
         for _ in range(ADMISSION_ROUNDS):
             now = int(now_utc().timestamp())
             leases = self._slot_leases(limit)
-            free = [n for n in order if leases.get(n, 0) <= now]
+            free = [n for n in order if leases.get(n, (0, 0))[0] <= now]
             for slot in free[:ADMISSION_TRIES]:
                 if self._take_slot(slot, job_id, until):
                     return slot, 0.0
-            busy = [end for end in leases.values() if end > now]
+            busy = [min(end, taken + EXPECTED_JOB_S) if taken else end
+                     for end, taken in leases.values() if end > now]
             if not free:
                 break  # full: no point reading again at once
         now = int(now_utc().timestamp())
         return None, float(max(1, min(min(busy, default=now + 1) - now, ADMISSION_RETRY_AFTER_MAX_S)))
 
     def _take_slot(self, slot: int, job_id: str, until: int) -> bool:
-        return applied(self.table.put_item, Item={**admission_key(slot), "jobId": job_id, "expiresAt": until},
+        now = int(now_utc().timestamp())
+        return applied(self.table.put_item, Item={**admission_key(slot), "jobId": job_id, "expiresAt": until,
+                                                  "takenAt": now},
                        ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
-                       ExpressionAttributeValues={":now": int(now_utc().timestamp())})
+                       ExpressionAttributeValues={":now": now})
 
-    def _slot_leases(self, limit: int) -> dict[int, int]:
+    def _slot_leases(self, limit: int) -> dict[int, tuple[int, int]]:
+        """Each held slot's (lease end, when it was taken; 0 for a slot taken before ``takenAt`` existed)."""
         client, name = self.table.meta.client, self.table.name  # the resource's client takes plain values
         keys = [admission_key(n) for n in range(limit)]
-        leases: dict[int, int] = {}
+        leases: dict[int, tuple[int, int]] = {}
         for i in range(0, len(keys), 100):
             request: dict[str, Any] = {name: {"Keys": keys[i : i + 100], "ConsistentRead": True,
-                                              "ProjectionExpression": "pk, expiresAt"}}
+                                              "ProjectionExpression": "pk, expiresAt, takenAt"}}
             while request:
                 answer = client.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(name, []):
-                    leases[int(str(item["pk"]).rsplit("#", 1)[1])] = int(item["expiresAt"])
+                    leases[int(str(item["pk"]).rsplit("#", 1)[1])] = (int(item["expiresAt"]),
+                                                                     int(item.get("takenAt", 0)))
                 request = answer.get("UnprocessedKeys") or {}
         return leases
 
