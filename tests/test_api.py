@@ -41,7 +41,8 @@ def test_post_then_poll_until_succeeded(api: LocalApi) -> None:
     assert doc["status"] == "SUCCEEDED" and doc["stage"] == "done"
     assert doc["dish"] == "宫保鸡丁"
     assert set(doc) == {"jobId", "dish", "status", "stage", "recipe", "image", "imageError", "error",
-                        "createdAt", "updatedAt", "deadlineAt", "progress", "partial", "metrics"}
+                        "createdAt", "updatedAt", "deadlineAt", "progress", "partial", "pollAfterMs", "metrics"}
+    assert doc["pollAfterMs"] is None  # terminal: stop polling
     assert doc["progress"]["percent"] == 100 and doc["partial"] is None
     with open(doc["image"]["url"], "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"

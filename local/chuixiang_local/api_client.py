@@ -51,14 +51,18 @@ class LocalApi:
 
     def request(self, method: str, path: str, body: str | None = None,
                 headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+        resp = self.invoke(http_event(method, path, body, headers))
+        return resp["statusCode"], json.loads(resp["body"])
+
+    def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The api function's answer to one HTTP API event, with this cloud's environment and a Lambda context."""
         if os.environ.get("AWS_ENDPOINT_URL") != self.cloud.endpoint:  # another local cloud ran since
             self.cloud.activate_api_environment()
         spec = self.cloud.template.function_by_dir("api")
         context = LocalContext(spec.name, spec.memory_mb, "local", int(time.time() * 1000) + spec.timeout_s * 1000,
                                spec.arn)
         with self._one_at_a_time:
-            resp = self.handler(http_event(method, path, body, headers), context)
-        return resp["statusCode"], json.loads(resp["body"])
+            return self.handler(event, context)
 
     def post_dish(self, dish: Any, idempotency_key: str | None = None) -> tuple[int, dict[str, Any]]:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
