@@ -78,10 +78,15 @@ class Serve:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        """Whatever the test did to it, leave no server behind (its children follow it out)."""
+        """Whatever the test did to it, leave no server behind: stopped as a user stops it, so it
+        cleans up after itself; killed (its children follow it out) only if it will not stop."""
         if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
     def output(self) -> str:
         """What serve printed on stderr so far."""

@@ -107,11 +107,20 @@ def main() -> None:
                       if args.jwt_issuer else None)
     app: Any = counting_open_requests(asgi, SharedCount(Path(args.requests_file))) if args.requests_file else asgi
     exit_with_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))  # uvicorn stops gracefully on it
+    # uvicorn re-raises the signal it stopped on once it has shut down (uvicorn >= 0.29); with the
+    # default handler that kills this process before ``finally`` closes the pool, leaving its
+    # zygote's directory behind in /tmp. Exiting through SystemExit runs ``finally``.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_cleanly)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
                     backlog=2048)
     finally:
         pool.close()
+
+
+def _exit_cleanly(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ class WorkerPool:
         for d in dirs:
             compileall.compile_dir(d, quiet=1)
         zygote_env = {**(env if env is not None else os.environ), "CHUIXIANG_PRELOAD_PATH": os.pathsep.join(dirs),
-                      "CHUIXIANG_WORKER_NICE": str(nice)}
+                      "CHUIXIANG_WORKER_NICE": str(nice), "CHUIXIANG_WORKER_DIR": self._dir}
         self.max_idle = max_idle
         self._zygote = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.zygote"], stdin=subprocess.PIPE, env=zygote_env,

@@ -22,6 +22,7 @@ import importlib
 import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import sys
@@ -117,6 +118,9 @@ def main() -> None:
             importlib.import_module(name)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     serve(sys.stdin.buffer)
+    # End of input: the pool closed, or its process died outright (SIGKILL) and could not remove
+    # the directory of its socket itself; a killed ``serve`` left one in /tmp per run before.
+    shutil.rmtree(os.environ.get("CHUIXIANG_WORKER_DIR", ""), ignore_errors=True)
 
 
 def serve(requests: BinaryIO) -> None:
