@@ -232,18 +232,16 @@ class _Handler(BaseHTTPRequestHandler):
         if data is None:
             self._json(404, {"error": {"message": "not found"}})
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "image/png")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self._body(200, "image/png", data)
 
     # --- plumbing --------------------------------------------------------------------------
 
     def _json(self, status: int, doc: Any, extra: dict[str, str] | None = None) -> None:
-        data = json.dumps(doc, ensure_ascii=False).encode()
+        self._body(status, "application/json", json.dumps(doc, ensure_ascii=False).encode(), extra)
+
+    def _body(self, status: int, content_type: str, data: bytes, extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for k, v in (extra or {}).items():
             self.send_header(k, v)
@@ -304,12 +302,7 @@ class _Handler(BaseHTTPRequestHandler):
         base = _chunk_base(body)
         echoed = json.dumps(self._headers_auth_first()) if b.echo_headers else ""
         if b.kind == "not_json":
-            data = f"<html>502 Bad Gateway; request was {echoed}</html>".encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._body(200, "text/html", f"<html>502 Bad Gateway; request was {echoed}</html>".encode())
             return
         if b.kind == "json" or not body.get("stream"):
             doc = {**base, "object": "chat.completion", "choices": [

@@ -117,10 +117,11 @@ class StatusError(UpstreamError):
     param: str | None = None
 
     @classmethod
-    def from_response(cls, response: httpx.Response, body: bytes, secrets: tuple[str, ...] = ()) -> StatusError:
-        """The status and the start of the error body, credentials redacted (some servers echo them)."""
+    def from_response(cls, response: httpx.Response, body: bytes) -> StatusError:
+        """The status and the start of the error body (redacted as every detail is: some servers echo
+        the key, which its endpoint registered)."""
         text = body.decode("utf-8", "replace")
-        error = cls(f"HTTP {response.status_code}: {redact(text[:300], secrets)}", status=response.status_code,
+        error = cls(f"HTTP {response.status_code}: {text[:300]}", status=response.status_code,
                     retry_after_s=retry_after_seconds(response.headers.get("retry-after")))
         error.param = refused_param(text) if 400 <= response.status_code < 500 else None
         return error

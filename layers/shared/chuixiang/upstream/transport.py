@@ -264,8 +264,7 @@ class GuardedPost:
                     break
         except httpx.HTTPError:
             pass
-        token = self.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        return StatusError.from_response(self.response, bytes(body), (token,) if token else ())
+        return StatusError.from_response(self.response, bytes(body))
 
     def chunks(self) -> Iterator[bytes]:
         """The body as it arrives; silences, drops, the deadline and the size cap are raised as failures."""
