@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 SAM_CLI_VERSION := 1.170.0
 SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 
-.PHONY: run test test-fast test-sockets lint validate ladder readme-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: run test test-fast test-sockets test-pipeline lint validate ladder readme-ladder openapi serve bench bench-layer sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,13 +24,18 @@ test: $(STAMP) $(SAM_STAMP)
 	$(BIN)/chuixiang ladder > /dev/null
 	$(BIN)/python -m pytest
 
-# The fast tier: units, the ladder, limits (no local cloud, no scaled waits). `make test` runs every tier.
+# The tiers are the folders of tests/ (a unit test that opens a socket or starts a process fails).
+# The fast tier: in-process only, under 15 s. `make test` runs every tier.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not pipeline and not sockets"
+	$(BIN)/python -m pytest tests/unit
 
-# The middle tier: the fault scenarios, fallbacks and breaker on real sockets (no local cloud).
+# The fault scenarios, fallbacks and breaker on real sockets with the ladder scaled down (no local cloud).
 test-sockets: $(STAMP)
-	$(BIN)/python -m pytest -m "sockets and not pipeline"
+	$(BIN)/python -m pytest tests/sockets
+
+# The local cloud, whole commands, builds and the long fuzz runs.
+test-pipeline: $(STAMP) $(SAM_STAMP)
+	$(BIN)/python -m pytest tests/pipeline
 
 # checkov and bandit live in their own venv: their pins would fight the app's.
 LINT_STAMP := .venv-lint/.installed

@@ -10,24 +10,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from chuixiang.timeouts import scaled_parameters
-from chuixiang_local.api_client import LocalApi
-from chuixiang_local.engine import LocalCloud, atomic_dynamodb
+from chuixiang_local.engine import atomic_dynamodb
 from chuixiang_local.fake_model import FakeModel
 from chuixiang_local.template import Template
 
-SCALED = scaled_parameters()
-#: How late a give-up may be, measured on a real socket (the issue's bound).
-LATE_S = 0.3
+from .scaled import SCALED
+
+#: Each folder is a tier; its marker is set from the folder, so ``-m`` and the folder always agree.
+TIERS = ("unit", "sockets", "pipeline")
 
 os.environ.pop("MODEL_API_KEY", None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = next((t for t in TIERS if f"{os.sep}tests{os.sep}{t}{os.sep}" in str(item.path)), None)
+        if tier is None:
+            raise pytest.UsageError(f"{item.nodeid}: every test lives in a tier's folder ({', '.join(TIERS)})")
+        item.add_marker(tier)
 
 
 @pytest.fixture(scope="session")
@@ -45,19 +51,6 @@ def fake() -> Iterator[FakeModel]:
 def module_fake() -> Iterator[FakeModel]:
     with FakeModel(pace_s=0.001) as model:
         yield model
-
-
-@pytest.fixture(scope="module")
-def cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
-    work = tmp_path_factory.mktemp("cloud")
-    with open(work / "functions.log", "w") as log, \
-            LocalCloud(SCALED, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def api(cloud: LocalCloud) -> LocalApi:
-    return LocalApi(cloud)
 
 
 @pytest.fixture(autouse=True)

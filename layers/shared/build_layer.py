@@ -3,7 +3,7 @@
     python3.12 build_layer.py OUT_DIR [--platform manylinux2014_aarch64]
 
 ``sam build`` runs this through ``Makefile`` (``BuildMethod: makefile``) for arm64;
-``bench/layer_cold_start.py`` and ``tests/test_layer_build.py`` run it for this
+``bench/layer_cold_start.py`` and ``tests/pipeline/test_layer_build.py`` run it for this
 machine. Why not SAM's own python builder:
 
 * **No ``.pyc``.** It ships sources only, and ``/opt`` is read-only on Lambda, so

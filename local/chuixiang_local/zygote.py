@@ -158,7 +158,7 @@ def function_zygote(first: dict[str, Any], requests: BinaryIO) -> None:
         importlib.import_module(first["handler"].rpartition(".")[0])
     except Exception:  # noqa: BLE001  # nosec B110 - the worker's own import reports it
         pass
-    # Forking is safe because no handler starts a thread at import (tests/test_layer_build.py checks).
+    # Forking is safe because no handler starts a thread at import (tests/pipeline/test_layer_build.py checks).
     gc.freeze()  # the collector never walks what the workers inherit, so it stays shared, not copied
     for line in requests:
         request = json.loads(line)

@@ -1,0 +1,27 @@
+"""The pipeline tier: the local cloud (moto, the real ASL, function processes) and whole commands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chuixiang_local.api_client import LocalApi
+from chuixiang_local.engine import LocalCloud
+from chuixiang_local.fake_model import FakeModel
+
+from ..scaled import SCALED
+
+
+@pytest.fixture(scope="module")
+def cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
+    work = tmp_path_factory.mktemp("cloud")
+    with open(work / "functions.log", "w") as log, \
+            LocalCloud(SCALED, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def api(cloud: LocalCloud) -> LocalApi:
+    return LocalApi(cloud)

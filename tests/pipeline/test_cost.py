@@ -1,0 +1,59 @@
+"""``chuixiang cost``: counts come from real local jobs, prices from the template's settings."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from chuixiang_local.cost import (
+    DDB_WRITE_UNIT,
+    LAMBDA_ARM_GB_SECOND,
+    SFN_STANDARD_TRANSITION,
+    Assumptions,
+    estimate,
+    measure,
+    render,
+    report,
+)
+from chuixiang_local.template import Template
+
+
+def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Path) -> None:
+    paths, poll = measure({}, tmp_path)
+    by_path = {p.path: p for p in paths}
+    assert {p: c.status for p, c in by_path.items()} == {"generated": "SUCCEEDED", "cached": "SUCCEEDED",
+                                                          "failed": "FAILED"}
+    generated, cached = by_path["generated"], by_path["cached"]
+    assert generated.calls["states:StartExecution"] == cached.calls["states:StartExecution"] == 1
+    assert generated.calls["s3:PutObject"] == 1 and cached.calls["s3:PutObject"] == 0
+    assert generated.invocations["RecipeFunction"] == 1 and "RecipeFunction" not in cached.invocations
+    assert generated.transitions > cached.transitions > 0
+    assert poll.calls["dynamodb:GetItem"] >= 1
+
+    assume = Assumptions()
+    base = estimate(paths, poll, Template(), assume)
+    for path, items in base.items():
+        assert all(v >= 0 for v in items.values()), path
+        assert math.isclose(items["total"], sum(v for k, v in items.items() if k != "total"))
+        transitions = by_path[path].transitions * SFN_STANDARD_TRANSITION * 1000
+        assert items["Step Functions transitions"] == pytest.approx(transitions)
+    assert base["generated"]["total"] > base["cached"]["total"]
+    # Doubling the recipe function's memory adds exactly its 86 s at 128 MB more, per job.
+    bigger = estimate(paths, poll, Template({"RecipeMemorySize": "256"}), assume)
+    added = bigger["generated"]["Lambda duration"] - base["generated"]["Lambda duration"]
+    assert added == pytest.approx(128 / 1024 * assume.recipe_seconds * LAMBDA_ARM_GB_SECOND * 1000)
+    # A shorter progress interval means more writes while the recipe streams.
+    chatty = estimate(paths, poll, Template({"ProgressIntervalMs": "1000"}), assume)
+    extra_writes = math.floor(assume.recipe_seconds / 1) - math.floor(assume.recipe_seconds / 2)
+    per_write = math.ceil(max(generated.item_kb, 1)) * DDB_WRITE_UNIT * 1000
+    assert chatty["generated"]["DynamoDB writes"] - base["generated"]["DynamoDB writes"] == pytest.approx(
+        extra_writes * per_write)
+
+
+def test_the_report_names_its_prices_date_and_the_model_bill(tmp_path: Path) -> None:
+    doc = report({}, Assumptions())
+    text = render(doc)
+    assert doc["pricedOn"] in text and "model bill" in text
+    assert doc["usdPer1000Jobs"]["generated"]["total"] < doc["modelUsdPer1000GeneratedJobs"] / 10

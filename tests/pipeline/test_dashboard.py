@@ -1,0 +1,201 @@
+"""The dashboard and the alarms read exactly what the code emits.
+
+Jobs go through the local cloud along every path that emits a metric (generated,
+cached, image failure, reconciled, recipe failure opening a model's breaker, a
+refused call, the canary); the functions' EMF documents are collected from their
+output. Then, in the ``Chuixiang`` namespace:
+
+* every metric on the dashboard and in an alarm is emitted with the same name and
+  dimensions (a fixed ``service`` value, or the keys a ``SEARCH``/``SCHEMA`` names);
+* every emitted metric (name and dimension keys) is on the dashboard;
+* every metric name the code can emit was emitted here (so a new metric cannot hide
+  from this test by not running).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chuixiang_local.api_client import LocalApi
+from chuixiang_local.engine import LocalCloud
+from chuixiang_local.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
+from chuixiang_local.template import Template
+
+from ..scaled import SCALED
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE = "Chuixiang"
+#: (name, dimension keys, fixed dimension values or None when any value matches: SEARCH/SCHEMA)
+Metric = tuple[str, frozenset[str], frozenset[tuple[str, str]] | None]
+
+
+def emf_documents(log: str) -> Iterator[dict[str, Any]]:
+    for line in log.splitlines():
+        if '"_aws"' in line:
+            doc = json.loads(line[line.index("{"):])
+            if "CloudWatchMetrics" in doc.get("_aws", {}):
+                yield doc
+
+
+def emitted(log: str) -> set[Metric]:
+    out: set[Metric] = set()
+    for doc in emf_documents(log):
+        for directive in doc["_aws"]["CloudWatchMetrics"]:
+            assert directive["Namespace"] == NAMESPACE
+            for dims in directive["Dimensions"]:
+                fixed = frozenset((k, str(doc[k])) for k in dims if k != "Model" and k != "Outcome")
+                for metric in directive["Metrics"]:
+                    out.add((metric["Name"], frozenset(dims), fixed))
+    return out
+
+
+SEARCH = re.compile(r"\{(?P<schema>[^}]+)\}\s+MetricName=\\?\"(?P<name>\w+)\\?\"")
+SCHEMA = re.compile(r"SELECT \w+\((?P<name>\w+)\) FROM SCHEMA\((?P<schema>[^)]+)\)")
+
+
+def from_expression(expression: str) -> Metric | None:
+    match = SEARCH.search(expression) or SCHEMA.search(expression)
+    if not match:
+        return None
+    namespace, *keys = [k.strip() for k in match["schema"].split(",")]
+    return (match["name"], frozenset(keys), None) if namespace == NAMESPACE else None
+
+
+def from_row(row: list[Any], previous: list[Any]) -> Metric | None:
+    values = [previous[i] if v == "." else v for i, v in enumerate(row) if not isinstance(v, dict)]
+    namespace, name, *dims = values
+    if namespace != NAMESPACE:
+        return None
+    pairs = frozenset(zip(dims[::2], dims[1::2], strict=True))
+    return name, frozenset(k for k, _ in pairs), pairs
+
+
+def dashboard(template: Template) -> dict[str, Any]:
+    body = template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    text = re.sub(r"\$\{([\w.:]+)\}", lambda m: template.parameters.get(m.group(1), f"ref-{m.group(1)}"), body)
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+def on_dashboard(template: Template) -> set[Metric]:
+    out: set[Metric] = set()
+    for widget in dashboard(template)["widgets"]:
+        previous: list[Any] = []
+        for row in widget["properties"].get("metrics", []):
+            if isinstance(row[0], dict):
+                metric = from_expression(row[0]["expression"])
+            else:
+                metric = from_row(row, previous)
+                previous = [previous[i] if v == "." else v for i, v in enumerate(row)]
+            if metric:
+                out.add(metric)
+    return out
+
+
+def in_alarms(template: Template) -> set[Metric]:
+    out: set[Metric] = set()
+    for res in template.of_type("AWS::CloudWatch::Alarm").values():
+        props = res["Properties"]
+        stats = [props] if "MetricName" in props else [
+            {**m["MetricStat"]["Metric"]} for m in props.get("Metrics", []) if "MetricStat" in m]
+        for stat in stats:
+            if stat["Namespace"] == NAMESPACE:
+                pairs = frozenset((d["Name"], d["Value"]) for d in stat.get("Dimensions", []))
+                out.add((stat["MetricName"], frozenset(k for k, _ in pairs), pairs))
+        for m in props.get("Metrics", []):
+            if "Expression" in m and isinstance(m["Expression"], str) and (metric := from_expression(m["Expression"])):
+                out.add(metric)
+    return out
+
+
+def names_in_code() -> set[str]:
+    """Every metric name the layer can emit: ``add_metric(name=...)`` and ``model_metric("...")`` literals,
+    f-strings with a prefix expanded for Recipe and Image."""
+    names: set[str] = set()
+    for path in (ROOT / "layers/shared/chuixiang").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            arg: ast.AST | None = None
+            if func == "add_metric":
+                arg = next((k.value for k in node.keywords if k.arg == "name"), None)
+            elif func == "model_metric" and node.args:
+                arg = node.args[0]
+            if isinstance(arg, ast.Constant):
+                names.add(str(arg.value))
+            elif isinstance(arg, ast.IfExp):
+                names |= {str(b.value) for b in (arg.body, arg.orelse) if isinstance(b, ast.Constant)}
+            elif isinstance(arg, ast.JoinedStr):
+                suffix = "".join(str(v.value) for v in arg.values if isinstance(v, ast.Constant))
+                names |= {f"Recipe{suffix}", f"Image{suffix}"}
+    return names
+
+
+@pytest.fixture(scope="module")
+def emitted_metrics(tmp_path_factory: pytest.TempPathFactory) -> set[Metric]:
+    work = tmp_path_factory.mktemp("dashboard")
+    overrides = {**SCALED, "BreakerFailureThreshold": "1", "CanaryModels": "canary-model"}
+    with FakeModel(pace_s=0.001) as fake, open(work / "log", "w") as log, \
+            LocalCloud(overrides, model_base_url=fake.base_url, work_dir=work, log=log) as cloud:
+        api = LocalApi(cloud)
+
+        def cook(dish: str) -> dict[str, Any]:
+            return api.wait(api.post_dish(dish)[1]["jobId"], give_up_s=30)
+
+        assert cook("看板菜")["status"] == "SUCCEEDED"  # generated: a cache miss
+        assert cook("看板菜")["status"] == "SUCCEEDED"  # the same dish again: a cache hit
+        fake.image_script.append(ImageBehaviour(status=400))
+        assert cook("看板图坏")["imageError"] is not None
+        fake.chat_script.append(ChatBehaviour(stall_after_chunks=2, stall_s=20, keepalive_every_s=0.1))
+        job = api.post_dish("看板中止")[1]["jobId"]
+        arn = cloud.execution_arn(job)
+        sfn = cloud.client("stepfunctions")
+        assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"  # its model stalls for 20 s
+        sfn.stop_execution(executionArn=arn, error="Operator", cause="dashboard test")  # aborted by an operator
+        assert api.wait(job, give_up_s=30)["status"] == "FAILED"
+        model = cloud.template.parameters["RecipeModel"]
+        fake.chat_by_model[model] = ChatBehaviour(status=503)
+        assert cook("看板熔断1")["error"]["code"] == "RECIPE_UPSTREAM_ERROR"  # opens the breaker (threshold 1)
+        refused = cook("看板熔断2")
+        assert [c["outcome"] for c in refused["metrics"]["recipe"]["calls"]][:1] == ["breaker_open"]
+        del fake.chat_by_model[model]
+        probe = cloud.invoke(cloud.template.function_by_dir("canary"), {"models": ["canary-model"], "dish": "番茄炒蛋"})
+        assert not probe.failed, probe.payload
+    return emitted((work / "log").read_text())
+
+
+def covers(wanted: Metric, emitted_metrics: set[Metric]) -> bool:
+    name, keys, fixed = wanted
+    return any(n == name and k == keys and (fixed is None or fixed <= f) for n, k, f in emitted_metrics)
+
+
+def test_every_metric_on_the_dashboard_and_in_alarms_is_emitted(emitted_metrics: set[Metric]) -> None:
+    template = Template()
+    for metric in on_dashboard(template) | in_alarms(template):
+        assert covers(metric, emitted_metrics), f"{metric} is read but never emitted so"
+
+
+def test_every_emitted_metric_is_on_the_dashboard(emitted_metrics: set[Metric]) -> None:
+    shown = {(name, keys) for name, keys, _ in on_dashboard(Template())}
+    missing = {(name, tuple(sorted(keys))) for name, keys, _ in emitted_metrics} - {
+        (name, tuple(sorted(keys))) for name, keys in shown}
+    assert not missing, f"emitted but on no widget: {sorted(missing)}"
+    assert names_in_code() <= {name for name, _, _ in emitted_metrics}, "a metric the code emits was not exercised"
+    assert len(names_in_code()) >= 18  # the scan found them (20 when written)
+
+
+def test_the_latency_widget_draws_the_limits_from_the_parameters() -> None:
+    template = Template({"RecipeFirstContentTimeoutMs": "50000", "RecipeIdleTimeoutMs": "25000",
+                        "RecipeTotalTimeoutMs": "110000"})
+    widget = next(w for w in dashboard(template)["widgets"]
+                  if w["properties"].get("title") == "Recipe latency (ms)")
+    lines = {a["label"].split(" (")[0]: a["value"] for a in widget["properties"]["annotations"]["horizontal"]}
+    assert lines == {"first-content limit": 50000, "idle limit": 25000, "total limit": 110000}

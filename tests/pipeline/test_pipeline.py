@@ -1,0 +1,135 @@
+"""The real ASL through the local engine: cache, degraded image, and no job left unfinished."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from chuixiang_local.api_client import LocalApi
+from chuixiang_local.engine import LocalCloud
+from chuixiang_local.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
+from chuixiang_local.template import Template
+
+from ..scaled import SCALED
+from ..waiting import wait_until
+
+HANG = Path(__file__).parents[1] / "lambdas" / "hang"
+
+
+def test_cached_dish_makes_no_model_call(api: LocalApi, module_fake: FakeModel) -> None:
+    first = api.wait(api.post_dish("鱼香肉丝")[1]["jobId"], give_up_s=30)
+    assert first["status"] == "SUCCEEDED"
+    calls = (module_fake.count("/chat/completions"), module_fake.count("/images/generations"))
+    second = api.wait(api.post_dish("鱼香肉丝 ")[1]["jobId"], give_up_s=30)
+    assert second["status"] == "SUCCEEDED" and second["recipe"] == first["recipe"]
+    assert second["image"]["key"] == first["image"]["key"]
+    assert (module_fake.count("/chat/completions"), module_fake.count("/images/generations")) == calls
+
+
+@pytest.mark.parametrize(("script", "code", "attempts"), [
+    ([ImageBehaviour(status=503), ImageBehaviour()], None, 2),
+    ([ImageBehaviour(status=500, delay_s=0.8)], "IMAGE_UPSTREAM_ERROR", 1),
+    ([ImageBehaviour(kind="garbage")], "IMAGE_INVALID", 1),
+    ([ImageBehaviour(delay_s=30)], "IMAGE_TIMEOUT", 1),
+])
+def test_image_failure_degrades_the_job(api: LocalApi, module_fake: FakeModel, script: list[ImageBehaviour],
+                                        code: str | None, attempts: int) -> None:
+    module_fake.image_script.extend(script)
+    doc = api.wait(api.post_dish(f"图片测试{code}")[1]["jobId"], give_up_s=30)
+    assert doc["status"] == "SUCCEEDED" and doc["recipe"] is not None
+    assert doc["metrics"]["image"]["attempts"] == attempts == module_fake.count("/images/generations")
+    if code is None:
+        assert doc["image"] is not None and doc["imageError"] is None
+    else:
+        assert doc["image"] is None and doc["imageError"]["code"] == code and doc["imageError"]["message"]
+
+
+def _execution(cloud: LocalCloud, job_id: str) -> dict:
+    return cloud.describe_execution(cloud.execution_arn(job_id))
+
+
+def _wait_reconciled(cloud: LocalCloud, arn: str, seconds: float = 15) -> None:
+    wait_until(lambda: cloud.reconciled(arn), timeout_s=seconds, what="the reconciler saw the execution end")
+
+
+def test_recipe_lambda_killed_at_timeout(cloud: LocalCloud, api: LocalApi) -> None:
+    spec = cloud.functions["RecipeFunction"]
+    saved = spec.code_dir
+    spec.code_dir = HANG
+    try:
+        started = time.monotonic()
+        doc = api.wait(api.post_dish("卡住的菜")[1]["jobId"], give_up_s=30)
+    finally:
+        spec.code_dir = saved
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "RECIPE_TIMEOUT"
+    assert spec.timeout_s <= time.monotonic() - started <= spec.timeout_s + 4
+    assert any(lid == "RecipeFunction" and inv.error_type == "Sandbox.Timedout" for lid, inv in cloud.invocations)
+
+
+def test_state_timeout_fires_when_the_invoke_outlives_it(cloud: LocalCloud, api: LocalApi,
+                                                         scaled_template: Template) -> None:
+    """Lambda service trouble: the invoke hangs past the state's TimeoutSeconds -> States.Timeout."""
+    spec = cloud.functions["ImageFunction"]
+    saved = (spec.code_dir, spec.timeout_s)
+    spec.code_dir, spec.timeout_s = HANG, 60
+    try:
+        started = time.monotonic()
+        doc = api.wait(api.post_dish("画不出来的菜")[1]["jobId"], give_up_s=40)
+    finally:
+        spec.code_dir, spec.timeout_s = saved
+    elapsed = time.monotonic() - started
+    state_timeout = scaled_template.function_by_dir("image").timeout_s + 5
+    assert doc["status"] == "SUCCEEDED" and doc["imageError"]["code"] == "IMAGE_TIMEOUT"
+    assert state_timeout <= elapsed <= state_timeout + 8  # + submit and recipe stages before it
+
+
+def test_execution_timeout_is_reconciled_to_job_timed_out(module_fake: FakeModel, tmp_path: Path) -> None:
+    # A broken ladder on purpose (the CLI would refuse it): the Recipe state may run 35 s, the machine 12 s.
+    overrides = {**SCALED, "RecipeFunctionTimeout": "30", "StateMachineTimeout": "12"}
+    with open(tmp_path / "log", "w") as log, \
+            LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=tmp_path, log=log) as c:
+        spec = c.functions["RecipeFunction"]
+        spec.code_dir = HANG
+        api = LocalApi(c)
+        job_id = api.post_dish("超时的菜")[1]["jobId"]
+        wait_until(lambda: _execution(c, job_id)["status"] != "RUNNING", timeout_s=30, what="the execution ended",
+                   interval_s=0.2)
+        execution = _execution(c, job_id)
+        assert execution["status"] == "TIMED_OUT"
+        _wait_reconciled(c, execution["executionArn"])
+        doc = api.get(job_id)[1]
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "JOB_TIMED_OUT"
+
+
+def test_aborted_execution_fails_the_job(cloud: LocalCloud, api: LocalApi, module_fake: FakeModel) -> None:
+    module_fake.chat_script.append(ChatBehaviour(headers_delay_s=30))
+    job_id = api.post_dish("被取消的菜")[1]["jobId"]
+    wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15,
+               what="the recipe call reached the model")  # stop it mid-recipe
+    assert module_fake.count("/chat/completions") == 1
+    arn = _execution(cloud, job_id)["executionArn"]
+    cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
+    _wait_reconciled(cloud, arn)
+    doc = api.get(job_id)[1]
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "INTERNAL"
+
+
+def test_get_reconciles_a_job_past_its_deadline(cloud: LocalCloud, api: LocalApi) -> None:
+    store = cloud.job_store()
+    store.create("0badc0de-0000-4000-8000-000000000001", "没人管的菜")
+    store.update("0badc0de-0000-4000-8000-000000000001", status="RUNNING", deadlineAt="2020-01-01T00:00:00.000Z")
+    doc = api.get("0badc0de-0000-4000-8000-000000000001")[1]
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "JOB_TIMED_OUT"
+
+
+def test_direct_start_with_invalid_dish_fails_with_invalid_dish(cloud: LocalCloud, api: LocalApi) -> None:
+    """The state machine validates too: a console start with a bad dish ends FAILED, not stuck."""
+    job_id = "0badc0de-0000-4000-8000-000000000002"
+    cloud.client("stepfunctions").start_execution(
+        stateMachineArn=cloud.state_machine_arn, name=job_id, input=json.dumps({"jobId": job_id, "dish": "\x00"}))
+    doc = api.wait(job_id, give_up_s=20)
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "INVALID_DISH"
+

@@ -1,0 +1,84 @@
+"""Progress and the partial recipe while the model writes: what is shown, how often it is written, and
+that a late write can never touch a job that has moved on."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from chuixiang_local.fake_model import recipe_for
+from chuixiang_local.template import Template
+
+from ..scaled import SCALED
+from ..serve_helper import Serve
+from ..waiting import wait_until
+
+FINAL = recipe_for("番茄炒蛋")
+TEXT = json.dumps(FINAL, ensure_ascii=False)
+
+
+# --- the partial recipe (fast) ---------------------------------------------------------------
+
+
+# --- the progress figures (fast) -------------------------------------------------------------
+
+
+
+
+# --- through the recipe step, on a real socket, with the job in DynamoDB (moto) ----------------
+
+
+class CountingTable:
+    """The jobs table, counting every write the step makes."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        self.writes: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.table, name)
+        if name in ("put_item", "update_item", "delete_item"):
+            def counted(**kwargs: Any) -> Any:
+                self.writes.append(name)
+                return attr(**kwargs)
+            return counted
+        return attr
+
+
+
+
+
+
+# --- what a client polling `chuixiang serve` sees ----------------------------------------------
+
+
+def test_polling_serve_sees_the_recipe_being_written(scaled_template: Template) -> None:
+    overrides = {**SCALED, "RecipeTotalTimeoutMs": "8000", "RecipeFunctionTimeout": "12",
+                 "CanaryFunctionTimeout": "12", "StateMachineTimeout": "90"}
+    serve = Serve(overrides, fake_pace_ms=12)  # ~3 s of streaming
+    try:
+        job_id = serve.post("番茄炒蛋")
+        docs: list[dict[str, Any]] = []
+
+        def ended() -> bool:
+            docs.append(serve.get(job_id))
+            return docs[-1]["status"] in ("SUCCEEDED", "FAILED")
+
+        wait_until(ended, timeout_s=60, what="the job ended", interval_s=0.05)
+    finally:
+        serve.stop()
+    final = docs[-1]
+    assert final["status"] == "SUCCEEDED", final
+    assert final["progress"]["percent"] == 100 and final.get("partial") is None
+    streaming = [d for d in docs if d["status"] == "RUNNING" and d["stage"] == "recipe" and d.get("progress")]
+    chars = [d["progress"]["chars"] for d in streaming]
+    assert len(set(chars)) >= 3 and chars == sorted(chars), chars
+    assert all(d["progress"]["percent"] < 100 for d in streaming)
+    partials = [d["partial"] for d in streaming if d.get("partial")]
+    assert any(p.get("name") == final["recipe"]["name"] for p in partials)
+    step_counts = [len(p.get("steps", [])) for p in partials]
+    assert len(set(step_counts)) >= 2 and step_counts == sorted(step_counts), step_counts
+    for p in partials:  # never a half-written step
+        assert p.get("steps", []) == final["recipe"]["steps"][: len(p.get("steps", []))]
+
+

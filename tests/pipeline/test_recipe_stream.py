@@ -1,0 +1,53 @@
+"""The recipe stage against a real, misbehaving socket - alone and through the whole pipeline."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from chuixiang_local.api_client import LocalApi
+from chuixiang_local.fake_model import FakeModel
+from chuixiang_local.template import Template
+
+from ..scaled import LATE_S
+from ..scenarios import SCENARIOS, Scenario
+
+_dishes = itertools.count(1)
+
+
+def assert_give_up(elapsed_s: float, scenario: Scenario, template: Template, budget_ms: int | None = None) -> None:
+    """Never before the limit, at most LATE_S after it. In a Lambda the total deadline may be cut
+    shorter by the time left (a slow cold start); then the attempt's recorded budget is the limit."""
+    if scenario.limit is None:
+        return
+    limit_s = template.number(scenario.limit) / 1000
+    if scenario.limit == "RecipeTotalTimeoutMs" and budget_ms is not None:
+        limit_s = min(limit_s, budget_ms / 1000)
+    assert limit_s <= elapsed_s <= limit_s + LATE_S, f"gave up after {elapsed_s:.3f} s, limit {limit_s} s"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
+def test_through_pipeline(scenario: Scenario, api: LocalApi, module_fake: FakeModel,
+                          scaled_template: Template) -> None:
+    module_fake.chat_script.extend(scenario.script)
+    status, created = api.post_dish(f"测试菜{next(_dishes)}号 {scenario.id[:20]}")
+    assert status == 202, created
+    doc = api.wait(created["jobId"], give_up_s=scaled_template.number("StateMachineTimeout"))
+
+    assert module_fake.count("/chat/completions") == scenario.requests
+    metrics = doc["metrics"]["recipe"]
+    assert metrics["attempts"] == scenario.requests
+    if scenario.code is None:
+        assert doc["status"] == "SUCCEEDED", doc
+        assert doc["recipe"]["steps"] and doc["image"]["url"].endswith(".png")
+        assert doc["error"] is None
+    else:
+        assert doc["status"] == "FAILED", doc
+        assert doc["error"]["code"] == scenario.code
+        assert doc["error"]["message"] and doc["recipe"] is None
+        if scenario.retryable is not None:
+            assert doc["error"]["retryable"] is scenario.retryable
+    assert_give_up(metrics["totalMs"] / 1000, scenario, scaled_template, metrics["budgetMs"])
+
+

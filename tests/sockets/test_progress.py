@@ -1,0 +1,144 @@
+"""Progress and the partial recipe while the model writes: what is shown, how often it is written, and
+that a late write can never touch a job that has moved on."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from chuixiang import steps
+from chuixiang.errors import ErrorCode
+from chuixiang.job_status import JobStage, JobStatus
+from chuixiang.models import RecipeEvent
+from chuixiang.settings import Settings
+from chuixiang.stores.jobs import JobStore, render
+from chuixiang.timeouts import PROGRESS_INTERVAL
+from chuixiang_local.fake_model import ChatBehaviour, FakeModel, recipe_for
+from chuixiang_local.template import Template
+
+from ..stage_helpers import function_settings
+
+FINAL = recipe_for("番茄炒蛋")
+TEXT = json.dumps(FINAL, ensure_ascii=False)
+
+
+# --- the partial recipe (fast) ---------------------------------------------------------------
+
+
+# --- the progress figures (fast) -------------------------------------------------------------
+
+
+
+
+# --- through the recipe step, on a real socket, with the job in DynamoDB (moto) ----------------
+
+
+class CountingTable:
+    """The jobs table, counting every write the step makes."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        self.writes: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.table, name)
+        if name in ("put_item", "update_item", "delete_item"):
+            def counted(**kwargs: Any) -> Any:
+                self.writes.append(name)
+                return attr(**kwargs)
+            return counted
+        return attr
+
+
+def _recipe_step(template: Template, fake: FakeModel, table: Any, monkeypatch: pytest.MonkeyPatch,
+                 stream_s: float, **chat: Any) -> tuple[JobStore, Settings, str]:
+    settings = function_settings(template, "recipe", fake.base_url)
+    monkeypatch.setattr(steps, "get_settings", lambda: settings)
+    pieces = len(TEXT) // ChatBehaviour().chunk_chars
+    fake.chat_script.append(ChatBehaviour(chunk_delay_s=stream_s / pieces, **chat))
+    store = JobStore(settings, table=CountingTable(table))
+    job_id = f"job-{time.monotonic_ns()}"
+    store.create(job_id, "番茄炒蛋")
+    store.update(job_id, status=JobStatus.RUNNING, stage=JobStage.RECIPE, dish="番茄炒蛋")
+    return store, settings, job_id
+
+
+def _budget(template: Template) -> float:
+    return template.function_by_dir("recipe").timeout_s * 1000
+
+
+def test_progress_writes_are_bounded_and_increasing(fake: FakeModel, table: Any, scaled_template: Template,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    store, settings, job_id = _recipe_step(scaled_template, fake, table, monkeypatch, stream_s=2.0)
+    seen: list[dict[str, Any]] = []
+    record = store.record_progress
+
+    def spy(job: str, progress: dict[str, Any], partial: Any) -> bool:
+        seen.append({"progress": progress, "partial": partial})
+        return record(job, progress, partial)
+
+    monkeypatch.setattr(store, "record_progress", spy)
+    counter: CountingTable = store.table
+    before = len(counter.writes)
+    started = time.monotonic()
+    result = steps.run_recipe(RecipeEvent(jobId=job_id, dish="番茄炒蛋"), lambda: _budget(scaled_template), store)
+    duration = time.monotonic() - started
+    assert result.ok
+
+    interval_s = PROGRESS_INTERVAL.of(settings) / 1000
+    chars = [s["progress"]["chars"] for s in seen]
+    assert len(seen) >= 3 and chars == sorted(set(chars)), chars  # every write moved forward
+    assert all(s["progress"]["percent"] < 100 for s in seen)
+    assert any(s["partial"] and s["partial"].get("name") == "番茄炒蛋" for s in seen)
+    # Writes of the whole recipe step: progress, plus metrics, recipe, cache and the breaker's record.
+    writes = len(counter.writes) - before
+    assert writes <= duration / interval_s + 5, (writes, duration)
+    item = store.get(job_id)
+    assert item and item["progress"]["percent"] == 100 and "partial" not in item
+
+
+@pytest.mark.parametrize("terminal", [JobStatus.SUCCEEDED, JobStatus.FAILED])
+def test_a_late_progress_write_never_touches_a_finished_job(terminal: JobStatus, fake: FakeModel, table: Any,
+                                                            scaled_template: Template,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first progress write is held until the job has ended; the step does not wait for it."""
+    chat = {} if terminal is JobStatus.SUCCEEDED else {"kind": "error_mid"}
+    store, settings, job_id = _recipe_step(scaled_template, fake, table, monkeypatch, stream_s=1.5, **chat)
+    release, landed = threading.Event(), threading.Event()
+    applied: list[bool] = []
+    record = store.record_progress
+
+    def held(job: str, progress: dict[str, Any], partial: Any) -> bool:
+        release.wait(30)
+        applied.append(record(job, progress, partial))
+        landed.set()
+        return False
+
+    monkeypatch.setattr(store, "record_progress", held)
+    started = time.monotonic()
+    result = steps.run_recipe(RecipeEvent(jobId=job_id, dish="番茄炒蛋"), lambda: _budget(scaled_template), store)
+    assert time.monotonic() - started < 3.0  # the held write did not hold the job
+    assert result.ok is (terminal is JobStatus.SUCCEEDED)
+    if terminal is JobStatus.SUCCEEDED:  # what Finalize does
+        store.update(job_id, status=JobStatus.SUCCEEDED, stage=JobStage.DONE)
+    else:  # what RecordFailure does
+        store.fail(job_id, ErrorCode.RECIPE_UPSTREAM_ERROR, "mid-stream")
+    release.set()
+    assert landed.wait(10)
+    assert applied == [False]
+    item = store.get(job_id)
+    assert item and item["status"] == terminal
+    doc = render(item, None)
+    if terminal is JobStatus.SUCCEEDED:
+        assert doc.progress and doc.progress.percent == 100 and doc.partial is None
+    else:
+        assert doc.progress is None and doc.partial is None and doc.error is not None
+
+
+# --- what a client polling `chuixiang serve` sees ----------------------------------------------
+
+

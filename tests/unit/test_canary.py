@@ -1,0 +1,41 @@
+"""The canary: its resources exist only when models are named, with least privilege; each run probes
+every model at once with production's generation code and emits the per-model metrics."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from chuixiang_local.template import Template
+
+
+def test_canary_resources_are_conditional_and_least_privilege() -> None:
+    template = Template()
+    params = template.doc["Parameters"]
+    assert params["CanaryModels"]["Default"] == "" and params["CanarySchedule"]["Default"] == "rate(1 hour)"
+    assert template.doc["Conditions"]["HasCanary"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "CanaryModels"}, ""]}]}
+    canary = template.doc["Resources"]["CanaryFunction"]
+    assert canary["Condition"] == "HasCanary"  # SAM gives the generated schedule and role the same condition
+    props = canary["Properties"]
+    assert props["Timeout"] == {"Ref": "CanaryFunctionTimeout"}
+    [event] = props["Events"].values()
+    assert event["Type"] == "ScheduleV2" and event["Properties"]["ScheduleExpression"] == {"Ref": "CanarySchedule"}
+    statements = [st for policy in props["Policies"] for st in policy["Statement"]]
+    assert statements[0] == {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
+                             "Resource": {"Ref": "ModelApiKeySecretArn"}}  # no table, no bucket
+    # and kms:Decrypt on the secret's own key, only when it has one, only through Secrets Manager
+    [(condition, decrypt, absent)] = [st["Fn::If"] for st in statements[1:]]
+    assert condition == "HasSecretKmsKey" and decrypt["Action"] == "kms:Decrypt" and absent == {"Ref": "AWS::NoValue"}
+    assert props["Environment"]["Variables"]["CANARY_MODELS"] == {"Ref": "CanaryModels"}
+
+
+def test_models_by_hour_on_the_dashboard() -> None:
+    body = Template().doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    doc = json.loads(re.sub(r"\$\{[^}]+\}", "1", body))
+    searches = [m[0]["expression"] for w in doc["widgets"] if w["type"] == "metric"
+                for m in w["properties"]["metrics"] if isinstance(m[0], dict)]
+    for name in ("RecipeFirstContentMs", "RecipeTotalMs", "RecipeValid"):
+        assert any(f'MetricName="{name}"' in s and "{Chuixiang,Model,service}" in s and "3600" in s
+                   for s in searches), name
+
+

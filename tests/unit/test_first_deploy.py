@@ -1,0 +1,289 @@
+"""What would break the first deploy to a real account, or production after it: each item of that review
+checked here as far as it can be without AWS (the template, the ASL, the Makefile, the CLI)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from chuixiang_local.ladder import account_concurrency, build_ladder, reservation_problems
+from chuixiang_local.template import Template
+
+from ..serve_helper import ROOT
+
+DOC = Template().doc
+RESOURCES: dict[str, Any] = DOC["Resources"]
+
+
+def walk(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """Every (path, leaf) of a template fragment."""
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in walk(v, f"{path}.{k}")]
+    if isinstance(value, list):
+        return [pair for i, v in enumerate(value) for pair in walk(v, f"{path}[{i}]")]
+    return [(path, value)]
+
+
+# --- would break the deploy ------------------------------------------------------------------------
+
+
+def test_reserved_concurrency_is_optional() -> None:
+    assert DOC["Parameters"]["RecipeReservedConcurrency"]["Default"] == 0
+    assert DOC["Conditions"]["HasReservedConcurrency"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "RecipeReservedConcurrency"}, 0]}]}
+    for name in ("RecipeFunction", "ImageFunction"):
+        assert RESOURCES[name]["Properties"]["ReservedConcurrentExecutions"] == {
+            "Fn::If": ["HasReservedConcurrency", {"Ref": "RecipeReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+    # The API still admits no more jobs than RecipeConcurrency, reserved or not.
+    assert RESOURCES["ApiFunction"]["Properties"]["Environment"]["Variables"]["MAX_JOBS_IN_FLIGHT"] == {
+        "Ref": "RecipeConcurrency"}
+
+
+def test_reserved_concurrency_is_checked_against_admission_and_the_account_quota() -> None:
+    assert reservation_problems(Template()) == []  # none reserved: nothing to check
+    assert build_ladder(Template({"RecipeReservedConcurrency": "20"})).ok
+    below = build_ladder(Template({"RecipeReservedConcurrency": "5"}))
+    assert not below.ok and any("below RecipeConcurrency" in f for f in below.failures())
+    new_account = reservation_problems(Template({"RecipeReservedConcurrency": "20"}), account_limit=50)
+    assert len(new_account) == 1 and "leaves 10 of the account's concurrency quota 50" in new_account[0]
+    twenty = Template({"RecipeReservedConcurrency": "20"})
+    assert reservation_problems(twenty, 1000, already_reserved=870) != []  # 90 left unreserved
+    assert reservation_problems(twenty, 1000, already_reserved=860) == []  # 100 left
+
+
+def test_the_account_quota_is_read_as_lambda_reports_it() -> None:
+    client = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    with Stubber(client) as stub:
+        stub.add_response("get_account_settings", {"AccountLimit": {
+            "TotalCodeSize": 80530636800, "CodeSizeUnzipped": 262144000, "CodeSizeZipped": 52428800,
+            "ConcurrentExecutions": 10, "UnreservedConcurrentExecutions": 10}, "AccountUsage": {
+            "TotalCodeSize": 0, "FunctionCount": 0}})
+        assert account_concurrency(client) == (10, 0)
+
+
+def test_every_named_resource_is_named_per_stack() -> None:
+    """Two stacks in one account and region must not collide: a fixed name is a second deploy's failure."""
+    name_keys = re.compile(r"\.(Name|LogGroupName|TopicName|TableName|BucketName|QueueName|FunctionName|RuleName|"
+                           r"StateMachineName|ScheduleName|AlarmName|DashboardName|KeyAlias|AliasName)$")
+    for logical, resource in RESOURCES.items():
+        properties = resource.get("Properties", {})
+        for path, _ in walk(properties):
+            key = path.split(".")[-1].split("[")[0]
+            if not name_keys.search(f".{key}") or ".Dimensions" in path or "MetricName" in path:
+                continue
+            parent = properties
+            for part in re.findall(r"[^.\[\]]+", path)[:-1]:
+                parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+            value = parent[key]
+            if isinstance(value, dict) and set(value) & {"Ref", "Fn::GetAtt"}:
+                continue  # a reference to another resource's name, not a name
+            assert "AWS::StackName" in json.dumps(value), f"{logical}{path} = {value}"
+    canary = RESOURCES["CanaryFunction"]["Properties"]["Events"]["Hourly"]["Properties"]
+    assert canary["Name"] == {"Fn::Sub": "${AWS::StackName}-canary"}
+
+
+def test_make_deploy_installs_the_cli_before_running_it() -> None:
+    deploy = next(line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith("deploy:"))
+    assert "$(STAMP)" in deploy.split(":", 1)[1]  # the ladder runs .venv/bin/chuixiang
+    recipe = (ROOT / "Makefile").read_text().split("\ndeploy:", 1)[1]
+    assert "chuixiang ladder --account --deployed" in recipe
+
+
+# --- would break in production ---------------------------------------------------------------------
+
+
+def test_alarms_can_notify() -> None:
+    """An SNS topic under alias/aws/sns drops every CloudWatch alarm: the topic's key must let CloudWatch use it."""
+    topic = RESOURCES["AlarmTopic"]["Properties"]
+    assert topic["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
+    key = RESOURCES["AlarmTopicKey"]
+    assert key["Type"] == "AWS::KMS::Key" and key["Properties"]["EnableKeyRotation"] is True
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    cloudwatch = next(s for s in statements if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"})
+    assert {"kms:Decrypt", "kms:GenerateDataKey*"} <= set(cloudwatch["Action"])
+    alarms = [r for r in RESOURCES.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert alarms and all(r["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}] for r in alarms)
+
+
+@pytest.mark.parametrize(("arn", "ok"), [
+    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key-AbC123", True),
+    ("arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:chuixiang/model-api-key-xYz789", True),
+    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key", False),  # no suffix
+    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key-*", False),
+    ("chuixiang/model-api-key", False),
+])
+def test_the_secret_arn_must_carry_its_random_suffix(arn: str, ok: bool) -> None:
+    pattern = DOC["Parameters"]["ModelApiKeySecretArn"]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, arn)) is ok
+
+
+def test_a_secret_under_a_customer_key_can_be_decrypted() -> None:
+    pattern = DOC["Parameters"]["ModelApiKeyKmsKeyArn"]["AllowedPattern"]
+    assert re.fullmatch(pattern, "") and re.fullmatch(pattern, "arn:aws:kms:us-east-1:123456789012:key/"
+                                                                "1234abcd-12ab-34cd-56ef-1234567890ab")
+    for name in ("RecipeFunction", "ImageFunction", "CanaryFunction"):
+        statements = RESOURCES[name]["Properties"]["Policies"][0]["Statement"]
+        decrypt = next(s["Fn::If"] for s in statements if "Fn::If" in s)
+        condition, statement, absent = decrypt
+        assert condition == "HasSecretKmsKey" and absent == {"Ref": "AWS::NoValue"}, name
+        assert statement["Action"] == "kms:Decrypt" and statement["Resource"] == {"Ref": "ModelApiKeyKmsKeyArn"}
+        assert statement["Condition"]["StringEquals"]["kms:ViaService"] == {
+            "Fn::Sub": "secretsmanager.${AWS::Region}.${AWS::URLSuffix}"}
+
+
+def test_no_partition_is_hard_coded() -> None:
+    """China regions (aws-cn) and GovCloud deploy the same template."""
+    asl = (ROOT / "statemachine" / "recipe.asl.json").read_text()
+    resources = re.findall(r'"Resource": "([^"]+)"', asl)
+    assert "arn:aws:" not in asl and resources and all(r.startswith("arn:${Partition}:states:::") for r in resources)
+    machine = RESOURCES["RecipeStateMachine"]["Properties"]
+    assert machine["DefinitionSubstitutions"]["Partition"] == {"Ref": "AWS::Partition"}
+    literal = [(logical, path) for logical, r in RESOURCES.items() for path, leaf in walk(r)
+               if isinstance(leaf, str) and "arn:aws:" in leaf]
+    assert not literal, literal
+
+
+def test_the_table_and_the_bucket_survive_a_stack_deletion() -> None:
+    for name in ("JobsTable", "ImagesBucket"):
+        assert RESOURCES[name]["DeletionPolicy"] == "Retain" and RESOURCES[name]["UpdateReplacePolicy"] == "Retain"
+    assert RESOURCES["JobsTable"]["Properties"]["DeletionProtectionEnabled"] is True
+
+
+# --- operations --------------------------------------------------------------------------------------
+
+
+def test_the_canary_is_never_retried() -> None:
+    canary = RESOURCES["CanaryFunction"]["Properties"]
+    assert canary["EventInvokeConfig"]["MaximumRetryAttempts"] == 0  # Lambda's async retries
+    assert canary["Events"]["Hourly"]["Properties"]["RetryPolicy"]["MaximumRetryAttempts"] == 0  # the scheduler's
+
+
+def test_the_reconciler_rule_keeps_what_it_could_not_deliver_and_says_so() -> None:
+    rule = RESOURCES["ReconcileFunction"]["Properties"]["Events"]["ExecutionEnded"]["Properties"]
+    assert rule["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["ReconcileDeadLetterQueue", "Arn"]}}
+    [allow] = RESOURCES["ReconcileDeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert allow["Principal"] == {"Service": "events.amazonaws.com"} and allow["Action"] == "sqs:SendMessage"
+    alarm = RESOURCES["ReconcileDeliveryFailedAlarm"]["Properties"]
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["ReconcileDeadLetterQueue",
+                                                                                  "QueueName"]}}]
+
+
+def test_state_machine_logs_live_under_vendedlogs() -> None:
+    group = RESOURCES["StateMachineLogGroup"]["Properties"]["LogGroupName"]
+    assert group == {"Fn::Sub": "/aws/vendedlogs/states/${AWS::StackName}-recipe"}
+
+
+def test_operations_alarms_cover_what_the_job_metrics_cannot_see() -> None:
+    """Lambda errors and throttles per function, API 5xx, executions aborted or throttled, and a job-failure
+    rate that counts Lambda timeouts and crashes too (the recipe stage's own RecipeFailed misses them)."""
+    alarms = {name: r["Properties"] for name, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::Alarm"}
+    for fn in ("ApiFunction", "SubmitFunction", "RecipeFunction", "ImageFunction", "ReconcileFunction"):
+        for metric in ("Errors", "Throttles"):
+            alarm = alarms[f"{fn.removesuffix('Function')}{metric}Alarm"]
+            assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/Lambda", metric)
+            assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": fn}}]
+    rule = alarms["ReconcileRuleFailedInvocationsAlarm"]
+    assert (rule["Namespace"], rule["MetricName"]) == ("AWS/Events", "FailedInvocations")
+    assert rule["Dimensions"] == [{"Name": "RuleName", "Value": {"Ref": "ReconcileFunctionExecutionEnded"}}]
+    assert alarms["Api5xxAlarm"]["MetricName"] == "5xx"
+    assert alarms["Api5xxAlarm"]["Dimensions"][0] == {"Name": "ApiId", "Value": {"Ref": "RecipeApi"}}
+    watched = {m["MetricStat"]["Metric"]["MetricName"] for m in alarms["ExecutionsAbortedOrThrottledAlarm"]["Metrics"]
+               if "MetricStat" in m}
+    assert watched == {"ExecutionsAborted", "ExecutionThrottled"}
+    rate = alarms["JobFailureRateAlarm"]
+    counted = {m["MetricStat"]["Metric"]["MetricName"] for m in rate["Metrics"] if "MetricStat" in m}
+    assert counted == {"ExecutionsStarted", "ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
+    assert rate["Threshold"] == {"Ref": "JobFailureRateThreshold"}
+    assert all(a["AlarmActions"] == [{"Ref": "AlarmTopic"}] for a in alarms.values())
+
+
+def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path) -> None:
+    """``sam deploy`` keeps the stack's previous values, then samconfig.toml's, then the command line's:
+    a stale 120 s function Timeout kept from an old deploy (under today's 140 s total) must break the check
+    even though the defaults are fine."""
+    from chuixiang_local.deploy_parameters import MASKED, effective_overrides, samconfig_stack_name
+
+    cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    samconfig = tmp_path / "samconfig.toml"
+    samconfig.write_text('version = 0.1\n[default.global.parameters]\nstack_name = "chuixiang-prod"\n'
+                         '[default.deploy.parameters]\nparameter_overrides = "RecipeIdleTimeoutMs=25000"\n')
+    assert samconfig_stack_name(samconfig) == "chuixiang-prod"
+    previous = [{"ParameterKey": "RecipeFunctionTimeout", "ParameterValue": "120"},
+                {"ParameterKey": "RecipeIdleTimeoutMs", "ParameterValue": "30000"},
+                {"ParameterKey": "ModelApiKeySecretArn", "ParameterValue": MASKED}]
+    stack = {"StackName": "chuixiang-prod", "CreationTime": "2026-01-01T00:00:00Z",
+             "StackStatus": "UPDATE_COMPLETE", "Parameters": previous}
+    with Stubber(cfn) as stub:
+        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "chuixiang-prod"})
+        effective = effective_overrides(cfn, "chuixiang-prod", samconfig, {"ProgressIntervalMs": "1000"})
+    assert effective == {"RecipeFunctionTimeout": "120", "RecipeIdleTimeoutMs": "25000", "ProgressIntervalMs": "1000"}
+    stale = build_ladder(Template(effective))
+    assert not stale.ok and build_ladder(Template({"RecipeIdleTimeoutMs": "25000", "ProgressIntervalMs": "1000"})).ok
+    with Stubber(cfn) as stub:  # a first deploy: no stack yet
+        stub.add_client_error("describe_stacks", "ValidationError", "Stack with id chuixiang-prod does not exist")
+        assert effective_overrides(cfn, "chuixiang-prod", samconfig, {}) == {"RecipeIdleTimeoutMs": "25000"}
+
+
+@pytest.mark.parametrize(("item", "after"), [
+    ({"status": "PENDING"}, 5000),
+    ({"status": "RUNNING", "stage": "recipe"}, 5000),  # queued or thinking: nothing to show yet
+    ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 40, "etaMs": 50_000}}, 3000),
+    ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 60, "etaMs": 4000}}, 1500),
+    ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 92, "etaMs": None}}, 1500),
+    ({"status": "RUNNING", "stage": "image"}, 5000),  # the recipe is on screen
+    ({"status": "RUNNING", "stage": "done"}, 1000),
+    ({"status": "SUCCEEDED", "stage": "done"}, None), ({"status": "FAILED", "stage": "recipe"}, None),
+])
+def test_poll_after_follows_the_job(item: dict[str, Any], after: int | None) -> None:
+    from chuixiang.polling import poll_after_ms
+    from chuixiang.stores.jobs import render
+
+    assert poll_after_ms(item) == after
+    stored = {"jobId": "j", "dish": "d", "createdAt": "2026-12-01T00:00:00.000Z", **item}
+    if "progress" in item:  # a whole progress record, as the reporter writes it
+        stored["progress"] = {"chars": 1, "tokens": 1, "expectedTokens": 1600, "updatedAt": "x", **item["progress"]}
+    doc = render(stored, None)
+    assert doc.pollAfterMs == after
+
+
+def test_the_poll_route_is_throttled_apart_from_the_rest() -> None:
+    http = RESOURCES["RecipeApi"]["Properties"]
+    assert http["RouteSettings"] == {"ANY /recipes/{jobId}": {"ThrottlingBurstLimit": {"Ref": "ApiPollBurstLimit"},
+                                                              "ThrottlingRateLimit": {"Ref": "ApiPollRateLimit"}}}
+    params = DOC["Parameters"]
+    assert params["ApiPollRateLimit"]["Default"] > params["ApiThrottleRateLimit"]["Default"]
+
+
+# --- releases never break jobs in flight -------------------------------------------------------------
+
+
+def test_functions_and_the_state_machine_are_published_and_called_by_version() -> None:
+    machine = RESOURCES["RecipeStateMachine"]["Properties"]
+    assert machine["AutoPublishAlias"] == "live" and DOC["Globals"]["Function"]["AutoPublishAlias"] == "live"
+    for name in ("Submit", "Recipe", "Image"):
+        assert machine["DefinitionSubstitutions"][f"{name}FunctionArn"] == {"Ref": f"{name}Function.Version"}
+    api = RESOURCES["ApiFunction"]["Properties"]
+    assert api["Environment"]["Variables"]["STATE_MACHINE_ARN"] == {"Fn::Sub": "${RecipeStateMachine}:live"}
+    assert {"Effect": "Allow", "Action": "states:StartExecution",
+            "Resource": {"Fn::Sub": "${RecipeStateMachine}:live"}} in api["Policies"][-1]["Statement"]
+    assert api["DeploymentPreference"] == {"Type": "Canary10Percent5Minutes",
+                                           "Alarms": [{"Ref": "ApiErrorsAlarm"}, {"Ref": "Api5xxAlarm"}]}
+    assert api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+
+
+# --- the template after SAM's transform --------------------------------------------------------------
+
+
+
+
+
+
+
+
+
