@@ -20,14 +20,14 @@ import httpx
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
-from chuixiang.upstream.chat import StreamLimits, read_chat_completion
+from chuixiang.upstream.chat import Completion, StreamLimits, read_chat_completion
 from chuixiang.upstream.failures import UpstreamTimeout
 from chuixiang_local.fake_model import ChatBehaviour, FakeModel
 
 IDLE_S, FIRST_S, TOTAL_S = 0.5, 0.8, 1.0
 
 
-def _slow_write(progress: dict[str, object], partial: object) -> bool:
+def _slow_write(progress: object, partial: object) -> bool:
     time.sleep(0.01)  # a DynamoDB round trip
     return True
 
@@ -39,13 +39,15 @@ def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool, progr
     with httpx.Client() as client, reporter:
         deadline = Budget(60_000, None).attempt(TOTAL_S * 1000)
         started = time.monotonic()
+        measured = Completion()
         try:
             limits = StreamLimits(first_content_s=FIRST_S, idle_s=IDLE_S, max_chunks=10**6)
             read_chat_completion(client, f"{fake.base_url}/chat/completions", {"stream": True, "messages": []}, {},
-                                 limits=limits, deadline=deadline, watch=reporter.watch if progress else None)
-        except UpstreamTimeout as failure:
+                                 limits=limits, deadline=deadline, watch=reporter.watch if progress else None,
+                                 out=measured)
+        except UpstreamTimeout:
             elapsed = time.monotonic() - started
-            return elapsed - (failure.measured.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
+            return elapsed - (measured.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
     raise AssertionError("did not time out")
 
 

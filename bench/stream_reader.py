@@ -96,7 +96,7 @@ def ours_with_progress(base: str) -> int:
     """The reader with a progress reporter on its own thread, as the recipe stage runs it."""
     writes: list[int] = []
 
-    def write(progress: dict[str, object], partial: object) -> bool:
+    def write(progress: object, partial: object) -> bool:
         writes.append(1)
         time.sleep(WRITE_LATENCY_S)  # a DynamoDB round trip (the GIL is released meanwhile)
         return True

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chuixiang.api import POLL_AFTER_MS
+from chuixiang.job_start import POLL_AFTER_MS
 
 from .api_client import LocalApi, http_event
 from .engine import LocalCloud

@@ -35,7 +35,6 @@ from .template import ConfigError, FunctionSpec, Template, unqualified
 ASL_LABELS = {STATE_MACHINE.parameter: "state machine TimeoutSeconds"}
 LAMBDA_SERVICE_ERRORS = {"Lambda.ServiceException", "Lambda.AWSLambdaException",
                          "Lambda.SdkClientException", "Lambda.TooManyRequestsException"}
-DEFAULT_TASK_TIMEOUT = 99999999
 
 
 @dataclass

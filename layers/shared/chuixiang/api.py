@@ -14,12 +14,9 @@ import json
 import math
 import os
 import re
-import uuid
-from datetime import timedelta
 from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 
-import boto3
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, CORSConfig
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
@@ -32,32 +29,26 @@ from aws_lambda_powertools.event_handler.openapi.types import (
     OpenAPIResponseContentModel,
     OpenAPIResponseContentSchema,
 )
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
     IdempotencyValidationError,
 )
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .clock import iso, now_utc, parse_iso
+from . import job_start
 from .errors import ErrorCode, HttpErrorCode, message_for
-from .job_status import JobStatus, is_terminal
+from .job_start import JobStartError, TooManyJobs, caller_of, start_job, start_job_once
+from .job_view import load_job_document
 from .models import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDocument
 from .observability import logger
-from .settings import aws_endpoint, get_settings
+from .settings import get_settings
 from .stores.images import ImageStore
-from .stores.jobs import JobStore, past_deadline, render
-from .timeouts import STATE_MACHINE
+from .stores.jobs import JobStore
 
 R = TypeVar("R", bound=ApiGatewayResolver)
 JOB_ID = re.compile(r"^[0-9a-f-]{8,64}$")
 #: Printable ASCII, as the IETF Idempotency-Key draft and Stripe expect (a UUID fits with room to spare).
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
-POLL_AFTER_MS = 3000
 #: Deepest JSON body the gate parses (a dish request is one level deep).
 MAX_JSON_DEPTH = 32
 TITLE, VERSION = "Chuixiang API", "1.0.0"
@@ -75,11 +66,6 @@ ROUTES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"^/openapi\.json$"), ("GET",)),
     (re.compile(r"^/swagger/?$"), ("GET",)),
 )
-
-
-@lru_cache(maxsize=4)
-def _sfn(endpoint: str | None) -> Any:
-    return boto3.client("stepfunctions", endpoint_url=endpoint)
 
 
 def error_body(code: str, reason: str | None = None, message: str | None = None) -> str:
@@ -318,115 +304,15 @@ def openapi_json(app: ApiGatewayResolver) -> str:
     return json.dumps(doc, ensure_ascii=False, indent=2)
 
 
-class TooManyJobs(Exception):
-    """As many jobs as the API admits are running; the client should come back after ``retry_after_s``."""
-
-    def __init__(self, retry_after_s: float) -> None:
-        super().__init__(f"retry after {retry_after_s:g} s")
-        self.retry_after_s = retry_after_s
-
-
-class JobStartError(Exception):
-    """StartExecution failed; the job was marked FAILED and the caller gets a 503."""
-
-
-def start_job(job: dict[str, str]) -> dict[str, Any]:
-    """Start a job for the dish, or join the one generating it.
-
-    A live job already generating the same normalised dish is joined (no second model call). Else:
-    take an admission slot (none free: :class:`TooManyJobs`), create the job item, claim the dish
-    and start the execution (named after the job: one execution per job). The claim comes after
-    the item, so a request that joins always finds its leader's job; one that loses the claim to a
-    request a moment ahead gives its slot back, drops its item and joins that job."""
-    settings = get_settings()
-    store = JobStore(settings)
-    dish = job["dish"]
-    leader = store.dish_leader(dish)
-    if leader is not None:
-        return _joined(store, leader)
-    job_id = str(uuid.uuid4())
-    logger.append_keys(jobId=job_id)
-    until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
-    slot, retry_after = store.admit(job_id, until, settings.max_jobs_in_flight)
-    if slot is None:
-        raise TooManyJobs(retry_after)
-    store.create(job_id, dish, slot=slot)
-    leader = store.claim_dish(dish, job_id, until)
-    if leader != job_id:
-        store.release(job_id, slot)
-        store.delete(job_id)
-        return _joined(store, leader)
-    try:
-        started = _sfn(aws_endpoint()).start_execution(
-            stateMachineArn=settings.state_machine_arn,
-            name=job_id,
-            input=json.dumps({"jobId": job_id, "dish": job["dish"]}, ensure_ascii=False),
-        )
-    except (ClientError, BotoCoreError) as exc:
-        logger.exception("StartExecution failed")
-        store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
-        store.release(job_id, slot)
-        store.unclaim_dish(dish, job_id)
-        raise JobStartError(str(exc)) from exc
-    # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
-    deadline_at = iso(started["startDate"] + timedelta(seconds=STATE_MACHINE.of(settings)))
-    return CreateRecipeResponse(jobId=job_id, status=JobStatus.PENDING, pollAfterMs=POLL_AFTER_MS,
-                                deadlineAt=deadline_at).model_dump()
-
-
-def _joined(store: JobStore, leader: str) -> dict[str, Any]:
-    """The 202 of a request that joins the job generating its dish."""
-    logger.info("joined the job already generating this dish", extra={"leader": leader})
-    joined = store.get(leader) or {}
-    deadline = joined.get("deadlineAt") or iso(  # not submitted yet: at the latest its timeout after creation
-        parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(get_settings())))
-    return CreateRecipeResponse(jobId=leader, status=joined.get("status", JobStatus.PENDING),
-                                pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline).model_dump()
-
-
-@lru_cache(maxsize=4)
-def _idempotency_store(table: str, endpoint: str | None) -> DynamoDBPersistenceLayer:
-    """Idempotency records share the jobs table (``pk = <function>#<hash>``, same TTL attribute)."""
-    return DynamoDBPersistenceLayer(table_name=table, key_attr="pk", expiry_attr="expiresAt",
-                                    boto3_client=boto3.client("dynamodb", endpoint_url=endpoint))
-
-
-def caller_of(event: dict[str, Any]) -> str:
-    """Who is calling: the JWT's ``sub`` when the stack has an authorizer, else ``""`` (a public API has no
-    caller identity, so its Idempotency-Keys are global: clients should make them UUIDs)."""
-    context = event.get("requestContext") or {}
-    claims = ((context.get("authorizer") or {}).get("jwt") or {}).get("claims") or {}
-    sub = claims.get("sub")
-    return str(sub) if sub else ""
-
-
-def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str, Any]:
-    """A retried POST with the same ``Idempotency-Key`` and dish gets the same job, for a day; the
-    same key with another dish is refused (``IdempotencyValidationError``: 422), as the IETF
-    Idempotency-Key draft and Stripe do.
-
-    A double tap or a client retry after a lost answer must not start a second 90 s generation.
-    """
-    settings = get_settings()
-    store = _idempotency_store(settings.jobs_table, aws_endpoint())
-    # The key is the caller's: another user's same key is another request, not theirs to replay.
-    config = IdempotencyConfig(event_key_jmespath="[caller, idempotencyKey]", payload_validation_jmespath="dish",
-                               expires_after_seconds=24 * 3600)
-    if hasattr(lambda_context, "get_remaining_time_in_millis"):  # absent under `chuixiang serve`
-        config.register_lambda_context(lambda_context)
-    once = idempotent_function(data_keyword_argument="job", persistence_store=store, config=config)(start_job)
-    result: dict[str, Any] = once(job=job)
-    return result
-
-
 def forget_clients() -> None:
     """After a SnapStart restore: the snapshot's AWS connections and credentials are stale (and shared by
     every sandbox restored from it), so each client is built again on first use."""
     from .stores.images import _s3
     from .stores.jobs import _table
 
-    for cached in (_sfn, _idempotency_store, _table, _s3):
+    for cached in (_table, _s3):
         cached.cache_clear()
+    job_start.forget_clients()
 
 
 def warm_up(app: ApiGatewayResolver) -> None:
@@ -436,30 +322,6 @@ def warm_up(app: ApiGatewayResolver) -> None:
     for route in [*app._static_routes, *app._dynamic_routes]:  # no public hook; pinned Powertools
         _ = route.dependant, route.body_field
     settings = get_settings()
-    endpoint = aws_endpoint()
     JobStore(settings)
     ImageStore(settings)
-    _sfn(endpoint)
-    _idempotency_store(settings.jobs_table, endpoint)
-
-
-def load_job_document(job_id: str) -> JobDocument | None:
-    """Read a job; one found past its deadline and still not terminal is failed first."""
-    settings = get_settings()
-    store = JobStore(settings)
-    item = store.get(job_id)
-    if item is None:
-        return None
-    if past_deadline(item, STATE_MACHINE.of(settings)):
-        store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled by GET after deadlineAt")
-        item = store.get(job_id) or item
-    if is_terminal(item.get("status")):
-        store.release(job_id, item.get("slot"))  # its admission slot (the client stops polling now)
-    url = None
-    if item.get("imageKey"):
-        until = item.get("imageUrlUntil")
-        url, valid_until, fresh = ImageStore(settings).stable_url(item["imageKey"], item.get("imageUrl"),
-                                                                  int(until) if until is not None else None)
-        if fresh and not settings.local_image_dir:
-            store.remember_image_url(job_id, url, valid_until)
-    return render(item, url)
+    job_start.warm_up()

@@ -16,10 +16,6 @@ class JobStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
 
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL
-
 
 def is_terminal(status: str | None) -> bool:
     """For a status read from a document or an item (a plain string)."""

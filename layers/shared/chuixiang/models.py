@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing_extensions import TypedDict
 
 from .dish import normalize_dish
-from .generation.progress import PartialRecipe
 from .job_status import JobStage, JobStatus
 
 
@@ -172,6 +172,31 @@ class ImageErrorInfo(BaseModel):
 class ImageRef(BaseModel):
     url: str
     key: str
+
+
+class PartialIngredient(TypedDict):
+    name: str
+    amount: NotRequired[str]
+
+
+class PartialIngredients(TypedDict, total=False):
+    main: list[PartialIngredient]
+    auxiliary: list[PartialIngredient]
+    seasoning: list[PartialIngredient]
+
+
+class PartialStep(TypedDict):
+    order: int
+    text: str
+
+
+class PartialRecipe(TypedDict, total=False):
+    """The recipe fields that are complete in the stream so far (a ``BaseModel`` would refuse partial data)."""
+
+    name: str
+    summary: str
+    ingredients: PartialIngredients
+    steps: list[PartialStep]
 
 
 class Progress(BaseModel):

@@ -29,6 +29,7 @@ from .models import (
     CanaryProbe,
     CanaryResult,
     ImageEvent,
+    ImageMetrics,
     ImageResult,
     RecipeEvent,
     RecipeMetrics,
@@ -39,8 +40,9 @@ from .models import (
     UpstreamCall,
 )
 from .observability import logger, metrics, model_metric
+from .resilience.breaker import BreakerConfig, CircuitBreaker
 from .settings import Settings, get_settings
-from .stores.breaker import BreakerConfig, CircuitBreaker
+from .stores.breaker_store import DynamoBreakerStore
 from .stores.images import ImageStore, image_key
 from .stores.jobs import JobStore
 from .stores.secrets import model_api_key
@@ -86,7 +88,7 @@ def breakers(settings: Settings, store: JobStore) -> Callable[[str], CircuitBrea
     """Each model's breaker, its state in the jobs table (shared by every invocation)."""
     config = BreakerConfig(failure_threshold=BREAKER_THRESHOLD.of(settings),
                            recovery_s=BREAKER_RECOVERY.of(settings))
-    return lambda model: CircuitBreaker(store.table, settings.model_base_url, model, config)
+    return lambda model: CircuitBreaker(DynamoBreakerStore(store.table, settings.model_base_url, model), model, config)
 
 
 def _call_metrics(prefix: str, calls: list[UpstreamCall]) -> None:
@@ -115,6 +117,23 @@ def _recipe_model_metrics(m: RecipeMetrics, valid: bool) -> None:
     rate = tokens_per_second(m)
     if rate is not None:
         model_metric("RecipeTokensPerSecond", MetricUnit.CountPerSecond, rate, m.model)
+
+
+def _stage_ended(store: JobStore, job_id: str, stage: JobStage, prefix: str, m: RecipeMetrics | ImageMetrics,
+                 error: StageError | None, **figures: Any) -> StageFailure | None:
+    """What run_recipe and run_image do alike once their generation ended: keep its measurements on the job,
+    emit its metrics and its one log line; the failure to return, if it failed."""
+    store.set_metrics(job_id, stage, m.model_dump(exclude_none=True))
+    _call_metrics(prefix, m.calls)
+    metrics.add_metric(name=f"{prefix}Attempts", unit=MetricUnit.Count, value=m.attempts)
+    metrics.add_metric(name=f"{prefix}TotalMs", unit=MetricUnit.Milliseconds, value=m.totalMs)
+    _stage_finished(stage.value, m.model, m.totalMs, error, attempts=m.attempts, calls=len(m.calls), **figures)
+    if error is None:
+        return None
+    metrics.add_metric(name=f"{prefix}Failed", unit=MetricUnit.Count, value=1)
+    metrics.add_metadata(key="errorCode", value=error.code.value)
+    logger.warning(f"{stage.value} failed", extra={"code": error.code.value, "detail": error.detail})
+    return _failure(error)
 
 
 def _budget(remaining_ms: Callable[[], float], deadline_at: str | None) -> Budget:
@@ -168,27 +187,21 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
         outcome = generate_recipe(http_client(), endpoint, limits, event.dish,
                                   _budget(remaining_ms, event.deadlineAt), fallbacks=settings.recipe_models[1:],
                                   breaker_for=breakers(settings, store), progress=reporter)
-    store.set_metrics(event.jobId, JobStage.RECIPE, outcome.metrics.model_dump(exclude_none=True))
     m = outcome.metrics
     _recipe_model_metrics(m, valid=outcome.recipe is not None)
-    metrics.add_metric(name="RecipeAttempts", unit=MetricUnit.Count, value=m.attempts)
-    metrics.add_metric(name="RecipeTotalMs", unit=MetricUnit.Milliseconds, value=m.totalMs)
     if m.firstContentMs is not None:
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
     if m.maxGapMs is not None:
         metrics.add_metric(name="RecipeMaxGapMs", unit=MetricUnit.Milliseconds, value=m.maxGapMs)
-    _stage_finished("recipe", m.model, m.totalMs, outcome.error, firstContentMs=m.firstContentMs,
-                    maxGapMs=m.maxGapMs, attempts=m.attempts, calls=len(m.calls), boundBy=m.boundBy)
-    if outcome.error is not None:
-        err = outcome.error
-        metrics.add_metric(name="RecipeFailed", unit=MetricUnit.Count, value=1)
-        metrics.add_metadata(key="errorCode", value=err.code.value)
-        logger.warning("recipe failed", extra={"code": err.code.value, "detail": err.detail})
-        return RecipeResult(ok=False, error=_failure(err))
+    failure = _stage_ended(store, event.jobId, JobStage.RECIPE, "Recipe", m, outcome.error,
+                           firstContentMs=m.firstContentMs, maxGapMs=m.maxGapMs, boundBy=m.boundBy)
+    if failure is not None:
+        return RecipeResult(ok=False, error=failure)
     if outcome.recipe is None:  # generate_recipe returns a recipe or an error, never neither
         raise RuntimeError("recipe generation returned neither a recipe nor an error")
     recipe = outcome.recipe.model_dump(mode="json")
-    store.update(event.jobId, recipe=recipe, stage=JobStage.IMAGE, progress=reporter.finished(), remove=("partial",))
+    store.update(event.jobId, recipe=recipe, stage=JobStage.IMAGE, progress=reporter.finished().model_dump(),
+                 remove=("partial",))
     store.put_cache(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
     return RecipeResult(ok=True, imagePrompt=outcome.recipe.imagePrompt)
@@ -204,18 +217,10 @@ def run_image(event: ImageEvent, remaining_ms: Callable[[], float], store: JobSt
     outcome = generate_image(http_client(), endpoint, limits, event.imagePrompt,
                              _budget(remaining_ms, event.deadlineAt), fallbacks=settings.image_models[1:],
                              breaker_for=breakers(settings, store))
-    store.set_metrics(event.jobId, JobStage.IMAGE, outcome.metrics.model_dump())
-    _call_metrics("Image", outcome.metrics.calls)
-    metrics.add_metric(name="ImageAttempts", unit=MetricUnit.Count, value=outcome.metrics.attempts)
-    metrics.add_metric(name="ImageTotalMs", unit=MetricUnit.Milliseconds, value=outcome.metrics.totalMs)
-    _stage_finished("image", outcome.metrics.model, outcome.metrics.totalMs, outcome.error,
-                    attempts=outcome.metrics.attempts, calls=len(outcome.metrics.calls))
-    if outcome.error is not None:
-        err = outcome.error
-        metrics.add_metric(name="ImageFailed", unit=MetricUnit.Count, value=1)
-        logger.warning("image failed", extra={"code": err.code.value, "detail": err.detail})
-        store.update(event.jobId, imageError={"code": err.code.value, "detail": clip_detail(err.detail)})
-        return ImageResult(ok=False, error=_failure(err))
+    failure = _stage_ended(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
+    if failure is not None:
+        store.update(event.jobId, imageError={"code": failure.code, "detail": failure.detail})
+        return ImageResult(ok=False, error=failure)
     if outcome.image is None:  # generate_image returns a picture or an error, never neither
         raise RuntimeError("image generation returned neither a picture nor an error")
     key = image_key(event.jobId, outcome.image.extension)

@@ -7,38 +7,23 @@ recipe (transient and early and time left); a timeout is never retried.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import httpx
 
-from ..deadline import Budget
-from ..errors import ErrorCode, StageError
+from ..deadline import Budget, Deadline
+from ..errors import StageError
 from ..models import ImageMetrics
+from ..resilience.breaker import CircuitBreaker
+from ..resilience.retry import Attempt, RetryPolicy
 from ..settings import Settings
-from ..stores.breaker import CircuitBreaker
 from ..timeouts import IMAGE_RETRY_WINDOW
-from ..upstream.dialects import Dialect, dialect_for, report_refused_param
+from ..upstream.dialects import Dialect, dialect_for
 from ..upstream.endpoint import ModelEndpoint
-from ..upstream.failures import (
-    NO_ANSWER,
-    InvalidAnswer,
-    StatusError,
-    UpstreamError,
-    UpstreamTimeout,
-    code_for,
-)
 from ..upstream.images import GeneratedImage, request_image
-from ..upstream.retry import Attempt, RetryPolicy
-from ..upstream.routing import call_models
+from .stage import generate
 
-#: The image stage's error code for each kind of upstream failure.
-CODES: dict[type[UpstreamError], ErrorCode] = {
-    UpstreamTimeout: ErrorCode.IMAGE_TIMEOUT,
-    **dict.fromkeys(NO_ANSWER, ErrorCode.IMAGE_UPSTREAM_ERROR),
-    InvalidAnswer: ErrorCode.IMAGE_INVALID,
-}
 #: A retry must leave at least this share of the stage's starting budget.
 RETRY_BUDGET_FRACTION = 0.5
 
@@ -85,28 +70,16 @@ def generate_image(client: httpx.Client, endpoint: ModelEndpoint, limits: ImageL
                    breaker_for: Callable[[str], CircuitBreaker | None] | None = None) -> ImageOutcome:
     url = endpoint.url("/images/generations")
     headers = endpoint.headers()
-    outcome = ImageOutcome(None, None)
-    started = time.monotonic()
 
-    def call(model: str, attempt: Attempt) -> GeneratedImage:
+    def call(model: str, attempt: Attempt, deadline: Deadline) -> GeneratedImage:
         payload = image_payload(model, prompt, dialect_for(model, limits.dialects))
-        try:
-            image = request_image(client, url, payload, headers, deadline=budget.attempt(None),
-                                  max_bytes=limits.max_bytes)
-        except StatusError as failure:
-            report_refused_param(failure, model)
-            raise
+        image = request_image(client, url, payload, headers, deadline=deadline, max_bytes=limits.max_bytes)
         attempt.status = 200
         return image
 
     budget_ms = budget.remaining_ms()
-    routed = call_models((endpoint.model, *fallbacks), call, upstream="images.generations",
-                         policy=limits.retry_policy(budget_ms), budget=budget, breaker_for=breaker_for,
-                         lease_s=budget_ms / 1000)
-    outcome.image = routed.result
-    outcome.metrics = ImageMetrics(attempts=routed.attempts, totalMs=int((time.monotonic() - started) * 1000),
-                                   model=routed.model,
-                                   calls=list(routed.calls))
-    if routed.failure is not None:
-        outcome.error = StageError(code_for(routed.failure, CODES), str(routed.failure))
-    return outcome
+    done = generate("IMAGE", (endpoint.model, *fallbacks), call, upstream="images.generations",
+                    policy=limits.retry_policy(budget_ms), budget=budget, attempt_limit_ms=None,
+                    breaker_for=breaker_for, lease_s=budget_ms / 1000)
+    return ImageOutcome(done.result, done.error, ImageMetrics(attempts=done.attempts, totalMs=done.total_ms,
+                                                              model=done.model, calls=done.calls))

@@ -19,13 +19,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NotRequired, Protocol
+from typing import Any, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
-from typing_extensions import TypedDict
 
 from ..clock import iso, now_utc
+from ..models import PartialRecipe, Progress
 from ..observability import logger
 from .recipe_format import RECIPE_MAX_BYTES, json_start, strip_reasoning
 
@@ -36,31 +36,6 @@ CHARS_PER_TOKEN = 1.2
 MAX_STREAMING_PERCENT = 99
 #: No ETA before the model has written this long (the first tokens' rate says little).
 MIN_RATE_WINDOW_S = 0.5
-
-
-class PartialIngredient(TypedDict):
-    name: str
-    amount: NotRequired[str]
-
-
-class PartialIngredients(TypedDict, total=False):
-    main: list[PartialIngredient]
-    auxiliary: list[PartialIngredient]
-    seasoning: list[PartialIngredient]
-
-
-class PartialStep(TypedDict):
-    order: int
-    text: str
-
-
-class PartialRecipe(TypedDict, total=False):
-    """The recipe fields that are complete in the stream so far (a ``BaseModel`` would refuse partial data)."""
-
-    name: str
-    summary: str
-    ingredients: PartialIngredients
-    steps: list[PartialStep]
 
 
 _PARTIAL = TypeAdapter(PartialRecipe)
@@ -119,13 +94,12 @@ class StreamState(Protocol):
 class ProgressReporter:
     """Writes ``progress`` and ``partial`` at most once per interval while a recipe streams."""
 
-    def __init__(self, write: Callable[[dict[str, Any], PartialRecipe | None], bool], *, interval_s: float,
+    def __init__(self, write: Callable[[Progress, PartialRecipe | None], bool], *, interval_s: float,
                  expected_tokens: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.write = write
         self.interval_s = interval_s
         self.expected_tokens = expected_tokens
         self.clock = clock
-        self.writes = 0  #: write calls made (successful or not)
         self._stream: StreamState | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
@@ -146,10 +120,7 @@ class ProgressReporter:
         """Stop reporting; a write in flight finishes on its own (its condition keeps it harmless)."""
         self._stop.set()
 
-    def join(self, timeout_s: float) -> None:
-        self._thread.join(timeout_s)
-
-    def progress(self) -> dict[str, Any] | None:
+    def progress(self) -> Progress | None:
         """The ``progress`` document of the stream now, or None before any attempt."""
         stream = self._stream
         if stream is None:
@@ -164,25 +135,25 @@ class ProgressReporter:
             writing_s = self.clock() - stream.first_text_at
             if writing_s >= MIN_RATE_WINDOW_S:
                 eta_ms = int(max(expected - tokens, 0) / (tokens / writing_s) * 1000)
-        return {"chars": chars, "tokens": tokens, "expectedTokens": expected,
-                "percent": min(MAX_STREAMING_PERCENT, tokens * 100 // expected),
-                "etaMs": eta_ms, "updatedAt": iso(now_utc())}
+        return Progress(chars=chars, tokens=tokens, expectedTokens=expected,
+                        percent=min(MAX_STREAMING_PERCENT, tokens * 100 // expected), etaMs=eta_ms,
+                        updatedAt=iso(now_utc()))
 
-    def finished(self) -> dict[str, Any]:
+    def finished(self) -> Progress:
         """The ``progress`` of a validated recipe: 100 %, nothing left to wait for."""
-        doc = self.progress() or {"chars": 0, "tokens": 0, "expectedTokens": self.expected_tokens}
-        return {**doc, "percent": 100, "etaMs": 0, "updatedAt": iso(now_utc())}
+        doc = self.progress()
+        return Progress(chars=doc.chars if doc else 0, tokens=doc.tokens if doc else 0,
+                        expectedTokens=self.expected_tokens, percent=100, etaMs=0, updatedAt=iso(now_utc()))
 
     def report(self) -> bool:
         """Write the current state if it changed; False once the job no longer takes progress."""
         stream, doc = self._stream, self.progress()
         if stream is None or doc is None:  # no attempt yet
             return True
-        state = (id(stream), doc["chars"], doc["tokens"])
+        state = (id(stream), doc.chars, doc.tokens)
         if state == self._last:
             return True
         self._last = state
-        self.writes += 1
         try:
             return self.write(doc, partial_recipe(stream.text_so_far()))
         except Exception:  # noqa: BLE001 - progress is best effort; the job goes on without it

@@ -8,7 +8,6 @@ failed validation is ``RECIPE_INVALID``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,35 +15,19 @@ from typing import Any
 import httpx
 
 from ..deadline import Budget, Deadline
-from ..errors import ErrorCode, StageError
+from ..errors import StageError
 from ..models import RecipeMetrics
+from ..resilience.breaker import CircuitBreaker
+from ..resilience.retry import Attempt, RetryPolicy
 from ..settings import Settings
-from ..stores.breaker import CircuitBreaker
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
 from ..upstream.chat import Completion, StreamLimits, read_chat_completion, token_count
-from ..upstream.dialects import Dialect, dialect_for, report_refused_param
+from ..upstream.dialects import Dialect, dialect_for
 from ..upstream.endpoint import ModelEndpoint
-from ..upstream.failures import (
-    NO_ANSWER,
-    EmptyAnswer,
-    InvalidAnswer,
-    StatusError,
-    UpstreamError,
-    UpstreamTimeout,
-    code_for,
-)
-from ..upstream.retry import Attempt, RetryPolicy
-from ..upstream.routing import call_models
+from ..upstream.failures import EmptyAnswer, InvalidAnswer
 from .progress import CHARS_PER_TOKEN, ProgressReporter
 from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe, strip_reasoning
-
-#: The recipe stage's error code for each kind of upstream failure.
-CODES: dict[type[UpstreamError], ErrorCode] = {
-    UpstreamTimeout: ErrorCode.RECIPE_TIMEOUT,
-    **dict.fromkeys(NO_ANSWER, ErrorCode.RECIPE_UPSTREAM_ERROR),
-    InvalidAnswer: ErrorCode.RECIPE_INVALID,
-    EmptyAnswer: ErrorCode.RECIPE_EMPTY,
-}
+from .stage import generate
 
 
 @dataclass(frozen=True)
@@ -111,7 +94,7 @@ def to_recipe(completion: Completion) -> Recipe:
     try:
         return parse_recipe(content)
     except StageError as exc:
-        raise InvalidAnswer(exc.detail) from None
+        raise InvalidAnswer(exc.detail) from exc
 
 
 def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: RecipeLimits, dish: str,
@@ -122,39 +105,26 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
     ``progress`` watches each attempt's stream."""
     url = endpoint.url("/chat/completions")
     headers = endpoint.headers(Accept="text/event-stream")
-    outcome = RecipeOutcome(None, None)
-    started = time.monotonic()
+    metrics = RecipeMetrics()
 
-    def call(model: str, attempt: Attempt) -> Recipe:
-        deadline = budget.attempt(limits.total_ms)
-        attempt.fields["deadline_bound_by"] = deadline.bound_by
-        completion: Completion | None = None
+    def call(model: str, attempt: Attempt, deadline: Deadline) -> Recipe:
         dialect = dialect_for(model, limits.dialects)
-        payload = chat_payload(model, dish, limits.max_tokens, dialect)
+        completion = Completion()  # filled as the answer arrives: a failed call's measurements are kept too
         try:
-            completion = read_chat_completion(client, url, payload, headers, limits=limits.stream, deadline=deadline,
-                                              watch=progress.watch if progress else None, streamed=dialect.stream)
+            read_chat_completion(client, url, chat_payload(model, dish, limits.max_tokens, dialect), headers,
+                                 limits=limits.stream, deadline=deadline, out=completion,
+                                 watch=progress.watch if progress else None, streamed=dialect.stream)
             attempt.status = completion.http_status
             return to_recipe(completion)
-        except UpstreamError as failure:
-            completion = completion or failure.measured
-            report_refused_param(failure, model)
-            raise
         finally:
-            _fill(outcome.metrics, completion, deadline)
+            _fill(metrics, completion, deadline)
 
-    routed = call_models((endpoint.model, *fallbacks), call, upstream="chat.completions", policy=limits.retry,
-                         budget=budget, breaker_for=breaker_for, lease_s=limits.total_ms / 1000)
-    outcome.recipe = routed.result
-    outcome.metrics.attempts = routed.attempts
-    outcome.metrics.totalMs = int((time.monotonic() - started) * 1000)
-    outcome.metrics.model = routed.model
-    outcome.metrics.calls = list(routed.calls)
-    if routed.failure is not None:
-        failure = routed.failure
-        retryable = not (isinstance(failure, StatusError) and failure.client_error)
-        outcome.error = StageError(code_for(failure, CODES), str(failure), retryable=retryable)
-    return outcome
+    done = generate("RECIPE", (endpoint.model, *fallbacks), call, upstream="chat.completions", policy=limits.retry,
+                    budget=budget, attempt_limit_ms=limits.total_ms, breaker_for=breaker_for,
+                    lease_s=limits.total_ms / 1000)
+    metrics.attempts, metrics.totalMs = done.attempts, done.total_ms
+    metrics.model, metrics.calls = done.model, done.calls
+    return RecipeOutcome(done.result, done.error, metrics)
 
 
 def tokens_per_second(m: RecipeMetrics) -> float | None:
@@ -166,12 +136,10 @@ def tokens_per_second(m: RecipeMetrics) -> float | None:
     return round(tokens / ((m.totalMs - m.firstContentMs) / 1000), 1)
 
 
-def _fill(metrics: RecipeMetrics, c: Completion | None, deadline: Deadline) -> None:
+def _fill(metrics: RecipeMetrics, c: Completion, deadline: Deadline) -> None:
     """The measurements of the latest call (a failed call's partial ones included)."""
     metrics.budgetMs = int(deadline.budget_ms)
     metrics.boundBy = deadline.bound_by
-    if c is None:
-        return
     metrics.firstByteMs = c.first_byte_ms
     metrics.firstContentMs = c.first_content_ms
     metrics.maxGapMs = c.max_gap_ms

@@ -103,13 +103,13 @@ def parse_recipe(text: str) -> Recipe:
     try:
         data = json.loads(candidate)
     except json.JSONDecodeError as exc:
-        raise StageError(ErrorCode.RECIPE_INVALID, f"not JSON: {exc.msg} at {exc.pos}") from None
+        raise StageError(ErrorCode.RECIPE_INVALID, f"not JSON: {exc.msg} at {exc.pos}") from exc
     try:
         recipe = Recipe.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise StageError(ErrorCode.RECIPE_INVALID, f"{where}: {first['msg']}") from None
+        raise StageError(ErrorCode.RECIPE_INVALID, f"{where}: {first['msg']}") from exc
     size = len(recipe.model_dump_json().encode())
     if size > RECIPE_MAX_BYTES:
         raise StageError(ErrorCode.RECIPE_INVALID, f"recipe of {size} bytes, over the {RECIPE_MAX_BYTES} kept")

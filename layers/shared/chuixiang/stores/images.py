@@ -10,12 +10,15 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import boto3
 from botocore.config import Config
 
 from ..settings import Settings, aws_endpoint
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3.client import S3Client
 
 #: A cached URL is handed out again while more than this share of its lifetime is left: clients can
 #: cache the picture by URL for most of an hour, and nobody gets one about to expire.
@@ -28,13 +31,13 @@ def image_key(job_id: str, extension: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _s3(endpoint: str | None) -> Any:
+def _s3(endpoint: str | None) -> S3Client:
     # SigV4 always (never the legacy SigV2 some old client configurations pick for presigned URLs).
     return boto3.client("s3", endpoint_url=endpoint, config=Config(signature_version="s3v4"))
 
 
 class ImageStore:
-    def __init__(self, settings: Settings, s3: Any | None = None) -> None:
+    def __init__(self, settings: Settings, s3: S3Client | None = None) -> None:
         self.settings = settings
         self.s3 = s3 or _s3(aws_endpoint())
 

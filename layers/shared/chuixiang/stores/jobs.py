@@ -15,17 +15,20 @@ from collections.abc import Mapping
 from datetime import timedelta
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
 from ..clock import iso, now_utc, parse_iso
 from ..errors import ErrorCode, clip_detail, message_for, retryable_default
 from ..job_status import JobStage, JobStatus, is_terminal
-from ..models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
+from ..models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics, Progress
 from ..polling import poll_after_ms
 from ..settings import Settings, aws_endpoint
 from .conditional import applied
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.service_resource import Table
 
 
 def job_key(job_id: str) -> dict[str, str]:
@@ -79,14 +82,19 @@ def _set_expression(fields: dict[str, Any]) -> tuple[str, dict[str, str], dict[s
     return "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(fields))), names, values
 
 
+def number(value: object) -> int:
+    """A DynamoDB number attribute (a ``Decimal`` from boto3's resource layer) as an int."""
+    return int(Decimal(str(value)))
+
+
 @lru_cache(maxsize=4)
-def _table(name: str, endpoint: str | None) -> Any:
+def _table(name: str, endpoint: str | None) -> Table:
     """One resource per container (creating one costs ~100 ms); keyed by endpoint for local runs."""
     return boto3.resource("dynamodb", endpoint_url=endpoint).Table(name)
 
 
 class JobStore:
-    def __init__(self, settings: Settings, table: Any | None = None) -> None:
+    def __init__(self, settings: Settings, table: Table | None = None) -> None:
         self.settings = settings
         self.table = table or _table(settings.jobs_table, aws_endpoint())
 
@@ -130,10 +138,10 @@ class JobStore:
         applied(self.table.update_item, Key=job_key(job_id), UpdateExpression="SET imageUrl = :u, imageUrlUntil = :t",
                 ConditionExpression="attribute_exists(pk)", ExpressionAttributeValues={":u": url, ":t": until})
 
-    def record_progress(self, job_id: str, progress: dict[str, Any], partial: Mapping[str, Any] | None) -> bool:
+    def record_progress(self, job_id: str, progress: Progress, partial: Mapping[str, Any] | None) -> bool:
         """SET ``progress`` (and ``partial``) only while the job is RUNNING in the recipe stage, so a
         late write can never touch a job that moved on; False when it no longer applies."""
-        fields: dict[str, Any] = {"progress": progress}
+        fields: dict[str, Any] = {"progress": progress.model_dump()}
         if partial:
             fields["partial"] = partial
         expr, names, values = _set_expression(fields)
@@ -174,7 +182,7 @@ class JobStore:
 
     def _dish_holder(self, dish: str) -> str | None:
         item = self.table.get_item(Key=inflight_key(dish), ConsistentRead=True).get("Item")
-        if not item or int(item.get("expiresAt", 0)) < now_utc().timestamp():
+        if not item or number(item.get("expiresAt", 0)) < now_utc().timestamp():
             return None
         return str(item["jobId"])
 
@@ -215,7 +223,7 @@ class JobStore:
         one batch and the free ones tried. A slot frees when its job ends (the state machine's
         ``FreeSlot`` states delete it, whoever polls), when the API sees the job ended (:meth:`release`),
         or at its lease end, whichever comes first."""
-        ticket = int(self.table.update_item(Key=ADMISSION_TICKET, UpdateExpression="ADD #n :one",
+        ticket = number(self.table.update_item(Key=ADMISSION_TICKET, UpdateExpression="ADD #n :one",
                                             ExpressionAttributeNames={"#n": "n"},
                                             ExpressionAttributeValues={":one": 1},
                                             ReturnValues="UPDATED_NEW")["Attributes"]["n"])
@@ -255,8 +263,8 @@ class JobStore:
             while request:
                 answer = client.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(name, []):
-                    leases[int(str(item["pk"]).rsplit("#", 1)[1])] = (int(item["expiresAt"]),
-                                                                     int(item.get("takenAt", 0)))
+                    leases[int(str(item["pk"]).rsplit("#", 1)[1])] = (number(item["expiresAt"]),
+                                                                     number(item.get("takenAt", 0)))
                 request = answer.get("UnprocessedKeys") or {}
         return leases
 
@@ -276,7 +284,7 @@ class JobStore:
     def cached(self, dish: str) -> dict[str, Any] | None:
         """The cached recipe of ``dish``, unless it has expired (DynamoDB's TTL deletes it up to days late)."""
         item = self.table.get_item(Key=dish_key(dish), ConsistentRead=True).get("Item")
-        if not item or not item.get("recipe") or int(item.get("expiresAt", 0)) <= now_utc().timestamp():
+        if not item or not item.get("recipe") or number(item.get("expiresAt", 0)) <= now_utc().timestamp():
             return None
         return from_dynamo(item)
 

@@ -68,8 +68,9 @@ class SSEReader:
     JSON value is a document and anything else is an event stream. Split out so the benchmark
     measures exactly this; nothing it reads can raise anything but an :class:`UpstreamError`."""
 
-    def __init__(self, limits: StreamLimits, started: float, on_text: Callable[[], None] | None = None) -> None:
-        self.out = Completion()
+    def __init__(self, limits: StreamLimits, started: float, on_text: Callable[[], None] | None = None,
+                 out: Completion | None = None) -> None:
+        self.out = out if out is not None else Completion()
         self.limits = limits
         self.on_text = on_text
         self.started = started
@@ -148,9 +149,9 @@ class SSEReader:
             return  # an empty event: a keep-alive some gateways send as `data:` with nothing after it
         try:
             event = json.loads(data)
-        except ValueError:
+        except ValueError as exc:
             raise StreamError(f"undecodable SSE data: {_snippet(data)}",
-                              content_started=self.content_chars > 0) from None
+                              content_started=self.content_chars > 0) from exc
         self.event(event)
 
     def _parse_document(self, body: bytes) -> None:
@@ -158,8 +159,8 @@ class SSEReader:
         body = body.lstrip(b" \t\r\n")
         try:
             doc = json.loads(body[len(BOM):] if body.startswith(BOM) else body)
-        except ValueError:
-            raise InvalidAnswer(f"non-stream answer is not JSON: {_snippet(body)}") from None
+        except ValueError as exc:
+            raise InvalidAnswer(f"non-stream answer is not JSON: {_snippet(body)}") from exc
         self.event(doc)
 
     def event(self, event: Any) -> None:
@@ -295,9 +296,11 @@ def _flatten(value: Any) -> str:
 
 def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
                          limits: StreamLimits, deadline: Deadline,
-                         watch: Callable[[SSEReader], None] | None = None, streamed: bool = True) -> Completion:
+                         watch: Callable[[SSEReader], None] | None = None, streamed: bool = True,
+                         out: Completion | None = None) -> Completion:
     """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure.
 
+    ``out`` (optional) is filled as the answer arrives, so a caller keeps what a failed call measured.
     ``watch`` receives the reader before the request is sent (a progress reporter reads it).
     ``streamed=False``: the request asked for one JSON answer, which has nothing to send before it is
     whole, so only the deadline bounds it (the text limits would cut every such call).
@@ -308,7 +311,7 @@ def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any]
     read_timeout_s = limits.first_content_s if streamed else max(0.001, deadline.remaining_ms() / 1000)
     post = GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=read_timeout_s,
                        max_bytes=limits.max_bytes, text=text)
-    reader = SSEReader(limits, started, on_text=post.text_arrived)
+    reader = SSEReader(limits, started, on_text=post.text_arrived, out=out)
     if watch is not None:
         watch(reader)
     out = reader.out
@@ -338,8 +341,8 @@ def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any]
             reader.finish()
             out.streamed = reader.is_stream is not False
     except UpstreamError as failure:
-        failure.content_started = failure.content_started or reader.content_chars > 0
-        failure.measured = out
+        if reader.content_chars > 0 and not failure.content_started:  # the transport cannot know about text
+            raise failure.evolve(content_started=True) from failure
         raise
     finally:
         out.total_ms = int((time.monotonic() - started) * 1000)

@@ -16,8 +16,9 @@
     │   └── AnswerTooLarge     over a byte, chunk or character cap
     └── EmptyAnswer            no content at all (e.g. reasoning only)
 
-Each stage maps these to its job error codes in one table (:func:`code_for`).
-:attr:`UpstreamError.unhealthy` says whether a failure counts against the model's
+The generation layer maps these to job error codes in one table
+(``chuixiang.generation.stage``). A failure is immutable once made; :meth:`UpstreamError.evolve` makes
+a changed copy. :attr:`UpstreamError.unhealthy` says whether a failure counts against the model's
 health (its circuit breaker, and moving on to a fallback model): the model could
 not serve now, and nothing of an answer had started.
 """
@@ -26,16 +27,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from typing import Any, Self
 
 import httpx
 
 from ..clock import now_utc
 from ..redaction import redact
-
-C = TypeVar("C")
 
 
 class UpstreamError(Exception):
@@ -43,6 +41,8 @@ class UpstreamError(Exception):
 
     kind = "upstream"  #: short name used in logs and details
     outcome = "error"  #: what ``metrics.*.calls[].outcome`` says
+
+    _frozen = False
 
     def __init__(self, detail: str, *, content_started: bool = False, bytes_received: int = 0,
                  status: int | None = None, retry_after_s: float | None = None) -> None:
@@ -53,8 +53,22 @@ class UpstreamError(Exception):
         self.bytes_received = bytes_received  #: body bytes received before the failure
         self.status = status
         self.retry_after_s = retry_after_s
-        #: What was measured before the failure (a ``Completion`` for chat calls).
-        self.measured: Any = None
+        self._frozen = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # What decides a retry or a fallback cannot change once the failure is raised; Python itself still
+        # sets the traceback and the cause.
+        if self._frozen and not name.startswith("__"):
+            raise AttributeError(f"{type(self).__name__} is immutable; use evolve()")
+        super().__setattr__(name, value)
+
+    def _fields(self) -> dict[str, Any]:
+        return {"content_started": self.content_started, "bytes_received": self.bytes_received,
+                "status": self.status, "retry_after_s": self.retry_after_s}
+
+    def evolve(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (raise it ``from`` this one, so the first cause stays in the traceback)."""
+        return type(self)(self.detail, **{**self._fields(), **changes})
 
     @property
     def transient(self) -> bool:
@@ -113,18 +127,22 @@ class StatusError(UpstreamError):
         """4xx other than 429: the request itself is refused (key, model name); trying again won't help."""
         return self.status is not None and 400 <= self.status < 500 and self.status != 429
 
-    #: The request field the upstream named as unknown or unsupported (a 400 saying so), if any.
-    param: str | None = None
+    def __init__(self, detail: str, *, param: str | None = None, **kw: Any) -> None:
+        #: The request field the upstream named as unknown or unsupported (a 400 saying so), if any.
+        self.param = param
+        super().__init__(detail, **kw)
+
+    def _fields(self) -> dict[str, Any]:
+        return {**super()._fields(), "param": self.param}
 
     @classmethod
     def from_response(cls, response: httpx.Response, body: bytes) -> StatusError:
         """The status and the start of the error body (redacted as every detail is: some servers echo
         the key, which its endpoint registered)."""
         text = body.decode("utf-8", "replace")
-        error = cls(f"HTTP {response.status_code}: {text[:300]}", status=response.status_code,
-                    retry_after_s=retry_after_seconds(response.headers.get("retry-after")))
-        error.param = refused_param(text) if 400 <= response.status_code < 500 else None
-        return error
+        return cls(f"HTTP {response.status_code}: {text[:300]}", status=response.status_code,
+                   retry_after_s=retry_after_seconds(response.headers.get("retry-after")),
+                   param=refused_param(text) if 400 <= response.status_code < 500 else None)
 
 
 class UpstreamTimeout(UpstreamError):
@@ -175,19 +193,6 @@ class AnswerTooLarge(InvalidAnswer):
 class EmptyAnswer(UpstreamError):
     kind = "empty"
     outcome = "empty"
-
-
-#: Failures that mean "the upstream did not give an answer" (as opposed to a timeout or a bad answer):
-#: both stages map them to their ``*_UPSTREAM_ERROR`` code.
-NO_ANSWER: tuple[type[UpstreamError], ...] = (ConnectFailed, ConnectionDropped, StatusError, StreamError, CircuitOpen)
-
-
-def code_for(failure: UpstreamError, table: Mapping[type[UpstreamError], C]) -> C:
-    """The most specific entry of ``table`` for ``failure``'s class."""
-    for cls in type(failure).__mro__:
-        if isinstance(cls, type) and issubclass(cls, UpstreamError) and cls in table:
-            return table[cls]
-    raise KeyError(f"no code for {type(failure).__name__}")
 
 
 #: "Unknown parameter: 'x'" (OpenAI), "Unrecognized request argument supplied: x" (Azure), "unsupported field x"…

@@ -49,9 +49,9 @@ def first_datum(body: bytes) -> ImageDatum:
     except ValidationError as exc:
         first = exc.errors()[0]
         why = f"{first['msg']} at {'.'.join(map(str, first['loc'])) or 'the top'}"
-        raise InvalidAnswer(f"unexpected images response ({why}): {body[:200]!r}") from None
-    except IndexError:
-        raise InvalidAnswer(f"images response has no picture: {body[:200]!r}") from None
+        raise InvalidAnswer(f"unexpected images response ({why}): {body[:200]!r}") from exc
+    except IndexError as exc:
+        raise InvalidAnswer(f"images response has no picture: {body[:200]!r}") from exc
     if not datum.b64_json and not datum.url:
         raise InvalidAnswer("images response has neither b64_json nor url")
     return datum
@@ -61,7 +61,7 @@ def decode_b64(b64: str, max_bytes: int) -> GeneratedImage:
     try:
         data = base64.b64decode(b64, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise InvalidAnswer(f"b64_json is not base64: {str(exc)[:200]}") from None
+        raise InvalidAnswer(f"b64_json is not base64: {str(exc)[:200]}") from exc
     return sniff(data, max_bytes)
 
 

@@ -31,8 +31,21 @@ from .failures import (
     FirstContentTimeout,
     IdleTimeout,
     StatusError,
+    UpstreamError,
     UpstreamTimeout,
 )
+
+#: How each transport error the body or the headers can raise becomes an upstream failure (timeouts apart:
+#: which limit fired decides their kind, see :meth:`GuardedPost.failure_from`). The first match wins.
+TRANSPORT_FAILURES: dict[type[httpx.TransportError], tuple[type[UpstreamError], str]] = {
+    httpx.ConnectError: (ConnectFailed, "connect failed"),  # refused, unreachable, TLS: the upstream did no work
+    httpx.RemoteProtocolError: (ConnectionDropped, "connection dropped"),  # closed or reset mid-message
+    httpx.ReadError: (ConnectionDropped, "connection dropped"),
+    httpx.WriteError: (ConnectionDropped, "connection dropped"),
+    # anything else on the wire (a proxy's error, an unsupported protocol)
+    httpx.TransportError: (ConnectionDropped, "transport failed"),
+}
+TRANSPORT_ERRORS = (httpx.TransportError,)
 
 #: A connection that is not up within this long will not be (a loopback or a regional endpoint).
 CONNECT_TIMEOUT_S = 10.0
@@ -187,17 +200,9 @@ class GuardedPost:
                                             timeout=timeout)
         try:
             self._response = self.client.send(request, stream=True)
-        except httpx.ConnectError as exc:
+        except TRANSPORT_ERRORS as exc:
             self._watchdog.cancel()
-            raise ConnectFailed(f"connect failed: {exc}") from None
-        except httpx.TimeoutException:
-            self._watchdog.cancel()
-            raise self.timeout("before response headers") from None
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            self._watchdog.cancel()
-            if self._watchdog.fired.is_set():
-                raise self.timeout("before response headers") from None
-            raise ConnectionDropped(f"connection dropped before headers: {exc}") from None
+            raise self.failure_from(exc, "before response headers") from exc
         self._watchdog.attach(self._response)
         self.status = self._response.status_code
         self.first_byte_ms = int((time.monotonic() - self.started) * 1000)
@@ -209,9 +214,6 @@ class GuardedPost:
             self._response.close()
         if self._watchdog is not None:
             self._watchdog.cancel()
-
-    def elapsed_ms(self) -> float:
-        return (time.monotonic() - self.started) * 1000
 
     def text_arrived(self) -> None:
         """Tell the watchdog the model wrote text (re-arms the idle limit)."""
@@ -233,6 +235,16 @@ class GuardedPost:
     def resume_text_limits(self) -> None:
         if self._watchdog is not None:
             self._watchdog.resume_text()
+
+    def failure_from(self, exc: httpx.TransportError, where: str) -> UpstreamError:
+        """The one translation of a transport error: a limit that fired (the watchdog shut the socket, or
+        the socket's read timeout) is that limit's timeout; anything else is looked up in
+        :data:`TRANSPORT_FAILURES`. Raise the result ``from exc``."""
+        fired = self._watchdog is not None and self._watchdog.fired.is_set()
+        if fired or isinstance(exc, httpx.TimeoutException):
+            return self.timeout(where, bytes_received=self.bytes_received)
+        failure, what = next(entry for cls, entry in TRANSPORT_FAILURES.items() if isinstance(exc, cls))
+        return failure(f"{what} {where}: {exc}", bytes_received=self.bytes_received)
 
     def timeout(self, where: str, **kw: Any) -> UpstreamTimeout:
         """The limit that ended the call: the watchdog's reason if it fired, else the socket read timeout's."""
@@ -275,12 +287,7 @@ class GuardedPost:
                     raise AnswerTooLarge(f"answer over {self.max_bytes} bytes", content_started=True,
                                          bytes_received=self.bytes_received)
                 yield data
-        except httpx.TimeoutException:
-            raise self.timeout("mid-answer", bytes_received=self.bytes_received) from None
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-            if self._watchdog is not None and self._watchdog.fired.is_set():
-                raise self.timeout("mid-answer", bytes_received=self.bytes_received) from None
-            raise ConnectionDropped(f"connection dropped after {self.bytes_received} bytes: {exc}",
-                                    bytes_received=self.bytes_received) from None
+        except TRANSPORT_ERRORS as exc:
+            raise self.failure_from(exc, f"after {self.bytes_received} bytes") from exc
         if self._watchdog is not None and self._watchdog.fired.is_set():
             raise self.timeout("mid-answer", bytes_received=self.bytes_received)

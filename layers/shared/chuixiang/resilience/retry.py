@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from ..deadline import Budget
 from ..observability import logger
-from .failures import UpstreamError
+from ..upstream.failures import UpstreamError
 
 T = TypeVar("T")
 

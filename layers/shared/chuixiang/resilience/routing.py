@@ -18,8 +18,8 @@ from typing import Generic, TypeVar
 from ..deadline import Budget
 from ..models import UpstreamCall
 from ..observability import logger
-from ..stores.breaker import Admission, CircuitBreaker
-from .failures import CircuitOpen, UpstreamError
+from ..upstream.failures import CircuitOpen, UpstreamError
+from .breaker import Admission, CircuitBreaker
 from .retry import Attempt, RetryPolicy, run_attempts
 
 T = TypeVar("T")

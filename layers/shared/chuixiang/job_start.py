@@ -1,0 +1,155 @@
+"""Starting a job: admission, single flight per dish, StartExecution, and the Idempotency-Key replay.
+
+What ``POST /recipes`` does once the request is valid; the HTTP module only maps these outcomes
+to answers (202, 429 with ``Retry-After``, 503, 409, 422).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .clock import iso, now_utc, parse_iso
+from .errors import ErrorCode
+from .job_status import JobStatus
+from .models import CreateRecipeResponse
+from .observability import logger
+from .settings import aws_endpoint, get_settings
+from .stores.jobs import JobStore
+from .timeouts import STATE_MACHINE
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions.client import SFNClient
+
+#: The first poll of a new job: the model takes seconds before it writes anything.
+POLL_AFTER_MS = 3000
+
+
+@lru_cache(maxsize=4)
+def _sfn(endpoint: str | None) -> SFNClient:
+    return boto3.client("stepfunctions", endpoint_url=endpoint)
+
+
+class TooManyJobs(Exception):
+    """As many jobs as the API admits are running; the client should come back after ``retry_after_s``."""
+
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(f"retry after {retry_after_s:g} s")
+        self.retry_after_s = retry_after_s
+
+
+class JobStartError(Exception):
+    """StartExecution failed; the job was marked FAILED and the caller gets a 503."""
+
+
+def start_job(job: dict[str, str]) -> dict[str, Any]:
+    """Start a job for the dish, or join the one generating it.
+
+    A live job already generating the same normalised dish is joined (no second model call). Else:
+    take an admission slot (none free: :class:`TooManyJobs`), create the job item, claim the dish
+    and start the execution (named after the job: one execution per job). The claim comes after
+    the item, so a request that joins always finds its leader's job; one that loses the claim to a
+    request a moment ahead gives its slot back, drops its item and joins that job."""
+    settings = get_settings()
+    store = JobStore(settings)
+    dish = job["dish"]
+    leader = store.dish_leader(dish)
+    if leader is not None:
+        return _joined(store, leader)
+    job_id = str(uuid.uuid4())
+    logger.append_keys(jobId=job_id)
+    until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
+    slot, retry_after = store.admit(job_id, until, settings.max_jobs_in_flight)
+    if slot is None:
+        raise TooManyJobs(retry_after)
+    store.create(job_id, dish, slot=slot)
+    leader = store.claim_dish(dish, job_id, until)
+    if leader != job_id:
+        store.release(job_id, slot)
+        store.delete(job_id)
+        return _joined(store, leader)
+    try:
+        started = _sfn(aws_endpoint()).start_execution(
+            stateMachineArn=settings.state_machine_arn,
+            name=job_id,
+            input=json.dumps({"jobId": job_id, "dish": job["dish"]}, ensure_ascii=False),
+        )
+    except (ClientError, BotoCoreError) as exc:
+        logger.exception("StartExecution failed")
+        store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
+        store.release(job_id, slot)
+        store.unclaim_dish(dish, job_id)
+        raise JobStartError(str(exc)) from exc
+    # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
+    deadline_at = iso(started["startDate"] + timedelta(seconds=STATE_MACHINE.of(settings)))
+    return CreateRecipeResponse(jobId=job_id, status=JobStatus.PENDING, pollAfterMs=POLL_AFTER_MS,
+                                deadlineAt=deadline_at).model_dump()
+
+
+def _joined(store: JobStore, leader: str) -> dict[str, Any]:
+    """The 202 of a request that joins the job generating its dish."""
+    logger.info("joined the job already generating this dish", extra={"leader": leader})
+    joined = store.get(leader) or {}
+    deadline = joined.get("deadlineAt") or iso(  # not submitted yet: at the latest its timeout after creation
+        parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(get_settings())))
+    return CreateRecipeResponse(jobId=leader, status=joined.get("status", JobStatus.PENDING),
+                                pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline).model_dump()
+
+
+@lru_cache(maxsize=4)
+def _idempotency_store(table: str, endpoint: str | None) -> DynamoDBPersistenceLayer:
+    """Idempotency records share the jobs table (``pk = <function>#<hash>``, same TTL attribute)."""
+    return DynamoDBPersistenceLayer(table_name=table, key_attr="pk", expiry_attr="expiresAt",
+                                    boto3_client=boto3.client("dynamodb", endpoint_url=endpoint))
+
+
+def caller_of(event: dict[str, Any]) -> str:
+    """Who is calling: the JWT's ``sub`` when the stack has an authorizer, else ``""`` (a public API has no
+    caller identity, so its Idempotency-Keys are global: clients should make them UUIDs)."""
+    context = event.get("requestContext") or {}
+    claims = ((context.get("authorizer") or {}).get("jwt") or {}).get("claims") or {}
+    sub = claims.get("sub")
+    return str(sub) if sub else ""
+
+
+def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str, Any]:
+    """A retried POST with the same ``Idempotency-Key`` and dish gets the same job, for a day; the
+    same key with another dish is refused (``IdempotencyValidationError``: 422), as the IETF
+    Idempotency-Key draft and Stripe do.
+
+    A double tap or a client retry after a lost answer must not start a second 90 s generation.
+    """
+    settings = get_settings()
+    store = _idempotency_store(settings.jobs_table, aws_endpoint())
+    # The key is the caller's: another user's same key is another request, not theirs to replay.
+    config = IdempotencyConfig(event_key_jmespath="[caller, idempotencyKey]", payload_validation_jmespath="dish",
+                               expires_after_seconds=24 * 3600)
+    if hasattr(lambda_context, "get_remaining_time_in_millis"):  # absent under `chuixiang serve`
+        config.register_lambda_context(lambda_context)
+    once = idempotent_function(data_keyword_argument="job", persistence_store=store, config=config)(start_job)
+    result: dict[str, Any] = once(job=job)
+    return result
+
+
+def warm_up() -> None:
+    """Create this module's AWS clients now (the api function's init phase)."""
+    settings = get_settings()
+    _sfn(aws_endpoint())
+    _idempotency_store(settings.jobs_table, aws_endpoint())
+
+
+def forget_clients() -> None:
+    """Build the clients again on first use (after a SnapStart restore, or when a test moves the endpoint)."""
+    _sfn.cache_clear()
+    _idempotency_store.cache_clear()

@@ -1,0 +1,33 @@
+"""Reading a job for a poll: the deadline reconciled, the admission slot freed, the picture's URL kept stable."""
+
+from __future__ import annotations
+
+from .errors import ErrorCode
+from .job_status import is_terminal
+from .models import JobDocument
+from .settings import get_settings
+from .stores.images import ImageStore
+from .stores.jobs import JobStore, past_deadline, render
+from .timeouts import STATE_MACHINE
+
+
+def load_job_document(job_id: str) -> JobDocument | None:
+    """Read a job; one found past its deadline and still not terminal is failed first."""
+    settings = get_settings()
+    store = JobStore(settings)
+    item = store.get(job_id)
+    if item is None:
+        return None
+    if past_deadline(item, STATE_MACHINE.of(settings)):
+        store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled by GET after deadlineAt")
+        item = store.get(job_id) or item
+    if is_terminal(item.get("status")):
+        store.release(job_id, item.get("slot"))  # its admission slot (the client stops polling now)
+    url = None
+    if item.get("imageKey"):
+        until = item.get("imageUrlUntil")
+        url, valid_until, fresh = ImageStore(settings).stable_url(item["imageKey"], item.get("imageUrl"),
+                                                                  int(until) if until is not None else None)
+        if fresh and not settings.local_image_dir:
+            store.remember_image_url(job_id, url, valid_until)
+    return render(item, url)
