@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from moto import mock_aws
 from moto.core.config import default_user_config
 
-from chuixiang import api
+from chuixiang import api, job_start
 from chuixiang.settings import get_settings
 from chuixiang_local.template import Template
 
@@ -40,10 +40,8 @@ def api_on_moto(max_jobs: int, name: str) -> Iterator[APIGatewayHttpResolver]:
             roleArn="arn:aws:iam::123456789012:role/fuzz")["stateMachineArn"]
         patch.setenv("STATE_MACHINE_ARN", arn)
         get_settings.cache_clear()
-        api._sfn.cache_clear()
-        api._idempotency_store.cache_clear()
+        job_start.forget_clients()
         yield api.build_app(APIGatewayHttpResolver)
     get_settings.cache_clear()
-    api._sfn.cache_clear()
-    api._idempotency_store.cache_clear()
+    job_start.forget_clients()
     patch.undo()

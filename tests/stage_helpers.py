@@ -10,8 +10,8 @@ import httpx
 from chuixiang.deadline import Budget
 from chuixiang.generation.image import ImageLimits, ImageOutcome, generate_image
 from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome, generate_recipe
+from chuixiang.resilience.breaker import CircuitBreaker
 from chuixiang.settings import Settings
-from chuixiang.stores.breaker import CircuitBreaker
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.template import Template
 

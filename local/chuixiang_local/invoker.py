@@ -15,6 +15,7 @@ import compileall
 import json
 import os
 import queue
+import select
 import shutil
 import signal
 import socket
@@ -85,6 +86,14 @@ class Worker:
         message: dict[str, Any] = json.loads(line)
         return message
 
+    def alive(self) -> bool:
+        """An idle worker says nothing until it is sent an event: a readable connection (its EOF, or anything
+        unasked for) means it died or broke while idle, and must not be handed a request."""
+        if self._buffer:
+            return False
+        readable, _, _ = select.select([self.conn], [], [], 0)
+        return not readable
+
     def kill(self) -> None:
         try:
             os.kill(self.pid, signal.SIGKILL)
@@ -110,18 +119,44 @@ class WorkerPool:
         dirs = [str(d) for d in code_dirs or []]
         for d in dirs:
             compileall.compile_dir(d, quiet=1)
-        zygote_env = {**(env if env is not None else os.environ), "CHUIXIANG_PRELOAD_PATH": os.pathsep.join(dirs),
-                      "CHUIXIANG_WORKER_NICE": str(nice), "CHUIXIANG_WORKER_DIR": self._dir}
+        self._zygote_env = {**(env if env is not None else os.environ),
+                            "CHUIXIANG_PRELOAD_PATH": os.pathsep.join(dirs),
+                            "CHUIXIANG_WORKER_NICE": str(nice), "CHUIXIANG_WORKER_DIR": self._dir}
+        self._log = log
         self.max_idle = max_idle
-        self._zygote = subprocess.Popen(  # nosec B603 - sys.executable and our own module
-            [sys.executable, "-m", "chuixiang_local.zygote"], stdin=subprocess.PIPE, env=zygote_env,
-            stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL)
+        self.zygotes_started = 0
+        self._zygote = self._start_zygote()
         self._lock = threading.Lock()
         self._idle: dict[tuple[Any, ...], list[Worker]] = {}
         self._all: dict[int, Worker] = {}
         self._pending: dict[str, queue.Queue[tuple[socket.socket, int, bytes]]] = {}
         self._closed = False
         threading.Thread(target=self._accept, name="worker-accept", daemon=True).start()
+
+    def _start_zygote(self) -> subprocess.Popen[bytes]:
+        self.zygotes_started += 1
+        return subprocess.Popen(  # nosec B603 - sys.executable and our own module
+            [sys.executable, "-m", "chuixiang_local.zygote"], stdin=subprocess.PIPE, env=self._zygote_env,
+            stdout=self._log or subprocess.DEVNULL, stderr=self._log or subprocess.DEVNULL)
+
+    def _fork(self, request: dict[str, Any]) -> None:
+        """Ask the zygote for a worker; a zygote that died (killed, out of memory) is replaced first, as
+        Lambda replaces a broken sandbox: one ``kill -9`` must not fail every later cold start."""
+        line = json.dumps(request, ensure_ascii=False).encode() + b"\n"
+        with self._lock:
+            for _ in range(2):
+                if self._zygote.poll() is not None:
+                    if self._log:
+                        print(f"worker zygote {self._zygote.pid} exited ({self._zygote.returncode}); starting "
+                              "another", file=self._log, flush=True)
+                    self._zygote = self._start_zygote()
+                try:
+                    assert self._zygote.stdin is not None  # nosec B101 - type narrowing (stdin=PIPE)
+                    self._zygote.stdin.write(line)
+                    self._zygote.stdin.flush()
+                    return
+                except (BrokenPipeError, ValueError):  # it died between the check and the write
+                    self._zygote.wait()
 
     def _accept(self) -> None:
         while not self._closed:
@@ -156,10 +191,15 @@ class WorkerPool:
         """A warm worker (init None) or a new one and its init time in ms; raises ``InitFailed``."""
         # The code's directory too: after a release, a function's versions are different code (as the zygote keys them).
         key = (spec.logical_id, str(spec.code_dir), tuple(sys_path), tuple(sorted(env.items())))
-        with self._lock:
-            idle = self._idle.get(key)
-            if idle:
-                return idle.pop(), None
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                candidate = idle.pop() if idle else None
+            if candidate is None:
+                break
+            if candidate.alive():
+                return candidate, None
+            self.discard(candidate)  # died while idle: never handed a request, a cold start instead
         worker_id = str(uuid.uuid4())
         arrived: queue.Queue[tuple[socket.socket, int, bytes]] = queue.Queue()
         self._pending[worker_id] = arrived
@@ -167,10 +207,7 @@ class WorkerPool:
                    "sys_path": sys_path, "handler": spec.handler}
         started = time.monotonic()
         try:
-            with self._lock:
-                assert self._zygote.stdin is not None  # nosec B101 - type narrowing (stdin=PIPE)
-                self._zygote.stdin.write(json.dumps(request, ensure_ascii=False).encode() + b"\n")
-                self._zygote.stdin.flush()
+            self._fork(request)
             try:
                 conn, pid, rest = arrived.get(timeout=INIT_LIMIT_S)
             except queue.Empty:

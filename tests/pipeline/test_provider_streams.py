@@ -22,9 +22,10 @@ import httpx
 import pytest
 
 from chuixiang.deadline import Deadline
-from chuixiang.generation.recipe import CODES, to_recipe
+from chuixiang.generation.recipe import to_recipe
+from chuixiang.generation.stage import code_for
 from chuixiang.upstream.chat import Completion, StreamLimits, read_chat_completion
-from chuixiang.upstream.failures import UpstreamError, code_for
+from chuixiang.upstream.failures import UpstreamError
 from chuixiang_local.fake_model import recipe_for
 
 from ..provider_corpus import Recording, Replay, ReplayServer, random_cuts, recordings, with_content
@@ -52,7 +53,7 @@ def read_through(server: ReplayServer, replay: Replay) -> Completion:
 def check(recording: Recording, completion: Completion | None, failure: UpstreamError | None) -> None:
     expect = recording.expect
     if failure is not None:
-        assert expect["outcome"] == code_for(failure, CODES).value, failure
+        assert expect["outcome"] == code_for("RECIPE", failure).value, failure
         assert expect["error"] in failure.detail
         return
     assert completion is not None
@@ -66,7 +67,7 @@ def check(recording: Recording, completion: Completion | None, failure: Upstream
         to_recipe(completion)
         outcome = "SUCCEEDED"
     except UpstreamError as invalid:
-        outcome = code_for(invalid, CODES).value
+        outcome = code_for("RECIPE", invalid).value
     assert outcome == expect["outcome"]
 
 

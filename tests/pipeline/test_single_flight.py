@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from chuixiang.api import start_job
+from chuixiang.job_start import start_job
 from chuixiang_local.api_client import LocalApi
 from chuixiang_local.fake_model import ChatBehaviour, FakeModel
 

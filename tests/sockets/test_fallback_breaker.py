@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from chuixiang.stores.breaker import Admission, BreakerConfig, CircuitBreaker
+from chuixiang.resilience.breaker import Admission, BreakerConfig, CircuitBreaker
+from chuixiang.stores.breaker_store import DynamoBreakerStore
 from chuixiang_local.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
@@ -104,7 +105,7 @@ def test_image_primary_down_fallback_draws(fake: FakeModel, scaled_template: Tem
 def breaker_factory(table: Any, url: str, threshold: int = 3, recovery_s: float = 1.0,
                     clock: Callable[[], float] = time.time) -> Any:
     config = BreakerConfig(failure_threshold=threshold, recovery_s=recovery_s)
-    return lambda model: CircuitBreaker(table, url, model, config, clock=clock)
+    return lambda model: CircuitBreaker(DynamoBreakerStore(table, url, model), model, config, clock=clock)
 
 
 class ManualClock:
@@ -131,7 +132,7 @@ def test_breaker_opens_after_threshold_then_rejects_without_a_request(fake: Fake
     run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings, breaker_for=breakers)
     run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings, breaker_for=breakers)
     assert fake.count("/chat/completions") == 3  # 2 + 1: the third failure opened it, the retry was refused
-    assert breakers(PRIMARY).state()["state"] == "open"
+    assert breakers(PRIMARY).store.item()["state"] == "open"
 
     outcome, elapsed = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings,
                                   breaker_for=breakers)
@@ -185,16 +186,16 @@ def test_exactly_one_probe_after_recovery_and_its_outcome_decides(table: Any) ->
     for t in threads:
         t.join()
     assert results.count(Admission.PROBE) == 1 and results.count(Admission.REJECT) == 11
-    prober = next(b for b in contenders if b.state().get("probeOwner") == b.owner)
+    prober = next(b for b in contenders if b.store.item().get("probeOwner") == b.owner)
     clock.advance(4)
     prober.record(Admission.PROBE, healthy=False)  # the probe failed: open again, for a new window
     clock.advance(29.75)
-    assert breakers("m").state()["state"] == "open" and breakers("m").admit(5) is Admission.REJECT
+    assert breakers("m").store.item()["state"] == "open" and breakers("m").admit(5) is Admission.REJECT
     clock.advance(0.25)
     again = breakers("m")
     assert again.admit(5) is Admission.PROBE
     again.record(Admission.PROBE, healthy=True)
-    assert breakers("m").state()["state"] == "closed" and breakers("m").admit(5) is Admission.CALL
+    assert breakers("m").store.item()["state"] == "closed" and breakers("m").admit(5) is Admission.CALL
 
 
 def test_a_dead_probe_is_taken_over_after_its_lease(table: Any) -> None:

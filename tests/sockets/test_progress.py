@@ -13,7 +13,7 @@ import pytest
 from chuixiang import steps
 from chuixiang.errors import ErrorCode
 from chuixiang.job_status import JobStage, JobStatus
-from chuixiang.models import RecipeEvent
+from chuixiang.models import Progress, RecipeEvent
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore, render
 from chuixiang.timeouts import PROGRESS_INTERVAL
@@ -77,7 +77,7 @@ def test_progress_writes_are_bounded_and_increasing(fake: FakeModel, table: Any,
     seen: list[dict[str, Any]] = []
     record = store.record_progress
 
-    def spy(job: str, progress: dict[str, Any], partial: Any) -> bool:
+    def spy(job: str, progress: Progress, partial: Any) -> bool:
         seen.append({"progress": progress, "partial": partial})
         return record(job, progress, partial)
 
@@ -90,9 +90,9 @@ def test_progress_writes_are_bounded_and_increasing(fake: FakeModel, table: Any,
     assert result.ok
 
     interval_s = PROGRESS_INTERVAL.of(settings) / 1000
-    chars = [s["progress"]["chars"] for s in seen]
+    chars = [s["progress"].chars for s in seen]
     assert len(seen) >= 3 and chars == sorted(set(chars)), chars  # every write moved forward
-    assert all(s["progress"]["percent"] < 100 for s in seen)
+    assert all(s["progress"].percent < 100 for s in seen)
     assert any(s["partial"] and s["partial"].get("name") == "番茄炒蛋" for s in seen)
     # Writes of the whole recipe step: progress, plus metrics, recipe, cache and the breaker's record.
     writes = len(counter.writes) - before
@@ -112,7 +112,7 @@ def test_a_late_progress_write_never_touches_a_finished_job(terminal: JobStatus,
     applied: list[bool] = []
     record = store.record_progress
 
-    def held(job: str, progress: dict[str, Any], partial: Any) -> bool:
+    def held(job: str, progress: Progress, partial: Any) -> bool:
         release.wait(30)
         applied.append(record(job, progress, partial))
         landed.set()

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from chuixiang.deadline import Budget
-from chuixiang.stores.breaker import Admission
+from chuixiang.resilience.breaker import Admission
+from chuixiang.resilience.retry import RetryPolicy
+from chuixiang.resilience.routing import call_models
 from chuixiang.upstream.failures import StatusError
-from chuixiang.upstream.retry import RetryPolicy
-from chuixiang.upstream.routing import call_models
 
 
 class _SlowBreaker:

@@ -13,6 +13,7 @@ import pytest
 from chuixiang.generation.progress import MAX_STREAMING_PERCENT, ProgressReporter, partial_recipe
 from chuixiang.generation.recipe import to_recipe
 from chuixiang.generation.recipe_format import strip_reasoning
+from chuixiang.models import Progress
 from chuixiang.upstream.chat import Completion
 from chuixiang.upstream.failures import EmptyAnswer
 from chuixiang_local.fake_model import recipe_for
@@ -83,24 +84,24 @@ def test_progress_figures() -> None:
     stream = FakeStream(first_text_at=100.0)
     reporter.watch(stream)
     waiting = reporter.progress()
-    assert waiting and waiting["percent"] == 0 and waiting["etaMs"] is None  # no rate before any text
+    assert waiting and waiting.percent == 0 and waiting.etaMs is None  # no rate before any text
     stream.content_chars, now[0] = 600, 110.0  # 600 chars ~ 500 tokens in 10 s: 50 tokens/s
     p = reporter.progress()
-    assert p and (p["tokens"], p["percent"], p["etaMs"]) == (500, 50, 10_000)
+    assert p and (p.tokens, p.percent, p.etaMs) == (500, 50, 10_000)
     stream.completion_tokens = 400  # the provider's usage wins over the estimate
     p = reporter.progress()
-    assert p and (p["tokens"], p["percent"], p["etaMs"]) == (400, 40, 15_000)
+    assert p and (p.tokens, p.percent, p.etaMs) == (400, 40, 15_000)
     stream.completion_tokens = 5000  # longer than expected: never 100 before validation
     p = reporter.progress()
-    assert p and p["percent"] == MAX_STREAMING_PERCENT and p["etaMs"] == 0
-    assert reporter.finished()["percent"] == 100
+    assert p and p.percent == MAX_STREAMING_PERCENT and p.etaMs == 0
+    assert reporter.finished().percent == 100
 
 
 def test_a_failed_write_is_ignored_and_unchanged_progress_not_rewritten() -> None:
     calls: list[int] = []
 
-    def write(progress: dict[str, Any], partial: Any) -> bool:
-        calls.append(progress["chars"])
+    def write(progress: Progress, partial: Any) -> bool:
+        calls.append(progress.chars)
         raise RuntimeError("throttled")
 
     reporter = ProgressReporter(write, interval_s=1, expected_tokens=100)

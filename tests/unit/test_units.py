@@ -11,6 +11,7 @@ import pytest
 from chuixiang.dish import InvalidDish, normalize_dish
 from chuixiang.errors import CATALOGUE, ErrorCode, StageError
 from chuixiang.generation.recipe_format import parse_recipe
+from chuixiang.resilience.retry import RetryPolicy, decide_retry
 from chuixiang.upstream.failures import (
     ConnectionDropped,
     IdleTimeout,
@@ -18,7 +19,6 @@ from chuixiang.upstream.failures import (
     UpstreamError,
     retry_after_seconds,
 )
-from chuixiang.upstream.retry import RetryPolicy, decide_retry
 from chuixiang_local.fake_model import make_png, recipe_for
 
 

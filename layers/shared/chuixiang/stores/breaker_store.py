@@ -54,10 +54,11 @@ class DynamoBreakerStore:
 
     def read(self) -> BreakerRecord:
         pk = self.key["pk"]
-        with _cache_lock:
-            cached = _cache.get(pk)
-        if cached is not None and self.monotonic() < cached[1]:
-            return cached[0]
+        if self.closed_ttl_s > 0:
+            with _cache_lock:
+                cached = _cache.get(pk)
+            if cached is not None and self.monotonic() < cached[1]:
+                return cached[0]
         item = self._guard(lambda: self.table.get_item(Key=self.key, ConsistentRead=True).get("Item") or {})
         record = BreakerRecord(state=BreakerState(str(item.get("state", BreakerState.CLOSED))),
                                failures=int(item.get("failures", 0)),  # type: ignore[arg-type]

@@ -1,0 +1,68 @@
+"""The local Lambda workers survive the faults a developer's machine throws at them, found by killing the
+real processes on purpose: a killed zygote is replaced, a worker that died idle is never handed a request."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chuixiang_local.invoker import WorkerPool, invoke
+from chuixiang_local.template import FunctionSpec
+
+from ..waiting import wait_until
+
+ECHO = FunctionSpec(logical_id="EchoFunction", name="echo", code_dir=Path(__file__).parents[1] / "lambdas" / "echo",
+                    handler="app.lambda_handler", timeout_s=10, memory_mb=128, env={})
+
+
+@pytest.fixture
+def pool(tmp_path: Path) -> Iterator[WorkerPool]:
+    with open(tmp_path / "workers.log", "w") as log:
+        workers = WorkerPool(log, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(sys.path)})
+        try:
+            yield workers
+        finally:
+            workers.close()
+
+
+def _echo(pool: WorkerPool, n: int) -> tuple[int, int | None]:
+    done = invoke(ECHO, {"n": n}, pool=pool, layer_dirs=[], extra_env={})
+    assert not done.failed, done.payload
+    return int(done.payload["pid"]), done.init_ms
+
+
+def _dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_a_killed_zygote_is_replaced_and_the_next_cold_start_works(pool: WorkerPool) -> None:
+    first, init = _echo(pool, 1)
+    assert init is not None  # a cold start, forked from the zygote
+    zygote = pool._zygote.pid
+    os.kill(zygote, signal.SIGKILL)
+    pool._zygote.wait(10)
+    warm, init = _echo(pool, 2)  # the warm worker does not need the zygote
+    assert (warm, init) == (first, None)
+    os.kill(warm, signal.SIGKILL)  # the next invocation must be a cold start: from a new zygote
+    wait_until(lambda: _dead(warm), timeout_s=5, what="the worker to die")
+    cold, init = _echo(pool, 3)
+    assert init is not None and cold != first
+    assert pool.zygotes_started == 2 and pool._zygote.pid != zygote
+
+
+def test_a_worker_that_died_idle_is_never_handed_a_request(pool: WorkerPool) -> None:
+    first, _ = _echo(pool, 1)
+    os.kill(first, signal.SIGKILL)
+    wait_until(lambda: _dead(first), timeout_s=5, what="the idle worker to die")
+    # Without the check, this invocation went to the dead worker and failed with Runtime.ExitError.
+    second, init = _echo(pool, 2)
+    assert second != first and init is not None
