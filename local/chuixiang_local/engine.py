@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import zipfile
 from collections import Counter
 from collections.abc import Callable
@@ -51,6 +52,9 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
                     "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}  # nosec B105
 #: The api function's access key id (moto takes any): its AWS calls are the front door's.
 API_ACCESS_KEY_ID = "local-api-function"  # nosec B105 - an identifier, not a secret
+#: Deliveries of one execution's event before the EventBridge stand-in gives up on it (EventBridge retries
+#: an event for up to 24 h; a developer's run is shorter).
+WATCH_ATTEMPTS = 5
 #: How often the EventBridge stand-in looks for executions that ended badly (EventBridge takes ~0.5 s too).
 WATCH_INTERVAL_S = 0.5
 #: A function's route: (name, request body, qualifier: the version or alias invoked) -> (payload, error).
@@ -620,15 +624,34 @@ class LocalCloud:
     # --- EventBridge stand-in ------------------------------------------------------------
 
     def _watch_executions(self) -> None:
+        """Deliver each execution that ended badly to the reconcile function, once it succeeds. Like
+        EventBridge, any one failure (reading the executions, describing one, the invocation itself) is
+        retried on the next pass, up to ``WATCH_ATTEMPTS`` times per execution, and never stops the watcher."""
         reconcile = next((s for s in self.functions.values() if self._subscribes_to_sfn(s)), None)
+        attempts: dict[str, int] = {}
         while not self._stop.wait(WATCH_INTERVAL_S):
-            for arn in self._ended_badly():
-                if arn not in self._seen:
-                    self._seen.add(arn)
-                    if reconcile is not None and not self._stop.is_set():
-                        detail = self.describe_execution(arn)
-                        self.invoke(reconcile, self.status_change_event(detail))
-                    self._reconciled.add(arn)
+            try:
+                ended = self._ended_badly()
+            except Exception:  # noqa: BLE001 - the stand-in must outlive any one failure
+                traceback.print_exc(file=self.log or sys.stderr)
+                continue
+            for arn in ended:
+                if arn in self._seen or self._stop.is_set():
+                    continue
+                try:
+                    if reconcile is not None:
+                        done = self.invoke(reconcile, self.status_change_event(self.describe_execution(arn)))
+                        if done.failed:
+                            raise RuntimeError(f"reconcile failed: {done.payload}")
+                except Exception:  # noqa: BLE001 - retried on the next pass
+                    attempts[arn] = attempts.get(arn, 0) + 1
+                    print(f"eventbridge: delivery {attempts[arn]} of {arn} failed", file=self.log or sys.stderr,
+                          flush=True)
+                    traceback.print_exc(file=self.log or sys.stderr)
+                    if attempts[arn] < WATCH_ATTEMPTS:
+                        continue
+                self._seen.add(arn)
+                self._reconciled.add(arn)
 
     def _ended_badly(self) -> list[str]:
         """The executions that FAILED, TIMED_OUT or were ABORTED, read from moto's backend in this

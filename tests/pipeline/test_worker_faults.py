@@ -1,16 +1,21 @@
 """The local Lambda workers survive the faults a developer's machine throws at them, found by killing the
-real processes on purpose: a killed zygote is replaced, a worker that died idle is never handed a request."""
+real processes on purpose: a killed zygote is replaced, a worker that died idle is never handed a request,
+the thread that stands in for EventBridge outlives any one failure."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from chuixiang_local.api_client import LocalApi
+from chuixiang_local.engine import LocalCloud
+from chuixiang_local.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.invoker import WorkerPool, invoke
 from chuixiang_local.template import FunctionSpec
 
@@ -66,3 +71,32 @@ def test_a_worker_that_died_idle_is_never_handed_a_request(pool: WorkerPool) -> 
     # Without the check, this invocation went to the dead worker and failed with Runtime.ExitError.
     second, init = _echo(pool, 2)
     assert second != first and init is not None
+
+
+def test_the_eventbridge_stand_in_survives_any_one_failure(cloud: LocalCloud, api: LocalApi,
+                                                           module_fake: FakeModel,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listing the executions fails once, then describing the stopped one fails once: the job is still
+    reconciled (before, the first failure ended the watcher thread and every later job stayed RUNNING)."""
+    failures = {"list": 1, "describe": 1}
+
+    def flaky(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            if failures[name]:
+                failures[name] -= 1
+                raise RuntimeError(f"injected {name} failure")
+            return real(*args)
+        return call
+
+    monkeypatch.setattr(cloud, "_ended_badly", flaky("list", cloud._ended_badly))
+    monkeypatch.setattr(cloud, "describe_execution", flaky("describe", cloud.describe_execution))
+    module_fake.chat_script.append(ChatBehaviour(headers_delay_s=30))
+    job_id = api.post_dish("被打断的菜")[1]["jobId"]
+    wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15, what="the recipe call reached the model")
+    arn = cloud.execution_arn(job_id)
+    cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
+    wait_until(lambda: cloud.reconciled(arn), timeout_s=15, what="the reconciler handled the stopped execution")
+    assert failures == {"list": 0, "describe": 0}
+    doc = api.get(job_id)[1]
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "INTERNAL"
+    assert cloud._watcher.is_alive()
