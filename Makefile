@@ -59,7 +59,7 @@ openapi: $(STAMP)
 
 # Rewrite the README's ladder table from the declarations (a test fails when it is stale).
 readme-ladder: $(STAMP)
-	$(BIN)/python -m chuixiang_local.readme
+	$(BIN)/python -m chuixiang_local.commands.readme
 
 serve: $(STAMP)
 	$(BIN)/chuixiang serve

@@ -22,7 +22,7 @@ from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
 from chuixiang.upstream.chat import Completion, StreamLimits, read_chat_completion
 from chuixiang.upstream.failures import UpstreamTimeout
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
 IDLE_S, FIRST_S, TOTAL_S = 0.5, 0.8, 1.0
 

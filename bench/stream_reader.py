@@ -29,7 +29,7 @@ import httpx
 from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
 from chuixiang.upstream.chat import StreamLimits, read_chat_completion
-from chuixiang_local.fake_model import recipe_for
+from chuixiang_local.model.fake_model import recipe_for
 
 #: Progress writes in the benchmark: 20x production's 2 s interval, each "write" waiting like DynamoDB would.
 PROGRESS_INTERVAL_S = 0.1

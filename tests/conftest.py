@@ -16,8 +16,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from chuixiang_local.engine import atomic_dynamodb
-from chuixiang_local.fake_model import FakeModel
+from chuixiang_local.cloud.moto_patches import atomic_dynamodb
+from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.template import Template
 
 from .scaled import SCALED

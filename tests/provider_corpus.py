@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from chuixiang_local.fake_model import make_png
+from chuixiang_local.model.fake_model import make_png
 
 CORPUS = Path(__file__).parent / "provider_streams"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chuixiang_local.fake_model import ChatBehaviour as B
+from chuixiang_local.model.fake_model import ChatBehaviour as B
 
 
 @dataclass

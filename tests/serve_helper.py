@@ -36,7 +36,7 @@ class Serve:
             model += ["--fake-pace-ms", str(fake_pace_ms)]
         params = ["--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]] if overrides else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chuixiang_local.cli", "serve", "--port", str(port), *model, *params,
+            [sys.executable, "-m", "chuixiang_local.commands.cli", "serve", "--port", str(port), *model, *params,
              *(serve_args or [])],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=own_process_group)
         self.base = f"http://127.0.0.1:{port}"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from chuixiang_local.api_client import LocalApi
-from chuixiang_local.engine import LocalCloud
-from chuixiang_local.fake_model import FakeModel
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import FakeModel
 
 from ..scaled import SCALED
 

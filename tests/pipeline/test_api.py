@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chuixiang_local.api_client import LocalApi
-from chuixiang_local.fake_model import FakeModel
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import FakeModel
 
 
 @pytest.mark.parametrize(("body", "why"), [

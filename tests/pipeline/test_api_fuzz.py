@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chuixiang import api
-from chuixiang_local.api_client import http_event
+from chuixiang_local.gateway.api_client import http_event
 
 from ..api_on_moto import api_on_moto
 

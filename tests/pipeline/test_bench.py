@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("args", [["--runs", "0"], ["--model-base-url", "http://127.0.0.1:9/v1"],
                                   ["--parameter-overrides", "NoSuchParameter=1"], ["--concurrency", "x"]])
 def test_bench_bad_usage_exits_2(args: list[str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "chuixiang_local.cli", "bench", *args], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", "bench", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import httpx
 
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
 from ..scaled import SCALED
 from ..serve_helper import Serve
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "chuixiang_local.cli"]
+CLI = [sys.executable, "-m", "chuixiang_local.commands.cli"]
 SCALED_ARGS = ["--parameter-overrides", *[f"{k}={v}" for k, v in SCALED.items()]]
 
 

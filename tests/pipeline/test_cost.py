@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chuixiang_local.cost import (
+from chuixiang_local.commands.cost import (
     DDB_WRITE_UNIT,
     LAMBDA_ARM_GB_SECOND,
     SFN_STANDARD_TRANSITION,

@@ -12,7 +12,7 @@ from chuixiang_local.template import Template
 
 
 def test_the_ladder_refuses_a_broken_map() -> None:
-    from chuixiang_local.ladder import build_ladder
+    from chuixiang_local.commands.ladder import build_ladder
 
     bad = build_ladder(Template({"ModelDialects": '{"o3": {"maxTokensField": "nope"}}'}))
     assert not bad.ok and any("ModelDialects['o3']" in f for f in bad.failures())

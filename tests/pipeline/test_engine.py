@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from chuixiang_local.api_client import LocalApi
-from chuixiang_local.engine import LocalCloud
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
 from ..waiting import wait_until
 

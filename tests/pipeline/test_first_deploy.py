@@ -16,7 +16,7 @@ import boto3
 import httpx
 import pytest
 
-from chuixiang_local.api_client import LocalApi
+from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.template import Template
 
 from ..serve_helper import ROOT, Serve, free_port
@@ -42,9 +42,9 @@ def test_ladder_account_check_says_when_it_cannot_read_the_quota() -> None:
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: the call fails at once, on loopback
     env = {**os.environ, "AWS_ENDPOINT_URL": closed, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_MAX_ATTEMPTS": "1"}
-    done = subprocess.run([sys.executable, "-m", "chuixiang_local.cli", "ladder", "--account", "--parameter-overrides",
-                           "RecipeReservedConcurrency=20"], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=60)
+    done = subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", "ladder", "--account",
+                           "--parameter-overrides", "RecipeReservedConcurrency=20"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "could not be read" in done.stderr
 
@@ -121,7 +121,7 @@ def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
 def test_an_idempotency_key_is_scoped_to_its_caller(api: LocalApi) -> None:
     """With the JWT authorizer on, the same Idempotency-Key from another user (another ``sub``) is another
     request: it must never hand back the first caller's job."""
-    from chuixiang_local.api_client import http_event
+    from chuixiang_local.gateway.api_client import http_event
 
     def post(sub: str, dish: str) -> tuple[int, dict[str, Any]]:
         event = http_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False),
@@ -145,8 +145,8 @@ def test_a_job_started_before_a_release_finishes_on_the_old_code(module_fake: An
                                                                   scaled_template: Template) -> None:
     """A deploy in the middle of a job: the job keeps the versions it started with (its recipe is held at
     the model while the image function is released with new code); a job started after runs the new code."""
-    from chuixiang_local.engine import LocalCloud
-    from chuixiang_local.fake_model import ChatBehaviour
+    from chuixiang_local.cloud.local_cloud import LocalCloud
+    from chuixiang_local.model.fake_model import ChatBehaviour
 
     from .conftest import SCALED
 

@@ -7,7 +7,7 @@ import sys
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "chuixiang_local.cli", *args],
+    return subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", *args],
                           capture_output=True, text=True, timeout=60)
 
 

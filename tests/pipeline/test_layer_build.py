@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from chuixiang_local.engine import FAKE_CREDENTIALS
-from chuixiang_local.invoker import lambda_env
+from chuixiang_local.cloud.local_cloud import FAKE_CREDENTIALS
 from chuixiang_local.template import Template
+from chuixiang_local.workers.invoker import lambda_env
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "layers" / "shared"))

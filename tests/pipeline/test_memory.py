@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 from chuixiang.generation.recipe_format import RECIPE_MAX_BYTES
-from chuixiang_local.api_client import LocalApi, http_event
-from chuixiang_local.engine import LocalCloud
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi, http_event
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 
 from ..scaled import SCALED
 

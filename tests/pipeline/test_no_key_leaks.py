@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from chuixiang.redaction import REDACTED
-from chuixiang_local.api_client import LocalApi
-from chuixiang_local.engine import LocalCloud
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 
 from ..scaled import SCALED
 

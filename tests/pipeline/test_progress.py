@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chuixiang_local.fake_model import recipe_for
+from chuixiang_local.model.fake_model import recipe_for
 from chuixiang_local.template import Template
 
 from ..scaled import SCALED

@@ -26,7 +26,7 @@ from chuixiang.generation.recipe import to_recipe
 from chuixiang.generation.stage import code_for
 from chuixiang.upstream.chat import Completion, StreamLimits, read_chat_completion
 from chuixiang.upstream.failures import UpstreamError
-from chuixiang_local.fake_model import recipe_for
+from chuixiang_local.model.fake_model import recipe_for
 
 from ..provider_corpus import Recording, Replay, ReplayServer, random_cuts, recordings, with_content
 from ..serve_helper import ROOT
@@ -94,7 +94,7 @@ def recipe_stream(name: str) -> bytes:
 def test_cook_against_a_replayed_provider_succeeds(name: str) -> None:
     with ReplayServer(Replay(recipe_stream(name), partial(random_cuts, seed=name, pieces=40))) as server:
         env = {**os.environ, "MODEL_API_KEY": "sk-replay-0123456789abcdef"}
-        done = subprocess.run([sys.executable, "-m", "chuixiang_local.cli", "cook", "番茄炒蛋", "--json",
+        done = subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", "cook", "番茄炒蛋", "--json",
                                "--model-base-url", server.base_url], capture_output=True, text=True, timeout=120,
                               env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from chuixiang_local.api_client import LocalApi
-from chuixiang_local.fake_model import FakeModel
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.template import Template
 
 from ..scaled import LATE_S

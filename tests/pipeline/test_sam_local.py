@@ -63,7 +63,7 @@ def declared(logical_id: str) -> set[str]:
 def sam_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     work = tmp_path_factory.mktemp("sam")
     env_file, state = work / "sam-env.json", work / "cloud.json"
-    proc = subprocess.Popen([sys.executable, "-m", "chuixiang_local.cli", "cloud", "--port", str(free_port()),
+    proc = subprocess.Popen([sys.executable, "-m", "chuixiang_local.commands.cli", "cloud", "--port", str(free_port()),
                              "--model-port", str(free_port()), "--host-address", "127.0.0.1",
                              "--env-vars", str(env_file), "--state", str(state)],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -119,8 +119,8 @@ def sam_invoke(logical_id: str, event: Path, env_file_values: dict[str, str], ar
 
 
 def chuixiang_invoke(function_dir: str, event: Path) -> Any:
-    done = subprocess.run([sys.executable, "-m", "chuixiang_local.cli", "invoke", function_dir, "-e", str(event)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", "invoke", function_dir, "-e",
+                           str(event)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     return json.loads(done.stdout)
 
 
@@ -137,7 +137,7 @@ def shape(answer: Any) -> Any:
 def test_each_function_answers_under_sam_as_under_chuixiang_invoke(logical_id: str, sam_cloud: dict[str, Any],
                                                                    artifacts: dict[str, Path]) -> None:
     event = ROOT / "events" / CASES[logical_id]
-    seeded = subprocess.run([sys.executable, "-m", "chuixiang_local.cli", "seed", "-e", str(event),
+    seeded = subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", "seed", "-e", str(event),
                              "--state", str(sam_cloud["state"])], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert seeded.returncode == 0, seeded.stderr
     under_sam = sam_invoke(logical_id, event, sam_cloud["env"][logical_id], artifacts)

@@ -6,8 +6,8 @@ import threading
 from typing import Any
 
 from chuixiang.job_start import start_job
-from chuixiang_local.api_client import LocalApi
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
 
 def test_same_dish_at_once_joins_the_job_generating_it(api: LocalApi, module_fake: FakeModel) -> None:

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from chuixiang_local.api_client import LocalApi
-from chuixiang_local.engine import LocalCloud
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.invoker import WorkerPool, invoke
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import FunctionSpec
+from chuixiang_local.workers.invoker import WorkerPool, invoke
 
 from ..waiting import wait_until
 

@@ -6,7 +6,7 @@ from typing import NoReturn
 
 import pytest
 
-from chuixiang_local.engine import LocalCloud
+from chuixiang_local.cloud.local_cloud import LocalCloud
 
 
 @pytest.fixture(autouse=True)

@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from chuixiang_local.bench import run_bench, summarise
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.model_profiles import PROFILES
+from chuixiang_local.commands.bench import run_bench, summarise
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.model.profiles import PROFILES
 from chuixiang_local.template import Template
 
 from ..scaled import LATE_S
@@ -64,7 +64,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 def test_bench_offline_profiles(tmp_path: Path) -> None:
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "chuixiang_local.cli", "bench", "--dishes", "番茄炒蛋", "--concurrency", "6",
+        [sys.executable, "-m", "chuixiang_local.commands.cli", "bench", "--dishes", "番茄炒蛋", "--concurrency", "6",
          "--json", "--out", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -11,7 +11,7 @@ import pytest
 
 from chuixiang import steps
 from chuixiang.models import CanaryEvent
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
 from ..stage_helpers import function_settings

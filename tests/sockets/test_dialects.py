@@ -11,7 +11,7 @@ import json
 import pytest
 
 from chuixiang.settings import Settings
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
 from ..scaled import LATE_S

@@ -15,7 +15,7 @@ import pytest
 
 from chuixiang.resilience.breaker import Admission, BreakerConfig, CircuitBreaker
 from chuixiang.stores.breaker_store import DynamoBreakerStore
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
 from ..scaled import LATE_S

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chuixiang.generation.image import ImageOutcome
-from chuixiang_local.fake_model import FakeModel, ImageBehaviour
+from chuixiang_local.model.fake_model import FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
 from ..scaled import LATE_S

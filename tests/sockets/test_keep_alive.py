@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from chuixiang_local.keep_alive import OpenConnections, keep_alive_handler
+from chuixiang_local.cloud.keep_alive import OpenConnections, keep_alive_handler
 from chuixiang_local.servers import stop_server
 
 

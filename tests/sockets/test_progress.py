@@ -17,7 +17,7 @@ from chuixiang.models import Progress, RecipeEvent
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore, render
 from chuixiang.timeouts import PROGRESS_INTERVAL
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel, recipe_for
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, recipe_for
 from chuixiang_local.template import Template
 
 from ..stage_helpers import function_settings

@@ -23,7 +23,7 @@ from chuixiang.generation.recipe import to_recipe
 from chuixiang.generation.stage import code_for
 from chuixiang.upstream.chat import Completion, SSEReader, StreamLimits, read_chat_completion
 from chuixiang.upstream.failures import UpstreamError
-from chuixiang_local.fake_model import recipe_for
+from chuixiang_local.model.fake_model import recipe_for
 from chuixiang_local.template import Template
 
 from ..provider_corpus import Recording, Replay, ReplayServer, events, random_cuts, recordings, reframe, with_content

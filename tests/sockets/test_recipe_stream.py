@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
 from ..scaled import LATE_S

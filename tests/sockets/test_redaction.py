@@ -7,7 +7,7 @@ import pytest
 
 from chuixiang.errors import clip_detail
 from chuixiang.redaction import REDACTED
-from chuixiang_local.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
 from ..stage_helpers import run_recipe

@@ -12,8 +12,8 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from chuixiang import api
 from chuixiang.settings import get_settings
-from chuixiang_local.api_client import http_event
-from chuixiang_local.context import LocalContext
+from chuixiang_local.gateway.api_client import http_event
+from chuixiang_local.workers.context import LocalContext
 
 from ..api_on_moto import api_on_moto
 

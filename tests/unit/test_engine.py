@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
-from chuixiang_local import engine
-from chuixiang_local.engine import EngineError
-from chuixiang_local.front_door import FrontDoorPriority, SharedCount
+from chuixiang_local.cloud.front_door import FrontDoorPriority, SharedCount
+from chuixiang_local.cloud.moto_patches import EngineError, apply_patches
 
 from ..waiting import wait_until
 
@@ -21,7 +20,7 @@ def test_other_moto_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(moto, "__version__", "9.9.9")
     with pytest.raises(EngineError, match="verified with"):
-        engine._patch_moto()
+        apply_patches()
 
 
 # --- serve's front door first ---------------------------------------------------------------

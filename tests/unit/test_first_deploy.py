@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from chuixiang_local.ladder import account_concurrency, build_ladder, reservation_problems
+from chuixiang_local.commands.ladder import account_concurrency, build_ladder, reservation_problems
 from chuixiang_local.template import Template
 
 from ..serve_helper import ROOT
@@ -207,7 +207,7 @@ def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path)
     """``sam deploy`` keeps the stack's previous values, then samconfig.toml's, then the command line's:
     a stale 120 s function Timeout kept from an old deploy (under today's 140 s total) must break the check
     even though the defaults are fine."""
-    from chuixiang_local.deploy_parameters import MASKED, effective_overrides, samconfig_stack_name
+    from chuixiang_local.commands.deploy_parameters import MASKED, effective_overrides, samconfig_stack_name
 
     cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     samconfig = tmp_path / "samconfig.toml"

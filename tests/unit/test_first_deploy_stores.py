@@ -40,7 +40,7 @@ def test_polls_of_a_finished_job_see_one_image_url(monkeypatch: pytest.MonkeyPat
     from chuixiang.settings import get_settings
     from chuixiang.stores.images import _s3
     from chuixiang.stores.jobs import JobStore
-    from chuixiang_local.api_client import http_event
+    from chuixiang_local.gateway.api_client import http_event
 
     from ..api_on_moto import api_on_moto
 

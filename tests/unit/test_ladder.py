@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chuixiang_local.ladder import build_ladder
+from chuixiang_local.commands.ladder import build_ladder
 from chuixiang_local.template import ConfigError, Template
 
 from ..scaled import SCALED
@@ -43,7 +43,7 @@ def test_wrong_orderings_fail_naming_both_limits(overrides: dict[str, str], inne
 
 def test_lambda_timeout_must_be_inside_its_state(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Task state whose TimeoutSeconds does not exceed its Lambda's Timeout is refused."""
-    import chuixiang_local.ladder as ladder_mod
+    import chuixiang_local.commands.ladder as ladder_mod
 
     monkeypatch.setattr(ladder_mod, "state_timeout_seconds", lambda t: t)
     failures = "\n".join(build_ladder(Template()).failures())

@@ -9,7 +9,7 @@ import pytest
 
 from chuixiang.settings import Settings
 from chuixiang.timeouts import LIMITS, Limit
-from chuixiang_local.ladder import markdown_table
+from chuixiang_local.commands.ladder import markdown_table
 from chuixiang_local.template import Template
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,13 +15,13 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from werkzeug.test import Client
 
-from chuixiang_local import engine
-from chuixiang_local.engine import API_ACCESS_KEY_ID, wire_attribute_value
-from chuixiang_local.front_door import FrontDoorCallsFirst, PriorityGate
+from chuixiang_local.cloud.front_door import FrontDoorCallsFirst, PriorityGate
+from chuixiang_local.cloud.local_cloud import API_ACCESS_KEY_ID
+from chuixiang_local.cloud.moto_patches import apply_patches, wire_attribute_value
 
 from ..waiting import wait_until
 
-engine._patch_moto()
+apply_patches()
 
 #: Every AttributeValue type, nested: maps in lists in maps, empty ones, binary inside and outside maps.
 ITEM: dict[str, Any] = {

@@ -16,7 +16,7 @@ from chuixiang.generation.recipe_format import strip_reasoning
 from chuixiang.models import Progress
 from chuixiang.upstream.chat import Completion
 from chuixiang.upstream.failures import EmptyAnswer
-from chuixiang_local.fake_model import recipe_for
+from chuixiang_local.model.fake_model import recipe_for
 
 FINAL = recipe_for("番茄炒蛋")
 TEXT = json.dumps(FINAL, ensure_ascii=False)

@@ -19,7 +19,7 @@ from chuixiang.upstream.failures import (
     UpstreamError,
     retry_after_seconds,
 )
-from chuixiang_local.fake_model import make_png, recipe_for
+from chuixiang_local.model.fake_model import make_png, recipe_for
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
@@ -109,7 +109,7 @@ def test_a_recipe_larger_than_a_job_item_can_hold_is_refused_and_never_shown() -
     and a partial recipe past that size is no longer shown (its progress write would be refused)."""
     from chuixiang.generation.progress import partial_recipe
     from chuixiang.generation.recipe_format import RECIPE_MAX_BYTES
-    from chuixiang_local.fake_model import largest_recipe
+    from chuixiang_local.model.fake_model import largest_recipe
 
     largest = largest_recipe("大菜")
     assert parse_recipe(json.dumps(largest, ensure_ascii=False)).name == "大菜"

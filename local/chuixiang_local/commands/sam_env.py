@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .engine import LocalCloud
+from chuixiang_local.cloud.local_cloud import LocalCloud
 
 DEFAULT_HOST_ADDRESS = "host.docker.internal"
 

@@ -38,9 +38,8 @@ from chuixiang.timeouts import (
     RECIPE_TOTAL,
 )
 from chuixiang.upstream.endpoint import ModelEndpoint
-
-from .model_profiles import PROFILES
-from .template import Template
+from chuixiang_local.model.profiles import PROFILES
+from chuixiang_local.template import Template
 
 DEFAULT_DISHES = ("番茄炒蛋", "红烧肉")
 #: The recipe limits a fake-time bench scales with the profiles (the rest are counts or unaffected).
@@ -173,7 +172,7 @@ def limit_lines(settings: Settings) -> dict[str, float]:
 def write_outputs(out_dir: Path, document: dict[str, Any], calls: Sequence[BenchCall],
                   settings: Settings) -> list[Path]:
     """``bench.json`` (= ``--json``), ``calls.csv`` (one line per call) and ``bench.png``."""
-    from .bench_chart import draw
+    from chuixiang_local.commands.bench_chart import draw
 
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, csv_path, png_path = out_dir / "bench.json", out_dir / "calls.csv", out_dir / "bench.png"

@@ -3,7 +3,7 @@
 API Gateway invokes the Lambda with one event per request and runs as many
 invocations at once as there are requests; this ASGI app does the same on
 loopback: it builds the v2 event (headers, query, body base64-encoded when it is
-not UTF-8), hands it to the api function (see :mod:`chuixiang_local.api_server`:
+not UTF-8), hands it to the api function (see :mod:`chuixiang_local.gateway.api_server`:
 one warm worker process per request in flight) from a thread, and sends back its
 proxy response. Run by uvicorn, which stops cleanly on SIGINT/SIGTERM.
 """
@@ -20,8 +20,7 @@ from typing import Any
 
 from chuixiang.api import error_body
 from chuixiang.errors import HttpErrorCode
-
-from .jwt_authorizer import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, JwtAuthorizer
+from chuixiang_local.gateway.jwt_authorizer import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, JwtAuthorizer
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

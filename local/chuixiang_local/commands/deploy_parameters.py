@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .template import parse_overrides
+from chuixiang_local.template import parse_overrides
 
 #: What CloudFormation shows for a NoEcho parameter: not a value to check or pass on.
 MASKED = "****"

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from chuixiang.job_status import is_terminal
-
-from .context import LocalContext
-from .engine import LocalCloud
-from .template import REPO_ROOT
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.template import REPO_ROOT
+from chuixiang_local.workers.context import LocalContext
 
 
 def http_event(method: str, path: str, body: str | None = None,

@@ -9,7 +9,7 @@ keeps the current event on its class and the Logger its keys on the process, so
 requests must never share an interpreter. Swagger UI (``/swagger``), which the
 deployed API does not serve, is answered here.
 
-    python -m chuixiang_local.api_server --port 3000 --function '{"spec": …, "layer_dirs": …, "extra_env": …}'
+    python -m chuixiang_local.gateway.api_server --port 3000 --function '{"spec": …, "layer_dirs": …, "extra_env": …}'
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .front_door import SharedCount
-from .invoker import Invocation, WorkerPool, invoke, lambda_env
-from .servers import exit_with_parent
-from .template import FunctionSpec
+from chuixiang_local.cloud.front_door import SharedCount
+from chuixiang_local.servers import exit_with_parent
+from chuixiang_local.template import FunctionSpec
+from chuixiang_local.workers.invoker import Invocation, WorkerPool, invoke, lambda_env
 
 #: What API Gateway (HTTP API) answers when the function itself fails or times out.
 FUNCTION_ERROR = {"statusCode": 500, "headers": {"content-type": "application/json"},
@@ -79,9 +79,8 @@ def main() -> None:
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
     from chuixiang.api import build_app, handle
-
-    from .asgi import LambdaAsgi
-    from .jwt_authorizer import JwtAuthorizer
+    from chuixiang_local.gateway.asgi import LambdaAsgi
+    from chuixiang_local.gateway.jwt_authorizer import JwtAuthorizer
 
     given = json.loads(args.function)
     spec = FunctionSpec(**{**given["spec"], "code_dir": Path(given["spec"]["code_dir"])})

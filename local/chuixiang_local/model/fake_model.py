@@ -4,7 +4,7 @@
 streamed as SSE at a configurable pace, and a real PNG. Tests and benchmarks
 queue :class:`ChatBehaviour` / :class:`ImageBehaviour` scripts to inject faults
 (early 5xx, stalls, slow drips, resets, broken JSON ...) on a real socket.
-A model named after one of :data:`~chuixiang_local.model_profiles.PROFILES`
+A model named after one of :data:`~chuixiang_local.model.profiles.PROFILES`
 (``fake-steady``, ``fake-peak`` …) plays that measured behaviour, ``pace_s`` per
 token of the steady model (so its real timings are scaled by ``time_scale``).
 """
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .model_profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile, profile_text, token_pieces
-from .servers import exit_with_parent, stop_server
+from chuixiang_local.model.profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile, profile_text, token_pieces
+from chuixiang_local.servers import exit_with_parent, stop_server
 
 
 def make_png(width: int = 64, height: int = 64, seed: int = 0, size_bytes: int | None = None) -> bytes:
@@ -443,7 +443,7 @@ class FakeModelProcess:
 
     def start(self) -> str:
         self._proc = subprocess.Popen(  # nosec B603 - sys.executable and our own module
-            [sys.executable, "-m", "chuixiang_local.fake_model", "--pace-ms", str(self.pace_s * 1000),
+            [sys.executable, "-m", "chuixiang_local.model.fake_model", "--pace-ms", str(self.pace_s * 1000),
              "--host", self.host, "--port", str(self.port)],
             stdout=subprocess.PIPE, stdin=subprocess.PIPE)  # stdin: see exit_with_parent
         assert self._proc.stdout is not None  # nosec B101 - type narrowing (stdout=PIPE)
@@ -464,7 +464,7 @@ class FakeModelProcess:
 
 
 def main() -> None:
-    """``python -m chuixiang_local.fake_model --pace-ms 2``: print the base URL, serve until SIGTERM."""
+    """``python -m chuixiang_local.model.fake_model --pace-ms 2``: print the base URL, serve until SIGTERM."""
     import argparse
 
     ap = argparse.ArgumentParser()

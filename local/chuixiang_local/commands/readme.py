@@ -1,11 +1,11 @@
-"""Rewrite the README's generated blocks (``python -m chuixiang_local.readme``)."""
+"""Rewrite the README's generated blocks (``python -m chuixiang_local.commands.readme``)."""
 
 from __future__ import annotations
 
 import re
 
-from .ladder import markdown_table
-from .template import REPO_ROOT, Template
+from chuixiang_local.commands.ladder import markdown_table
+from chuixiang_local.template import REPO_ROOT, Template
 
 BLOCK = re.compile(r"(<!-- ladder:begin -->\n).*?(<!-- ladder:end -->)", re.DOTALL)
 

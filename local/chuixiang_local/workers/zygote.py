@@ -1,4 +1,4 @@
-"""The process local Lambda workers are forked from (``python -m chuixiang_local.zygote``).
+"""The process local Lambda workers are forked from (``python -m chuixiang_local.workers.zygote``).
 
 A Lambda sandbox has an init phase (imports, clients) outside the invocation's
 Timeout, and is reused warm. Locally, starting a fresh interpreter and importing
@@ -36,7 +36,7 @@ PRELOAD = (
     "aws_lambda_powertools", "aws_lambda_powertools.logging", "aws_lambda_powertools.metrics",
     "aws_lambda_powertools.utilities.parser",
     "aws_lambda_powertools.utilities.typing", "aws_lambda_powertools.utilities.idempotency",
-    "aws_lambda_powertools.event_handler", "json", "decimal", "uuid", "chuixiang_local.context",
+    "aws_lambda_powertools.event_handler", "json", "decimal", "uuid", "chuixiang_local.workers.context",
 )
 
 
@@ -48,7 +48,7 @@ def worker(request: dict[str, Any]) -> None:
     """A forked worker of a function zygote (already the function: its environment, directory and path):
     init (the handler module, imported by the zygote unless that failed), then serve invocations until
     killed or disconnected."""
-    from chuixiang_local.context import LocalContext
+    from chuixiang_local.workers.context import LocalContext
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(request["socket"])

@@ -3,7 +3,7 @@
 Three jobs run through the local cloud on the embedded model - one **generated**
 (recipe and image), the same dish again (**cached**), one whose model answers 503
 (**failed**) - and every AWS call they make is counted at the local endpoint
-(:class:`~chuixiang_local.engine.RequestCounter`), the state transitions read from
+(:class:`~chuixiang_local.cloud.local_cloud.RequestCounter`), the state transitions read from
 each execution's history, the function invocations and log bytes recorded. Then,
 per path:
 
@@ -36,11 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from chuixiang.job_start import POLL_AFTER_MS
-
-from .api_client import LocalApi, http_event
-from .engine import LocalCloud
-from .fake_model import ChatBehaviour, FakeModel
-from .template import Template
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi, http_event
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.template import Template
 
 PRICED_ON = "2026-12-01"  #: us-east-1 list prices on this date (USD)
 LAMBDA_ARM_GB_SECOND = 0.0000133334

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .bench import BenchCall
+    from chuixiang_local.commands.bench import BenchCall
 
 LIMIT_STYLES = {"first content": ("tab:orange", "--"), "idle": ("tab:gray", ":"), "total": ("tab:red", "-.")}
 

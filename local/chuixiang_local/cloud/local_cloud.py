@@ -6,7 +6,7 @@
 * Step Functions executes the ASL with moto's port of the LocalStack
   interpreter (``execute_state_machine``), so TimeoutSeconds, Retry, Catch and
   the DynamoDB service integration behave as written.
-* Its Lambda Task invocations are routed to :mod:`chuixiang_local.invoker` by
+* Its Lambda Task invocations are routed to :mod:`chuixiang_local.workers.invoker` by
   replacing moto's simple Lambda backend ``invoke``; each runs on a warm worker
   process of its function (init outside the Timeout, as in Lambda).
 * EventBridge is played by a watcher that sends the reconcile function the
@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import io
 import json
 import logging
@@ -39,14 +38,20 @@ import boto3
 from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
+from chuixiang_local.cloud.front_door import FrontDoorCallsFirst, FrontDoorPriority, SharedCount
+from chuixiang_local.cloud.keep_alive import OpenConnections, keep_alive_handler
+from chuixiang_local.cloud.moto_patches import (
+    ROUTES,
+    EngineError,
+    apply_patches,
+    asl_program,
+    stopped_route,
+    without_debug_mode,
+)
+from chuixiang_local.servers import stop_server
+from chuixiang_local.template import ACCOUNT, REGION, FunctionSpec, Template
+from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 
-from .front_door import FrontDoorCallsFirst, FrontDoorPriority, SharedCount
-from .invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
-from .keep_alive import OpenConnections, keep_alive_handler
-from .servers import stop_server
-from .template import ACCOUNT, REGION, FunctionSpec, Template
-
-MOTO_VERSION = "5.2.5"  # the ASL interpreter hook below is verified against this version
 #: moto accepts any credentials; these are its documented dummies.
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",  # nosec B105
                     "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}  # nosec B105
@@ -57,248 +62,6 @@ API_ACCESS_KEY_ID = "local-api-function"  # nosec B105 - an identifier, not a se
 WATCH_ATTEMPTS = 5
 #: How often the EventBridge stand-in looks for executions that ended badly (EventBridge takes ~0.5 s too).
 WATCH_INTERVAL_S = 0.5
-#: A function's route: (name, request body, qualifier: the version or alias invoked) -> (payload, error).
-_ROUTES: dict[str, Callable[[str, bytes, str | None], tuple[bytes, str | None]]] = {}
-_PATCH_LOCK = threading.Lock()
-
-
-def _stopped(name: str, body: bytes, qualifier: str | None = None) -> tuple[bytes, str | None]:
-    """The route of a stopped cloud's function: what Lambda answers for a deleted one."""
-    return json.dumps({"errorType": "ResourceNotFoundException",
-                       "errorMessage": f"{name}: the local cloud has stopped"}).encode(), "Unhandled"
-
-
-class EngineError(RuntimeError):
-    """The local engine itself is broken (e.g. moto changed and the hook no longer works)."""
-
-
-def _patch_moto() -> None:
-    """Route moto's simple-Lambda ``invoke`` to our handlers (once per process)."""
-    import moto
-    from moto.awslambda_simple.models import LambdaSimpleBackend
-    from moto.core.config import default_user_config
-
-    if moto.__version__ != MOTO_VERSION:
-        raise EngineError(f"moto {moto.__version__} installed; the local engine is verified with {MOTO_VERSION}")
-    default_user_config["stepfunctions"] = {"execute_state_machine": True}
-    default_user_config["lambda"] = {"use_docker": False}
-    with _PATCH_LOCK:
-        if getattr(LambdaSimpleBackend, "_chuixiang_patched", False):
-            return
-
-        def routed_invoke(self: Any, function_name: str, qualifier: str | None, body: Any,
-                          headers: Any, response_headers: dict[str, str]) -> bytes:
-            name, qualifier = _name_and_qualifier(function_name, qualifier)
-            route = _ROUTES.get(name)
-            if route is None:
-                raise EngineError(f"no local route for Lambda {function_name}")
-            payload, error = route(name, body if isinstance(body, bytes) else str(body or "{}").encode(), qualifier)
-            if error:
-                response_headers["x-amz-function-error"] = "Unhandled"
-            return payload
-
-        LambdaSimpleBackend.invoke = routed_invoke  # type: ignore[method-assign]
-        LambdaSimpleBackend._chuixiang_patched = True  # type: ignore[attr-defined]
-        _share_interpreter_clients()
-        _cache_asl_programs()
-        atomic_dynamodb()
-        _cache_module_list()
-        _serialize_attribute_values_directly()
-        _convert_items_in_one_pass()
-
-
-def _cache_module_list() -> None:
-    """moto's server lists its own package directory (~200 ``stat`` calls) on every request, inside
-    the dispatcher's global lock; under load that lock serialises the whole server. The list never
-    changes while it runs."""
-    from moto import backends
-
-    modules = tuple(backends.list_of_moto_modules())
-    backends.list_of_moto_modules = lambda: modules  # type: ignore[assignment]
-
-
-def _share_interpreter_clients() -> None:
-    """The ASL interpreter builds a new boto3 client for every Lambda and DynamoDB task (tens of ms of
-    CPU each, loading service models); with dozens of executions at once that starves the moto
-    server. Clients are thread-safe: build one per (region, service, endpoint) and share it."""
-    from botocore.config import Config
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-        state_task_service_dynamodb,
-    )
-    from moto.stepfunctions.parser.asl.utils import boto_client
-
-    clients: dict[tuple[Any, ...], Any] = {}
-    lock = threading.Lock()
-    make_client: Any = boto3.client  # the service is only known at run time
-
-    def shared(region: str, service: str, state_credentials: Any = None) -> Any:
-        port = boto_client.moto_server_port()
-        key = (region, service, port)
-        with lock:
-            if key not in clients:  # as moto builds it, with a connection pool for every execution at once
-                clients[key] = make_client(
-                    service_name=service, region_name=region, endpoint_url=f"http://localhost:{port}",
-                    aws_access_key_id="ak", aws_secret_access_key="sk",  # nosec B106 - moto dummies
-                    config=Config(parameter_validation=False, retries={"total_max_attempts": 1},
-                                  connect_timeout=99999, read_timeout=99999, max_pool_connections=256))
-            return clients[key]
-
-    for module in (lambda_eval_utils, state_task_service_dynamodb):
-        module.boto_client_for = shared  # type: ignore[attr-defined]
-
-
-def atomic_dynamodb() -> None:
-    """DynamoDB applies each request to an item atomically: a conditional write's check and write are
-    one step. moto's backend has no lock, so two threads' conditional writes can both pass their check
-    (two probes of one breaker, two owners of one admission slot). One lock around every item
-    operation restores DynamoDB's guarantee; it costs nothing the interpreter lock was not costing."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    if getattr(DynamoDBBackend, "_chuixiang_atomic", False):
-        return
-    lock = threading.RLock()
-
-    def locked(method: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(method)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with lock:
-                return method(*args, **kwargs)
-        return call
-
-    for name in ("get_item", "put_item", "update_item", "delete_item", "transact_write_items",
-                 "transact_get_items", "batch_write_item", "batch_get_item", "query", "scan"):
-        if hasattr(DynamoDBBackend, name):
-            setattr(DynamoDBBackend, name, locked(getattr(DynamoDBBackend, name)))
-    DynamoDBBackend._chuixiang_atomic = True  # type: ignore[attr-defined]
-
-
-#: AttributeValue members whose value moto holds exactly as the wire has it (binary ones it holds decoded).
-_SCALAR_MEMBERS = {"S": str, "N": str, "BOOL": bool, "NULL": bool}
-_SET_MEMBERS = ("SS", "NS")
-
-
-def wire_attribute_value(value: Any) -> Any:
-    """The JSON an ``AttributeValue`` dict serialises to - the dict itself, already in the wire's form -
-    or None when it holds anything but strings, numbers, booleans, nulls, their sets, lists and maps
-    (binary: moto's serializer encodes it)."""
-    return value if _in_wire_form(value) else None
-
-
-def _in_wire_form(value: Any) -> bool:
-    if not isinstance(value, dict) or len(value) != 1:
-        return False
-    ((member, inner),) = value.items()
-    if member in _SCALAR_MEMBERS:
-        return type(inner) is _SCALAR_MEMBERS[member]
-    if member in _SET_MEMBERS:
-        return isinstance(inner, list) and all(type(v) is str for v in inner)
-    if member == "M":
-        return isinstance(inner, dict) and all(_in_wire_form(v) for v in inner.values())
-    if member == "L":
-        return isinstance(inner, list) and all(_in_wire_form(v) for v in inner)
-    return False
-
-
-def _serialize_attribute_values_directly() -> None:
-    """moto's response serializer walks botocore's shape for every ``AttributeValue``: each nested
-    value tries all ten members through an alias lookup. A job item (the recipe, its progress,
-    metrics: ~100 nested values) took 12 ms of CPU per GetItem, 90 % of it there. moto already holds
-    items in the wire's form, so an ``AttributeValue`` is written as it is, falling back to the walk
-    for anything :func:`wire_attribute_value` does not vouch for."""
-    from moto.core.serialize import BaseJSONSerializer
-
-    walk = BaseJSONSerializer._serialize_type_structure
-
-    @functools.wraps(walk)
-    def structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
-        if key and shape.name == "AttributeValue":
-            wired = wire_attribute_value(value)
-            if wired is not None:
-                self._default_serialize(serialized, wired, shape, key)
-                return
-        walk(self, serialized, value, shape, key)
-
-    BaseJSONSerializer._serialize_type_structure = structure  # type: ignore[method-assign]
-
-
-def _convert_items_in_one_pass() -> None:
-    """moto's ``DynamoType.to_regular_json`` deep-copies a map or list, then converts each nested
-    value of the copy the same way, so every level is copied once per level above it. It runs for
-    every item a request reads or writes (UpdateItem converts the item twice). Converted here in
-    one pass with the same result: nested values converted, anything else deep-copied."""
-    import base64
-    import copy
-
-    from moto.dynamodb.models.dynamo_type import DynamoType
-
-    @functools.wraps(DynamoType.to_regular_json)
-    def to_regular_json(self: DynamoType) -> dict[str, Any]:
-        value = self.value
-        if isinstance(value, dict):
-            value = {k: v.to_regular_json() if isinstance(v, DynamoType) else copy.deepcopy(v)
-                     for k, v in value.items()}
-        elif isinstance(value, list):
-            value = [v.to_regular_json() if isinstance(v, DynamoType) else copy.deepcopy(v) for v in value]
-        else:
-            value = copy.deepcopy(value)
-        if self.is_binary() and isinstance(value, str):
-            value = base64.b64decode(value)
-        return {self.type: value}
-
-    DynamoType.to_regular_json = to_regular_json  # type: ignore[method-assign]
-
-
-_PROGRAMS: dict[str, Any] = {}
-_PROGRAMS_LOCK = threading.Lock()
-
-
-def asl_program(definition: str) -> Any:
-    """The parsed program of an ASL definition, parsed once per process."""
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
-
-    with _PROGRAMS_LOCK:
-        if definition not in _PROGRAMS:
-            _PROGRAMS[definition] = AmazonStateLanguageParser.parse(definition)[0]
-        return _PROGRAMS[definition]
-
-
-def _cache_asl_programs() -> None:
-    """moto's interpreter parses the ASL with ANTLR (pure Python, ~100 ms of CPU for ours) at the start
-    of every execution, inside the moto process every API call waits on. The parsed program is
-    immutable - an execution's state lives in its ``Environment`` - so parse each definition once
-    (the local cloud parses it when it creates the state machine, before any request comes)."""
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
-
-    def entrypoint(self: Any) -> Any:
-        return asl_program(self._evaluation_details.state_machine_details.definition)
-
-    ExecutionWorker._get_evaluation_entrypoint = entrypoint  # type: ignore[method-assign]
-
-    # Each JSONPath evaluation builds a new PLY parser (reading its LR tables) for the same few paths.
-    from moto.stepfunctions.parser.asl.component.common.path import result_path
-    from moto.stepfunctions.parser.asl.utils import json_path
-
-    for module in (json_path, result_path):
-        module.parse = functools.lru_cache(maxsize=512)(module.parse)  # type: ignore[attr-defined]
-
-
-def _without_debug_mode(dispatcher: Any) -> None:
-    """moto runs each service's Flask app in debug mode, in which Flask builds a new class for every
-    request that has a body (a helper for form errors in ``Request._load_form_data``). Measured with it
-    off: about 4 % less CPU per DynamoDB call, and an idle server's polls cost a third as much.
-    Exceptions still propagate to the server, which logs them."""
-    create = dispatcher.create_app
-
-    def create_app(service: str) -> Any:
-        app = create(service)
-        app.debug = False
-        app.config["PROPAGATE_EXCEPTIONS"] = True
-        return app
-
-    dispatcher.create_app = create_app
-
-
 class RequestCounter:
     """WSGI middleware counting the AWS API calls the local cloud serves, as ``service:Action``
     (``dynamodb:UpdateItem``, ``states:StartExecution``, ``s3:PutObject`` …): what ``chuixiang cost`` bills."""
@@ -338,14 +101,6 @@ def api_call_name(environ: dict[str, Any]) -> str:
     return f"{service}:{method} {path}"
 
 
-def _name_and_qualifier(function_name: str, qualifier: str | None) -> tuple[str, str | None]:
-    """``name``, ``arn:…:function:name`` or ``arn:…:function:name:3`` (a version or alias) -> (name, qualifier)."""
-    if not function_name.startswith("arn:"):
-        return function_name, qualifier
-    parts = function_name.split(":")
-    return parts[6], parts[7] if len(parts) > 7 else qualifier
-
-
 def seed_job(store: JobStore, event: Any) -> bool:
     """Create the job a stage event names, RUNNING, as the API and the submit stage would have (True if created)."""
     if not (isinstance(event, dict) and event.get("jobId") and isinstance(event.get("dish"), str)):
@@ -369,7 +124,7 @@ class LocalCloud:
         functions' priority so the front door answers first (tests keep 0: their timings are the functions').
         ``front_door_first``: hold the state machine's Lambda invocations while the API is busy, and
         serve the api function's AWS calls before the others waiting for moto
-        (:mod:`chuixiang_local.front_door`; ``serve`` sets it and hands ``api_requests`` to its API process)."""
+        (:mod:`chuixiang_local.cloud.front_door`; ``serve`` sets it and hands ``api_requests`` to its API process)."""
         self.overrides = dict(overrides or {})
         self.port = port  #: moto's port (0: any free one); ``chuixiang cloud`` fixes it for other tools
         self.bind = bind  #: moto's address; 0.0.0.0 lets a Docker container reach it (``chuixiang cloud``)
@@ -403,7 +158,7 @@ class LocalCloud:
     def start(self) -> None:
         from moto.server import ThreadedMotoServer
 
-        _patch_moto()
+        apply_patches()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         # The ASL interpreter logs every Fail state as an error; the job document says it better.
         logging.getLogger("moto").setLevel(logging.CRITICAL)
@@ -415,7 +170,7 @@ class LocalCloud:
         self._server = ThreadedMotoServer(ip_address=self.bind, port=self.port, verbose=False)
         self._server.start()
         wsgi = self._server._server  # werkzeug's server; it calls .app for every request
-        _without_debug_mode(wsgi.app)
+        without_debug_mode(wsgi.app)
         self._connections = OpenConnections()
         wsgi.RequestHandlerClass = keep_alive_handler(wsgi.RequestHandlerClass, self._connections)
         self.requests = RequestCounter(wsgi.app)
@@ -439,9 +194,9 @@ class LocalCloud:
         if getattr(self, "_watcher", None) is not None:
             self._watcher.join(timeout=2)  # a daemon: it only has to not start a reconcile now
         prefix = getattr(self, "prefix", None)  # none if the deployment failed early
-        for name in list(_ROUTES):
+        for name in list(ROUTES):
             if prefix is not None and prefix in name:
-                _ROUTES[name] = _stopped  # an execution still running may yet ask for it
+                ROUTES[name] = stopped_route  # an execution still running may yet ask for it
         if getattr(self, "pool", None) is not None:
             self.pool.close()
         if self.api_requests is not None:
@@ -529,7 +284,7 @@ class LocalCloud:
             lam.create_function(FunctionName=spec.name, Runtime="python3.12", Role=role,
                                 Handler=spec.handler, Code={"ZipFile": code.getvalue()},
                                 Timeout=spec.timeout_s, MemorySize=spec.memory_mb, Publish=True)  # version 1
-            _ROUTES[spec.name] = self._route
+            ROUTES[spec.name] = self._route
 
     def layer_dirs(self) -> list[Path]:
         t = self.template

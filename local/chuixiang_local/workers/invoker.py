@@ -1,7 +1,7 @@
 """Parent side of local Lambda invocations: warm worker processes, init outside the Timeout.
 
 Like a Lambda sandbox, a worker is a process of its own with the function's
-environment; it is created on demand (forked from :mod:`chuixiang_local.zygote`,
+environment; it is created on demand (forked from :mod:`chuixiang_local.workers.zygote`,
 which holds the heavy imports), runs its *init* - importing the handler - within
 :data:`INIT_LIMIT_S` (Lambda's init phase limit) and not against the function's
 Timeout, then serves invocations one at a time and is reused warm. At ``Timeout``
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .template import FunctionSpec
+from chuixiang_local.template import FunctionSpec
 
 #: Environment a Lambda process inherits from the runner (nothing else leaks in).
 PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYENV_VERSION", "MODEL_API_KEY")
@@ -136,7 +136,7 @@ class WorkerPool:
     def _start_zygote(self) -> subprocess.Popen[bytes]:
         self.zygotes_started += 1
         return subprocess.Popen(  # nosec B603 - sys.executable and our own module
-            [sys.executable, "-m", "chuixiang_local.zygote"], stdin=subprocess.PIPE, env=self._zygote_env,
+            [sys.executable, "-m", "chuixiang_local.workers.zygote"], stdin=subprocess.PIPE, env=self._zygote_env,
             stdout=self._log or subprocess.DEVNULL, stderr=self._log or subprocess.DEVNULL)
 
     def _fork(self, request: dict[str, Any]) -> None:

@@ -21,14 +21,14 @@ from typing import Any, TextIO
 
 from chuixiang.observability import logger
 from chuixiang.settings import comma_list
-
-from .api_client import LocalApi
-from .api_server import function_argument
-from .engine import EngineError, LocalCloud
-from .fake_model import FakeModel, FakeModelProcess
-from .ladder import build_ladder, check_or_raise, markdown_table
-from .template import REPO_ROOT, ConfigError, Template, parse_overrides
-from .watch import JobWatch
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.cloud.moto_patches import EngineError
+from chuixiang_local.commands.ladder import build_ladder, check_or_raise, markdown_table
+from chuixiang_local.commands.watch import JobWatch
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.gateway.api_server import function_argument
+from chuixiang_local.model.fake_model import FakeModel, FakeModelProcess
+from chuixiang_local.template import REPO_ROOT, ConfigError, Template, parse_overrides
 
 WORK_DIR = REPO_ROOT / ".chuixiang"
 #: Where ``chuixiang cloud`` says where it runs (``chuixiang seed`` reads it).
@@ -106,13 +106,13 @@ def _summary(doc: dict[str, Any]) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """The local cloud here; the API in its own process (see :mod:`chuixiang_local.api_server`)."""
+    """The local cloud here; the API in its own process (see :mod:`chuixiang_local.gateway.api_server`)."""
     with local_stack(args, sys.stderr if args.verbose else None) as cloud:
         spec = cloud.template.function_by_dir("api")
         extra_env = cloud.api_environment()
         env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
         api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
-            [sys.executable, "-m", "chuixiang_local.api_server", "--host", args.host, "--port", str(args.port),
+            [sys.executable, "-m", "chuixiang_local.gateway.api_server", "--host", args.host, "--port", str(args.port),
              "--workers", str(args.workers),
              "--function", function_argument(spec, cloud.layer_dirs(), extra_env),
              "--jwt-issuer", cloud.template.parameters["JwtIssuer"],
@@ -183,7 +183,7 @@ def cmd_invoke(args: argparse.Namespace) -> int:
 
 def cmd_cloud(args: argparse.Namespace) -> int:
     """Keep the local cloud up on a fixed port for SAM's local tools; write their env-vars file."""
-    from .sam_env import write_files
+    from chuixiang_local.commands.sam_env import write_files
 
     log_path = WORK_DIR / "logs" / f"cloud-{time.strftime('%Y%m%d-%H%M%S')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,8 +212,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
 
     from chuixiang.settings import Settings
     from chuixiang.stores.jobs import JobStore
-
-    from .engine import seed_job
+    from chuixiang_local.cloud.local_cloud import seed_job
 
     state_file = Path(args.state)
     if not state_file.exists():
@@ -231,7 +230,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from . import bench
+    from chuixiang_local.commands import bench
 
     given = parse_overrides(args.parameter_overrides)
     models = list(comma_list(args.models or ""))
@@ -290,7 +289,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from .cost import Assumptions, render, report
+    from chuixiang_local.commands.cost import Assumptions, render, report
 
     overrides = parse_overrides(args.parameter_overrides)
     check_or_raise(Template(overrides))
@@ -322,7 +321,11 @@ def _what_deploy_deploys(command_line: dict[str, str], stack_name: str | None) -
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from .deploy_parameters import deployed_parameters, samconfig_overrides, samconfig_stack_name
+    from chuixiang_local.commands.deploy_parameters import (
+        deployed_parameters,
+        samconfig_overrides,
+        samconfig_stack_name,
+    )
 
     samconfig = REPO_ROOT / "samconfig.toml"
     name = stack_name or samconfig_stack_name(samconfig) or "chuixiang"
@@ -342,7 +345,7 @@ def _account_problems(template: Template) -> list[str]:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from .ladder import account_concurrency, reservation_problems
+    from chuixiang_local.commands.ladder import account_concurrency, reservation_problems
 
     try:
         limit, reserved = account_concurrency(boto3.client("lambda"))

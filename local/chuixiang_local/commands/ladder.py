@@ -28,8 +28,7 @@ from chuixiang.timeouts import (  # the layer package is the one source of these
     state_timeout_seconds,
 )
 from chuixiang.upstream.dialects import DialectError, parse_dialects
-
-from .template import ConfigError, FunctionSpec, Template, unqualified
+from chuixiang_local.template import ConfigError, FunctionSpec, Template, unqualified
 
 #: Limits whose value the ladder reads from the ASL itself (after substitution), and how it names them.
 ASL_LABELS = {STATE_MACHINE.parameter: "state machine TimeoutSeconds"}

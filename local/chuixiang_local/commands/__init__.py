@@ -1,0 +1,1 @@
+"""The commands: cook, serve, cloud, invoke, seed, bench, ladder, cost (``chuixiang --help``)."""

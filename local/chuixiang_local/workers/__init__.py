@@ -1,0 +1,1 @@
+"""Lambda workers: a zygote forks initialised sandboxes; each serves invocations as the Lambda runtime would."""
