@@ -105,7 +105,8 @@ def test_sixty_clients_at_once_all_answered_and_every_job_ends(serve: Serve) -> 
 def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
     # SIGTERM may reach any thread of serve; with executions running it once was ignored (2 runs in 3).
     # A server of its own: stopping the module's would leave the other tests of this file a dead port.
-    with Serve({"RecipeConcurrency": str(CLIENTS)}, fake_pace_ms=0.5) as serve:
+    # Its drain bounded (jobs in flight get 5 s): this test is about the stop, test_serve_drain about the drain.
+    with Serve({"RecipeConcurrency": str(CLIENTS)}, fake_pace_ms=0.5, serve_args=["--drain-seconds", "5"]) as serve:
         def post(i: int) -> None:
             httpx.post(f"{serve.base}/recipes", json={"dish": f"停机菜{i}号"}, timeout=60)
 

@@ -1,4 +1,4 @@
-"""The unit tier: in-process only. A test here that opens a socket or starts a process fails (its
+"""The unit tier: in-process only. A test here that opens a network socket or starts a process fails (its
 fixtures too, whatever their scope), so a slow test cannot drift into the fast tier (``make test-fast``
 runs this folder alone)."""
 
@@ -20,7 +20,7 @@ def _refuse(*args: object, **kwargs: object) -> NoReturn:
 
 def _guarded() -> Iterator[None]:
     subprocess.Popen.__init__ = _refuse  # type: ignore[assignment,method-assign]
-    disable_socket(allow_unix_socket=False)
+    disable_socket(allow_unix_socket=True)  # asyncio's event loop wakes itself through a Unix socketpair
     try:
         yield
     finally:

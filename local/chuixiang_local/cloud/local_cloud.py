@@ -422,6 +422,17 @@ class LocalCloud:
         ended = ("FAILED", "TIMED_OUT", "ABORTED")
         return [ex.execution_arn for ex in list(machine.executions) if ex.status in ended]
 
+    def running_executions(self) -> list[str]:
+        """The executions still RUNNING (read from moto's backend in this process, as ``_ended_badly``)."""
+        from moto.stepfunctions.exceptions import StateMachineDoesNotExist
+        from moto.stepfunctions.responses import get_backend
+
+        try:
+            machine = get_backend(ACCOUNT, REGION).describe_state_machine(self.state_machine_arn)
+        except StateMachineDoesNotExist:
+            return []
+        return [ex.execution_arn for ex in list(machine.executions) if ex.status == "RUNNING"]
+
     def execution_arn(self, job_id: str) -> str:
         """The ARN of a job's execution (named after the job)."""
         return f"{self.state_machine_arn.replace(':stateMachine:', ':execution:')}:{job_id}"

@@ -113,26 +113,36 @@ def cmd_serve(args: argparse.Namespace) -> int:
         env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
         api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.gateway.api_server", "--host", args.host, "--port", str(args.port),
-             "--workers", str(args.workers),
+             "--workers", str(args.workers), "--body-idle-seconds", str(args.body_idle_seconds),
              "--function", function_argument(spec, cloud.layer_dirs(), extra_env),
              "--jwt-issuer", cloud.template.parameters["JwtIssuer"],
              "--jwt-audience", cloud.template.parameters["JwtAudience"],
              *(["--requests-file", str(cloud.api_requests.path)] if cloud.api_requests else [])],
-            env=env, stdin=subprocess.PIPE)  # stdin: it exits with this process (see exit_with_parent)
+            # stdin: it exits with this process (see exit_with_parent); a session of its own: Ctrl-C is
+            # this process's to handle (a drain first), not a signal that stops the API mid-drain.
+            env=env, stdin=subprocess.PIPE, start_new_session=True)
+        draining = threading.Event()
 
         def stop(*_: Any) -> None:
-            _progress("stopping: the API process")
+            if not draining.is_set():  # the first signal: drain
+                draining.set()
+                api.send_signal(signal.SIGUSR1)
+                return
+            _progress("stopping: the API process")  # the second: at once
             _exit_if_still_stopping_after(SERVE_STOP_LIMIT_S)
             api.terminate()
 
         signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
         _progress(f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
-                  f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops")
-        try:
-            _wait_interruptibly(api)
-        except KeyboardInterrupt:
-            stop()
-            _wait_interruptibly(api)
+                  f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops "
+                  f"(jobs in flight get {args.drain_seconds:g} s to finish; twice: at once)")
+        _wait_interruptibly(api, until=draining)
+        if draining.is_set() and api.poll() is None:
+            _drain(cloud, api, args.drain_seconds)
+            if api.poll() is None:
+                stop()
+                _wait_interruptibly(api)
         for first in (cloud.front_door, cloud.call_priority):
             if first is not None:
                 _progress(first.summary())
@@ -141,12 +151,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _wait_interruptibly(proc: subprocess.Popen[bytes]) -> None:
-    """Wait for ``proc`` in short waits. The kernel may hand SIGTERM to any of this process's threads;
+def _drain(cloud: LocalCloud, api: subprocess.Popen[bytes], bound_s: float) -> None:
+    """Let the executions running now finish, for at most ``bound_s`` (or until a second signal stops the
+    API), then say how many finished and how many were cut."""
+    running = set(cloud.running_executions())
+    _progress(f"draining: no new jobs (503 + Retry-After), polls answered; {len(running)} job(s) in flight, "
+              f"up to {bound_s:g} s")
+    end = time.monotonic() + bound_s
+    left = running
+    while left and time.monotonic() < end and api.poll() is None:
+        time.sleep(0.2)
+        left = running & set(cloud.running_executions())
+    if api.poll() is None:  # not stopped at once by a second signal
+        _progress(f"drained: {len(running) - len(left)} finished, {len(left)} cut")
+
+
+def _wait_interruptibly(proc: subprocess.Popen[bytes], until: threading.Event | None = None) -> None:
+    """Wait for ``proc`` (or ``until``) in short waits. The kernel may hand SIGTERM to any of this process's threads;
     Python then only runs the handler once the main thread is back in the interpreter, which a
     plain ``wait()`` (one blocking ``waitpid``) never is while the child lives: ``serve`` ignored
     SIGTERM about two times in three with sixty executions running."""
-    while True:
+    while until is None or not until.is_set():
         try:
             proc.wait(timeout=0.2)
             return
@@ -383,6 +408,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true", help="function logs on stderr")
     p.add_argument("--workers", type=int, default=16,
                    help="api invocations at once (warm api function processes)")
+    p.add_argument("--body-idle-seconds", type=float, default=10,
+                   help="a request whose body stalls this long is answered 408 (it never holds the functions)")
+    p.add_argument("--drain-seconds", type=float, default=30,
+                   help="on SIGTERM or Ctrl-C, how long the jobs in flight may take to finish (a second signal: "
+                        "stop at once)")
     p.add_argument("--no-front-door-first", dest="front_door_first", action="store_false",
                    help="do not hold the state machine's invocations while API calls are in flight, nor "
                         "serve the api function's AWS calls first in moto (on by default: on AWS the API "

@@ -50,17 +50,28 @@ def as_proxy_response(result: Invocation) -> dict[str, Any]:
 
 
 def counting_open_requests(app: Any, count: SharedCount) -> Any:
-    """ASGI middleware: ``count`` is the number of HTTP requests between arrival and answer (only the
-    event loop's thread writes it)."""
+    """ASGI middleware: ``count`` is the number of HTTP requests whose body has arrived and whose answer
+    has not been sent (only the event loop's thread writes it). A request counts from its last body byte,
+    not its first: one client that stalls mid-body must not hold every Lambda dispatch for the bound."""
 
     async def counted(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await app(scope, receive, send)
-        count.add(1)
+        counting = False
+
+        async def receiving() -> Any:
+            nonlocal counting
+            message = await receive()
+            if not counting and message.get("type") == "http.request" and not message.get("more_body"):
+                count.add(1)
+                counting = True
+            return message
+
         try:
-            await app(scope, receive, send)
+            await app(scope, receiving, send)
         finally:
-            count.add(-1)
+            if counting:
+                count.add(-1)
     return counted
 
 
@@ -72,6 +83,8 @@ def main() -> None:
     ap.add_argument("--function", required=True, help="the api function (see function_argument)")
     ap.add_argument("--jwt-issuer", default="", help="the template's JwtIssuer: check tokens as API Gateway would")
     ap.add_argument("--jwt-audience", default="", help="the template's JwtAudience (comma-separated)")
+    ap.add_argument("--body-idle-seconds", type=float, default=10.0,
+                    help="a request whose body stalls this long is answered 408")
     ap.add_argument("--requests-file", help="keep the count of open requests here (serve's front door first)")
     args = ap.parse_args()
 
@@ -102,18 +115,26 @@ def main() -> None:
             return handle(swagger_app, event, None)
 
     asgi = LambdaAsgi(run, workers=args.workers, local_routes={"/swagger": swagger},
+                      body_idle_s=args.body_idle_seconds,
                       authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(","))
                       if args.jwt_issuer else None)
     app: Any = counting_open_requests(asgi, SharedCount(Path(args.requests_file))) if args.requests_file else asgi
     exit_with_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))  # uvicorn stops gracefully on it
+
+    def drain(signum: int, _frame: object) -> None:  # serve is stopping: no new jobs, polls still answered
+        asgi.draining = True
+
+    signal.signal(signal.SIGUSR1, drain)  # uvicorn captures SIGINT and SIGTERM only
     # uvicorn re-raises the signal it stopped on once it has shut down (uvicorn >= 0.29); with the
     # default handler that kills this process before ``finally`` closes the pool, leaving its
     # zygote's directory behind in /tmp. Exiting through SystemExit runs ``finally``.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _exit_cleanly)
     try:
+        # h11's limit on a request's line and headers (uvicorn's default, said here): over it, uvicorn answers 400
+        # itself, in plain text (nothing of ours has seen the request yet); the body's limits are LambdaAsgi's.
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
-                    backlog=2048)
+                    backlog=2048, h11_max_incomplete_event_size=16 * 1024)
     finally:
         pool.close()
 

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from chuixiang.api import error_body
-from chuixiang.errors import HttpErrorCode
+from chuixiang.errors import ErrorCode, HttpErrorCode
 from chuixiang_local.gateway.jwt_authorizer import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, JwtAuthorizer
 
 Scope = dict[str, Any]
@@ -28,6 +28,10 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 #: API Gateway's payload limit.
 MAX_BODY_BYTES = 10 * 1024 * 1024
+#: A client that sends part of a body and stalls is cut after this long between two of its reads (408).
+BODY_IDLE_S = 10.0
+#: What a request to start a job is told while ``serve`` drains: come back after the restart.
+DRAIN_RETRY_AFTER_S = 10
 
 
 class LambdaAsgi:
@@ -36,12 +40,15 @@ class LambdaAsgi:
 
     def __init__(self, invoke: Callable[[dict[str, Any]], dict[str, Any]], *, workers: int = 16,
                  local_routes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
-                 authorizer: JwtAuthorizer | None = None) -> None:
+                 authorizer: JwtAuthorizer | None = None, body_idle_s: float = BODY_IDLE_S) -> None:
         """``local_routes``: paths (and ``<path>.<ext>``) answered by another handler than ``invoke``."""
         self.invoke = invoke
         self.local_routes = local_routes or {}
         self.authorizer = authorizer
+        self.body_idle_s = body_idle_s
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="api")
+        #: Set when ``serve`` stops: new jobs are refused (503 + ``Retry-After``), polls still answered.
+        self.draining = False
 
     def _handler_for(self, path: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
         for prefix, handler in self.local_routes.items():
@@ -58,9 +65,19 @@ class LambdaAsgi:
             return
         if scope["type"] != "http":
             return
+        if self.draining and scope.get("method") == "POST" and scope.get("path", "").rstrip("/") == "/recipes":
+            await _send(send, 503, {"content-type": "application/json", "retry-after": str(DRAIN_RETRY_AFTER_S)},
+                        error_body(ErrorCode.INTERNAL, "the server is stopping: no new jobs; retry after "
+                                   f"{DRAIN_RETRY_AFTER_S} s").encode())
+            return
         body = bytearray()
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.body_idle_s)
+            except TimeoutError:
+                await _send(send, 408, {"content-type": "application/json", "connection": "close"},
+                            error_body(HttpErrorCode.BAD_REQUEST, f"no body bytes for {self.body_idle_s:g} s").encode())
+                return
             body += message.get("body", b"")
             if len(body) > MAX_BODY_BYTES:
                 await _send(send, 413, {"content-type": "application/json"},

@@ -445,7 +445,9 @@ class FakeModelProcess:
         self._proc = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.model.fake_model", "--pace-ms", str(self.pace_s * 1000),
              "--host", self.host, "--port", str(self.port)],
-            stdout=subprocess.PIPE, stdin=subprocess.PIPE)  # stdin: see exit_with_parent
+            # stdin: see exit_with_parent; a session of its own: Ctrl-C is the parent's to handle (serve drains
+            # its jobs first, and they need the model), the parent stops this process itself.
+            stdout=subprocess.PIPE, stdin=subprocess.PIPE, start_new_session=True)
         assert self._proc.stdout is not None  # nosec B101 - type narrowing (stdout=PIPE)
         line = self._proc.stdout.readline().decode().strip()
         if not line.startswith("http://"):
@@ -475,7 +477,7 @@ def main() -> None:
     model = FakeModel(pace_s=args.pace_ms / 1000, host=args.host, port=args.port)
     print(model.start(), flush=True)
     stopping = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C on ``serve`` reaches its whole process group
+    for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
     exit_with_parent(stopping.set)
     stopping.wait()

@@ -1,0 +1,86 @@
+"""``serve`` stops like a release should: on SIGTERM or Ctrl-C it stops admitting jobs (503 with
+``Retry-After``, polls still answered), lets the jobs in flight finish up to ``--drain-seconds``, then
+stops, saying how many finished and how many were cut. A second signal stops it at once."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import time
+
+import httpx
+
+from ..serve_helper import Serve
+from ..waiting import wait_until
+
+
+def _drained(serve: Serve) -> tuple[int, int]:
+    found = re.search(r"drained: (\d+) finished, (\d+) cut", serve.output())
+    assert found, serve.output()[-2000:]
+    return int(found[1]), int(found[2])
+
+
+def test_sigterm_refuses_new_jobs_answers_polls_and_lets_the_running_ones_finish() -> None:
+    with Serve({}, fake_pace_ms=2, serve_args=["--drain-seconds", "60"]) as serve:
+        jobs = [serve.post("排队菜一号"), serve.post("排队菜二号")]
+        serve.proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: "draining" in serve.output(), timeout_s=10, what="serve started draining")
+        refused = httpx.post(f"{serve.base}/recipes", json={"dish": "来晚的菜"}, timeout=10)
+        assert refused.status_code == 503, refused.text
+        assert refused.json()["error"]["code"] == "INTERNAL" and int(refused.headers["retry-after"]) > 0
+        polled = httpx.get(f"{serve.base}/recipes/{jobs[0]}", timeout=10)  # a client still sees its job
+        assert polled.status_code == 200 and polled.json()["jobId"] == jobs[0]
+        assert serve.proc.wait(timeout=90) == 0
+        assert _drained(serve) == (2, 0)
+
+
+def test_the_drain_is_bounded_and_says_what_it_cut() -> None:
+    with Serve({}, fake_pace_ms=200, serve_args=["--drain-seconds", "1"]) as serve:
+        serve.post("慢慢写的菜")
+        serve.proc.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        assert serve.proc.wait(timeout=30) == 0
+        assert time.monotonic() - started < 1 + 10  # the bound, then the usual stop
+        assert _drained(serve) == (0, 1)
+
+
+def test_a_second_signal_stops_at_once() -> None:
+    with Serve({}, fake_pace_ms=200, serve_args=["--drain-seconds", "60"]) as serve:
+        serve.post("等不及的菜")
+        serve.proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: "draining" in serve.output(), timeout_s=10, what="serve started draining")
+        started = time.monotonic()
+        serve.proc.send_signal(signal.SIGTERM)
+        assert serve.proc.wait(timeout=30) == 0
+        assert time.monotonic() - started < 15  # not the 60 s drain
+        assert "drained" not in serve.output()
+
+
+def test_a_client_stalled_mid_body_gets_a_json_408_and_holds_nothing_meanwhile() -> None:
+    """A body that stops arriving is cut at --body-idle-seconds with the one error shape; while it hangs,
+    a whole job runs as fast as without it (the stalled request is not an open request for the front door)."""
+    with Serve({}, serve_args=["--body-idle-seconds", "4"]) as serve:
+        alone_started = time.monotonic()
+        assert serve.cook("先来的菜")["status"] == "SUCCEEDED"
+        alone_s = time.monotonic() - alone_started
+        host, port = serve.base.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as stalled:
+            stalled.sendall(b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                            b"Content-Length: 100\r\n\r\n{\"di")
+            sent = time.monotonic()
+            started = time.monotonic()
+            assert serve.cook("并行的菜")["status"] == "SUCCEEDED"
+            assert time.monotonic() - started < alone_s + 3, "the stalled body held the functions"
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+                chunk = stalled.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+            waited = time.monotonic() - sent
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.split()[1] == b"408", answer
+        assert json.loads(body)["error"]["code"] == "BAD_REQUEST"
+        assert 4 <= waited < 4 + 3
