@@ -63,6 +63,14 @@ def test_hostile_requests_get_the_one_error_shape(serve: Serve) -> None:
     status, body = raw_request(serve.base, b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                                            b"X-Odd: \xff\xfe\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
     assert status == 400 and set(body["error"]) == {"code", "message", "reason"}
+    # What uvicorn itself cannot parse (nothing of ours sees it) is answered in the same shape.
+    for unparsable in (b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nno colon here\r\n\r\n",
+                       b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n"):
+        status, body = raw_request(serve.base, unparsable)
+        assert status == 400 and body["error"]["code"] == "BAD_REQUEST", (unparsable[:40], body)
+    status, body = raw_request(serve.base, b"GET /recipes/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: "
+                                           + b"y" * 20_000 + b"\r\n\r\n")
+    assert status == 431 and body["error"]["code"] == "BAD_REQUEST"
     assert httpx.get(f"{serve.base}/openapi.json", timeout=30).json()["info"]["title"] == "Chuixiang API"
     assert "swagger" in httpx.get(f"{serve.base}/swagger", timeout=30).text.lower()
 

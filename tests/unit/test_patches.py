@@ -12,7 +12,11 @@ import types
 import pytest
 
 from chuixiang_local.cloud import moto_patches
-from chuixiang_local.cloud.moto_patches import PATCHES, EngineError, fingerprint, replace
+from chuixiang_local.cloud.moto_patches import PATCHES as CLOUD_PATCHES
+from chuixiang_local.cloud.moto_patches import EngineError, fingerprint, replace
+from chuixiang_local.gateway.http_protocol import PATCHES as GATEWAY_PATCHES
+
+PATCHES = (*CLOUD_PATCHES, *GATEWAY_PATCHES)
 
 moto_patches.apply_patches()
 

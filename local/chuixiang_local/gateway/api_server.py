@@ -93,6 +93,7 @@ def main() -> None:
 
     from chuixiang.api import build_app, handle
     from chuixiang_local.gateway.asgi import LambdaAsgi
+    from chuixiang_local.gateway.http_protocol import JsonErrorH11Protocol
     from chuixiang_local.gateway.jwt_authorizer import JwtAuthorizer
 
     given = json.loads(args.function)
@@ -131,10 +132,11 @@ def main() -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _exit_cleanly)
     try:
-        # h11's limit on a request's line and headers (uvicorn's default, said here): over it, uvicorn answers 400
-        # itself, in plain text (nothing of ours has seen the request yet); the body's limits are LambdaAsgi's.
+        # h11's limit on a request's line and headers (uvicorn's default, said here): over it, or for anything h11
+        # cannot parse, the protocol answers 400 before any app sees the request, in the API's error shape
+        # (JsonErrorH11Protocol); the body's limits (size, a stalled body) are LambdaAsgi's.
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
-                    backlog=2048, h11_max_incomplete_event_size=16 * 1024)
+                    backlog=2048, h11_max_incomplete_event_size=16 * 1024, http=JsonErrorH11Protocol)
     finally:
         pool.close()
 

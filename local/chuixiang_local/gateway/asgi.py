@@ -28,6 +28,9 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 #: API Gateway's payload limit.
 MAX_BODY_BYTES = 10 * 1024 * 1024
+#: The request line and headers, as h11 bounds what it buffers (it lets a larger block through when it
+#: arrives whole, so the app checks the total too): over it, 431.
+MAX_HEADER_BYTES = 16 * 1024
 #: A client that sends part of a body and stalls is cut after this long between two of its reads (408).
 BODY_IDLE_S = 10.0
 #: What a request to start a job is told while ``serve`` drains: come back after the restart.
@@ -64,6 +67,10 @@ class LambdaAsgi:
             await send({"type": "lifespan.shutdown.complete"})
             return
         if scope["type"] != "http":
+            return
+        if sum(len(k) + len(v) + 4 for k, v in scope.get("headers", [])) > MAX_HEADER_BYTES:
+            await _send(send, 431, {"content-type": "application/json", "connection": "close"},
+                        error_body(HttpErrorCode.BAD_REQUEST, f"headers over {MAX_HEADER_BYTES} bytes").encode())
             return
         if self.draining and scope.get("method") == "POST" and scope.get("path", "").rstrip("/") == "/recipes":
             await _send(send, 503, {"content-type": "application/json", "retry-after": str(DRAIN_RETRY_AFTER_S)},

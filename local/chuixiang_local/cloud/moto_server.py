@@ -1,0 +1,105 @@
+"""moto in server mode on loopback, as the local cloud runs it: patched, keeping connections open,
+counting the API calls it serves, optionally serving the api function's calls first."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from chuixiang_local.cloud.front_door import FrontDoorCallsFirst
+from chuixiang_local.cloud.keep_alive import OpenConnections, keep_alive_handler
+from chuixiang_local.cloud.moto_patches import apply_patches, without_debug_mode
+from chuixiang_local.servers import stop_server
+
+
+class RequestCounter:
+    """WSGI middleware counting the AWS API calls the local cloud serves, as ``service:Action``
+    (``dynamodb:UpdateItem``, ``states:StartExecution``, ``s3:PutObject`` …): what ``chuixiang cost`` bills."""
+
+    def __init__(self, app: Callable[..., Any]) -> None:
+        self.app = app
+        self.counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        name = api_call_name(environ)
+        with self._lock:
+            self.counts[name] += 1
+        return self.app(environ, start_response)
+
+    def snapshot(self) -> Counter[str]:
+        with self._lock:
+            return Counter(self.counts)
+
+
+_S3_ACTIONS = {"PUT": "PutObject", "GET": "GetObject", "HEAD": "HeadObject", "DELETE": "DeleteObject"}
+
+
+def api_call_name(environ: dict[str, Any]) -> str:
+    """``service:Action`` of a signed AWS request: the service from the SigV4 credential scope, the
+    action from ``X-Amz-Target`` (JSON protocols), the path (Lambda) or the method (S3 objects)."""
+    scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", environ.get("HTTP_AUTHORIZATION", ""))
+    service = scope.group(1) if scope else "unsigned"
+    target = environ.get("HTTP_X_AMZ_TARGET")
+    if target:
+        return f"{service}:{target.rsplit('.', 1)[-1]}"
+    path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
+    if service == "lambda" and path.endswith("/invocations"):
+        return "lambda:Invoke"
+    if service == "s3":
+        return f"s3:{_S3_ACTIONS.get(method, method)}"
+    return f"{service}:{method} {path}"
+
+
+class MotoServer:
+    """``start()`` then ``endpoint``; ``stop()`` restores ``MOTO_PORT`` (moto's backends are process-wide,
+    so a nested cloud must not strand an outer one)."""
+
+    def __init__(self, *, bind: str, port: int, calls_first_key: str | None) -> None:
+        """``calls_first_key``: the access key whose calls are served first (None: in arrival order)."""
+        self.bind, self.port, self.calls_first_key = bind, port, calls_first_key
+        self.requests: RequestCounter | None = None
+        self.call_priority: FrontDoorCallsFirst | None = None
+        self.endpoint = ""
+        self._server: Any = None
+
+    def start(self) -> str:
+        from moto.server import ThreadedMotoServer
+
+        apply_patches()
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        # The ASL interpreter logs every Fail state as an error; the job document says it better.
+        logging.getLogger("moto").setLevel(logging.CRITICAL)
+        self._server = ThreadedMotoServer(ip_address=self.bind, port=self.port, verbose=False)
+        self._server.start()
+        wsgi = self._server._server  # werkzeug's server; it calls .app for every request
+        without_debug_mode(wsgi.app)
+        self._connections = OpenConnections()
+        wsgi.RequestHandlerClass = keep_alive_handler(wsgi.RequestHandlerClass, self._connections)
+        self.requests = RequestCounter(wsgi.app)
+        wsgi.app = self.requests
+        if self.calls_first_key:
+            self.call_priority = FrontDoorCallsFirst(wsgi.app, self.calls_first_key)
+            wsgi.app = self.call_priority
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        # The ASL interpreter's own boto clients find moto through MOTO_PORT.
+        self._previous_port = os.environ.get("MOTO_PORT")
+        os.environ["MOTO_PORT"] = str(port)
+        return self.endpoint
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        stop_server(self._server._server)
+        self._server._thread.join()
+        self._connections.close_all()
+        if self._previous_port is None:
+            os.environ.pop("MOTO_PORT", None)
+        else:
+            os.environ["MOTO_PORT"] = self._previous_port

@@ -1,0 +1,37 @@
+"""uvicorn's HTTP/1.1 protocol, answering a request it cannot parse in the API's one error shape.
+
+A request line or headers h11 refuses (garbage, a header over the limit, a bad ``Content-Length``) never
+reaches the ASGI app: uvicorn answers it itself with ``400 Invalid HTTP request received.`` in plain
+text. API Gateway answers those too, but a client of this API should only ever have to read
+``{"error": {"code", "message", "reason"}}``; so the one method that writes that answer is overridden
+here (a subclass passed as uvicorn's ``http`` protocol, not a patch of uvicorn's module), and its
+drift test (``tests/unit/test_patches.py``) fails if uvicorn changes it or its caller.
+"""
+
+from __future__ import annotations
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from chuixiang.api import error_body
+from chuixiang.errors import HttpErrorCode
+from chuixiang_local.cloud.moto_patches import Patch
+
+
+class JsonErrorH11Protocol(H11Protocol):
+    def send_400_response(self, msg: str) -> None:
+        body = error_body(HttpErrorCode.BAD_REQUEST, f"the HTTP request could not be parsed: {msg}").encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                   (b"connection", b"close")]
+        for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"), h11.Data(data=body),
+                      h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
+
+
+PATCHES = (
+    Patch("uvicorn-400", "a request uvicorn cannot parse is answered in the API's error shape (a subclass)", {
+        "uvicorn.protocols.http.h11_impl:H11Protocol.send_400_response": "322c6ac4bde7e0c7",
+        "uvicorn.protocols.http.h11_impl:H11Protocol.handle_events": "1fba7774f4201d2e",
+    }, None),
+)

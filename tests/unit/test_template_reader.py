@@ -1,0 +1,42 @@
+"""The template reader reads every CloudFormation short-form tag as cfn-lint's decoder does."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from cfnlint.decode import cfn_yaml
+
+from chuixiang_local.template import REPO_ROOT, _CfnLoader
+
+EVERY_TAG = """
+A: !Condition IsProd
+B: !GetAtt Res.Arn
+C: !Sub ["${x}", {x: !Ref Y}]
+D: !If [C1, !Ref A, !Ref "AWS::NoValue"]
+E: !Select [0, !GetAZs ""]
+F: !Base64 "x"
+G: !FindInMap [M, K, V]
+H: !Split [",", "a,b"]
+I: !Equals [a, b]
+J: !And [!Condition A, !Not [!Condition B]]
+K: !ImportValue X
+L: !Cidr [a, 1, 2]
+M: !Join [",", [a, b]]
+N: !GetAtt [Res, Arn]
+O: !Sub "arn:${AWS::Partition}:s3:::${Bucket}/*"
+P: !Or [!Equals [a, b], !Condition C]
+"""
+
+
+def _plain(value: object) -> object:
+    return json.loads(json.dumps(value))
+
+
+def test_every_short_form_tag_as_cfn_lint_reads_it() -> None:
+    assert _plain(yaml.load(EVERY_TAG, Loader=_CfnLoader)) == _plain(cfn_yaml.loads(EVERY_TAG, "tags"))  # nosec B506
+
+
+def test_the_template_as_cfn_lint_reads_it() -> None:
+    text = (REPO_ROOT / "template.yaml").read_text()
+    assert _plain(yaml.load(text, Loader=_CfnLoader)) == _plain(cfn_yaml.loads(text, "template.yaml"))  # nosec B506
