@@ -58,7 +58,7 @@ def test_ended_badly_reads_only_the_failed_timed_out_and_aborted(cloud: LocalClo
     wait_until(lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING", timeout_s=10,
                what="moto stopped the execution (on its own thread)")
     assert sfn.describe_execution(executionArn=arn)["status"] == "ABORTED"
-    ended_badly = cloud._ended_badly()
+    ended_badly = cloud.executions.ended_badly()
     assert arn in ended_badly
     assert cloud.execution_arn(succeeded["jobId"]) not in ended_badly
     # The reconciler's invocation for it is the last work this test causes: it must not land in another's.

@@ -88,8 +88,8 @@ def test_the_eventbridge_stand_in_survives_any_one_failure(cloud: LocalCloud, ap
             return real(*args)
         return call
 
-    monkeypatch.setattr(cloud, "_ended_badly", flaky("list", cloud._ended_badly))
-    monkeypatch.setattr(cloud, "describe_execution", flaky("describe", cloud.describe_execution))
+    monkeypatch.setattr(cloud.executions, "ended_badly", flaky("list", cloud.executions.ended_badly))
+    monkeypatch.setattr(cloud.executions, "describe", flaky("describe", cloud.executions.describe))
     module_fake.chat_script.append(ChatBehaviour(headers_delay_s=30))
     job_id = api.post_dish("被打断的菜")[1]["jobId"]
     wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15, what="the recipe call reached the model")
@@ -99,4 +99,4 @@ def test_the_eventbridge_stand_in_survives_any_one_failure(cloud: LocalCloud, ap
     assert failures == {"list": 0, "describe": 0}
     doc = api.get(job_id)[1]
     assert doc["status"] == "FAILED" and doc["error"]["code"] == "INTERNAL"
-    assert cloud._watcher.is_alive()
+    assert cloud.eventbridge is not None and cloud.eventbridge.alive()

@@ -18,18 +18,12 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import logging
 import os
-import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
-import traceback
 import zipfile
-from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -38,18 +32,17 @@ import boto3
 from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
+from chuixiang_local.cloud.eventbridge import EventBridgeStandIn
+from chuixiang_local.cloud.executions import Executions
 from chuixiang_local.cloud.front_door import FrontDoorCallsFirst, FrontDoorPriority, SharedCount
-from chuixiang_local.cloud.keep_alive import OpenConnections, keep_alive_handler
 from chuixiang_local.cloud.moto_patches import (
     ROUTES,
     EngineError,
-    apply_patches,
     asl_program,
     stopped_route,
-    without_debug_mode,
 )
-from chuixiang_local.servers import stop_server
-from chuixiang_local.template import ACCOUNT, REGION, FunctionSpec, Template
+from chuixiang_local.cloud.moto_server import MotoServer, RequestCounter
+from chuixiang_local.template import REGION, FunctionSpec, Template
 from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 
 #: moto accepts any credentials; these are its documented dummies.
@@ -57,50 +50,6 @@ FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
                     "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}  # nosec B105
 #: The api function's access key id (moto takes any): its AWS calls are the front door's.
 API_ACCESS_KEY_ID = "local-api-function"  # nosec B105 - an identifier, not a secret
-#: Deliveries of one execution's event before the EventBridge stand-in gives up on it (EventBridge retries
-#: an event for up to 24 h; a developer's run is shorter).
-WATCH_ATTEMPTS = 5
-#: How often the EventBridge stand-in looks for executions that ended badly (EventBridge takes ~0.5 s too).
-WATCH_INTERVAL_S = 0.5
-class RequestCounter:
-    """WSGI middleware counting the AWS API calls the local cloud serves, as ``service:Action``
-    (``dynamodb:UpdateItem``, ``states:StartExecution``, ``s3:PutObject`` …): what ``chuixiang cost`` bills."""
-
-    def __init__(self, app: Callable[..., Any]) -> None:
-        self.app = app
-        self.counts: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        name = api_call_name(environ)
-        with self._lock:
-            self.counts[name] += 1
-        return self.app(environ, start_response)
-
-    def snapshot(self) -> Counter[str]:
-        with self._lock:
-            return Counter(self.counts)
-
-
-_S3_ACTIONS = {"PUT": "PutObject", "GET": "GetObject", "HEAD": "HeadObject", "DELETE": "DeleteObject"}
-
-
-def api_call_name(environ: dict[str, Any]) -> str:
-    """``service:Action`` of a signed AWS request: the service from the SigV4 credential scope, the
-    action from ``X-Amz-Target`` (JSON protocols), the path (Lambda) or the method (S3 objects)."""
-    scope = re.search(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/", environ.get("HTTP_AUTHORIZATION", ""))
-    service = scope.group(1) if scope else "unsigned"
-    target = environ.get("HTTP_X_AMZ_TARGET")
-    if target:
-        return f"{service}:{target.rsplit('.', 1)[-1]}"
-    path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
-    if service == "lambda" and path.endswith("/invocations"):
-        return "lambda:Invoke"
-    if service == "s3":
-        return f"s3:{_S3_ACTIONS.get(method, method)}"
-    return f"{service}:{method} {path}"
-
-
 def seed_job(store: JobStore, event: Any) -> bool:
     """Create the job a stage event names, RUNNING, as the API and the submit stage would have (True if created)."""
     if not (isinstance(event, dict) and event.get("jobId") and isinstance(event.get("dish"), str)):
@@ -141,10 +90,8 @@ class LocalCloud:
         self.version = "1"  #: the published version the state machine's definition calls now
         #: Earlier versions, each function's code as it was when the next release replaced it.
         self.released: dict[str, dict[str, FunctionSpec]] = {}
-        self._server: Any = None
-        self._stop = threading.Event()
-        self._seen: set[str] = set()
-        self._reconciled: set[str] = set()
+        self.server = MotoServer(bind=bind, port=port, calls_first_key=API_ACCESS_KEY_ID if front_door_first else None)
+        self.eventbridge: EventBridgeStandIn | None = None
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -156,43 +103,24 @@ class LocalCloud:
         self.stop()
 
     def start(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        apply_patches()
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        # The ASL interpreter logs every Fail state as an error; the job document says it better.
-        logging.getLogger("moto").setLevel(logging.CRITICAL)
         if self.front_door_first:
             fd, path = tempfile.mkstemp(prefix="chuixiang-api-requests-")
             os.close(fd)
             self.api_requests = SharedCount.create(Path(path))
             self.front_door = FrontDoorPriority(self.api_requests.value)
-        self._server = ThreadedMotoServer(ip_address=self.bind, port=self.port, verbose=False)
-        self._server.start()
-        wsgi = self._server._server  # werkzeug's server; it calls .app for every request
-        without_debug_mode(wsgi.app)
-        self._connections = OpenConnections()
-        wsgi.RequestHandlerClass = keep_alive_handler(wsgi.RequestHandlerClass, self._connections)
-        self.requests = RequestCounter(wsgi.app)
-        wsgi.app = self.requests
-        if self.front_door_first:
-            self.call_priority = FrontDoorCallsFirst(wsgi.app, API_ACCESS_KEY_ID)
-            wsgi.app = self.call_priority
-        host, port = self._server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
-        # The ASL interpreter's own boto clients find moto through MOTO_PORT (restored on stop:
-        # moto's backends are process-wide, so a nested cloud must not strand an outer one).
-        self._previous_port = os.environ.get("MOTO_PORT")
-        os.environ["MOTO_PORT"] = str(port)
+        self.endpoint = self.server.start()
+        self.call_priority = self.server.call_priority
         self.aws_env = {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
         self._deploy()
-        self._watcher = threading.Thread(target=self._watch_executions, name="eventbridge", daemon=True)
-        self._watcher.start()
+        self.executions = Executions(self.state_machine_arn, lambda: self.client("stepfunctions"))
+        reconcile = next((s for s in self.functions.values() if self._subscribes_to_sfn(s)), None)
+        self.eventbridge = EventBridgeStandIn(
+            self.executions, (lambda event: self.invoke(reconcile, event)) if reconcile else None, self.log)
+        self.eventbridge.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if getattr(self, "_watcher", None) is not None:
-            self._watcher.join(timeout=2)  # a daemon: it only has to not start a reconcile now
+        if self.eventbridge is not None:
+            self.eventbridge.stop()
         prefix = getattr(self, "prefix", None)  # none if the deployment failed early
         for name in list(ROUTES):
             if prefix is not None and prefix in name:
@@ -201,14 +129,14 @@ class LocalCloud:
             self.pool.close()
         if self.api_requests is not None:
             self.api_requests.path.unlink(missing_ok=True)
-        if self._server is not None:
-            stop_server(self._server._server)
-            self._server._thread.join()
-            self._connections.close_all()
-            if self._previous_port is None:
-                os.environ.pop("MOTO_PORT", None)
-            else:
-                os.environ["MOTO_PORT"] = self._previous_port
+        self.server.stop()
+
+    @property
+    def requests(self) -> RequestCounter:
+        """The AWS API calls moto has served (what ``chuixiang cost`` bills)."""
+        if self.server.requests is None:
+            raise EngineError("the local cloud has not started")
+        return self.server.requests
 
     def client(self, service: Any) -> Any:
         return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
@@ -376,100 +304,25 @@ class LocalCloud:
         self.client("stepfunctions").update_state_machine(stateMachineArn=self.state_machine_arn, definition=asl)
         return self.version
 
-    # --- EventBridge stand-in ------------------------------------------------------------
-
-    def _watch_executions(self) -> None:
-        """Deliver each execution that ended badly to the reconcile function, once it succeeds. Like
-        EventBridge, any one failure (reading the executions, describing one, the invocation itself) is
-        retried on the next pass, up to ``WATCH_ATTEMPTS`` times per execution, and never stops the watcher."""
-        reconcile = next((s for s in self.functions.values() if self._subscribes_to_sfn(s)), None)
-        attempts: dict[str, int] = {}
-        while not self._stop.wait(WATCH_INTERVAL_S):
-            try:
-                ended = self._ended_badly()
-            except Exception:  # noqa: BLE001 - the stand-in must outlive any one failure
-                traceback.print_exc(file=self.log or sys.stderr)
-                continue
-            for arn in ended:
-                if arn in self._seen or self._stop.is_set():
-                    continue
-                try:
-                    if reconcile is not None:
-                        done = self.invoke(reconcile, self.status_change_event(self.describe_execution(arn)))
-                        if done.failed:
-                            raise RuntimeError(f"reconcile failed: {done.payload}")
-                except Exception:  # noqa: BLE001 - retried on the next pass
-                    attempts[arn] = attempts.get(arn, 0) + 1
-                    print(f"eventbridge: delivery {attempts[arn]} of {arn} failed", file=self.log or sys.stderr,
-                          flush=True)
-                    traceback.print_exc(file=self.log or sys.stderr)
-                    if attempts[arn] < WATCH_ATTEMPTS:
-                        continue
-                self._seen.add(arn)
-                self._reconciled.add(arn)
-
-    def _ended_badly(self) -> list[str]:
-        """The executions that FAILED, TIMED_OUT or were ABORTED, read from moto's backend in this
-        process: EventBridge pushes these events, and polling moto's API for them twice a second
-        cost the server ~5 % of a core, more with every execution it kept."""
-        from moto.stepfunctions.exceptions import StateMachineDoesNotExist
-        from moto.stepfunctions.responses import get_backend
-
-        try:
-            machine = get_backend(ACCOUNT, REGION).describe_state_machine(self.state_machine_arn)
-        except StateMachineDoesNotExist:  # the cloud is being torn down
-            return []
-        ended = ("FAILED", "TIMED_OUT", "ABORTED")
-        return [ex.execution_arn for ex in list(machine.executions) if ex.status in ended]
-
-    def running_executions(self) -> list[str]:
-        """The executions still RUNNING (read from moto's backend in this process, as ``_ended_badly``)."""
-        from moto.stepfunctions.exceptions import StateMachineDoesNotExist
-        from moto.stepfunctions.responses import get_backend
-
-        try:
-            machine = get_backend(ACCOUNT, REGION).describe_state_machine(self.state_machine_arn)
-        except StateMachineDoesNotExist:
-            return []
-        return [ex.execution_arn for ex in list(machine.executions) if ex.status == "RUNNING"]
+    # --- executions (see Executions and EventBridgeStandIn) ---------------------------------
 
     def execution_arn(self, job_id: str) -> str:
-        """The ARN of a job's execution (named after the job)."""
-        return f"{self.state_machine_arn.replace(':stateMachine:', ':execution:')}:{job_id}"
+        return self.executions.arn_of(job_id)
 
     def describe_execution(self, execution_arn: str) -> dict[str, Any]:
-        """DescribeExecution, with the status AWS would report.
+        return self.executions.describe(execution_arn)
 
-        moto's interpreter ends an execution that hit the machine's TimeoutSeconds as
-        FAILED with error ``States.Timeout``; AWS reports TIMED_OUT (and EventBridge
-        says so), so the stand-in normalises it.
-        """
-        detail: dict[str, Any] = self.client("stepfunctions").describe_execution(executionArn=execution_arn)
-        if detail["status"] == "FAILED" and detail.get("error") == "States.Timeout":
-            detail["status"] = "TIMED_OUT"
-        return detail
+    def running_executions(self) -> list[str]:
+        return self.executions.running()
+
+    def reconciled(self, execution_arn: str) -> bool:
+        """The EventBridge stand-in has delivered this execution's end to the reconciler."""
+        return self.eventbridge is not None and self.eventbridge.delivered(execution_arn)
 
     def _subscribes_to_sfn(self, spec: FunctionSpec) -> bool:
         events = self.template.resources[spec.logical_id]["Properties"].get("Events", {})
         return any(e["Type"] == "EventBridgeRule" and "aws.states" in e["Properties"]["Pattern"].get("source", [])
                    for e in events.values())
-
-    def status_change_event(self, execution: dict[str, Any]) -> dict[str, Any]:
-        def ms(value: Any) -> int | None:
-            return int(value.timestamp() * 1000) if value else None
-
-        return {
-            "version": "0", "id": str(time.time_ns()), "detail-type": "Step Functions Execution Status Change",
-            "source": "aws.states", "account": ACCOUNT, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "region": REGION, "resources": [execution["executionArn"]],
-            "detail": {"executionArn": execution["executionArn"], "stateMachineArn": self.state_machine_arn,
-                       "name": execution["name"], "status": execution["status"],
-                       "startDate": ms(execution.get("startDate")), "stopDate": ms(execution.get("stopDate")),
-                       "input": execution.get("input"), "output": execution.get("output")},
-        }
-
-    def reconciled(self, execution_arn: str) -> bool:
-        return execution_arn in self._reconciled
 
     # --- the API, in-process -------------------------------------------------------------
 

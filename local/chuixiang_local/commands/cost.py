@@ -3,7 +3,7 @@
 Three jobs run through the local cloud on the embedded model - one **generated**
 (recipe and image), the same dish again (**cached**), one whose model answers 503
 (**failed**) - and every AWS call they make is counted at the local endpoint
-(:class:`~chuixiang_local.cloud.local_cloud.RequestCounter`), the state transitions read from
+(:class:`~chuixiang_local.cloud.moto_server.RequestCounter`), the state transitions read from
 each execution's history, the function invocations and log bytes recorded. Then,
 per path:
 
