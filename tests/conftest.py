@@ -62,6 +62,7 @@ def _reset_scripts(request: pytest.FixtureRequest) -> None:
         model.chat_by_model.clear()
         model.image_by_model.clear()
         model.requests.clear()
+        model.hung_up.clear()
         model.bodies.clear()
     if "cloud" in request.fixturenames:
         request.getfixturevalue("cloud").reset_breakers()

@@ -21,6 +21,7 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, recipe_fo
 from chuixiang_local.template import Template
 
 from ..stage_helpers import function_settings
+from ..waiting import wait_until
 
 FINAL = recipe_for("番茄炒蛋")
 TEXT = json.dumps(FINAL, ensure_ascii=False)
@@ -91,7 +92,7 @@ def test_progress_writes_are_bounded_and_increasing(fake: FakeModel, table: Any,
 
     interval_s = PROGRESS_INTERVAL.of(settings) / 1000
     chars = [s["progress"].chars for s in seen]
-    assert len(seen) >= 3 and chars == sorted(set(chars)), chars  # every write moved forward
+    assert len(set(chars)) >= 3 and chars == sorted(chars), chars  # never backwards (a repeat is a heartbeat)
     assert all(s["progress"].percent < 100 for s in seen)
     assert any(s["partial"] and s["partial"].get("name") == "番茄炒蛋" for s in seen)
     # Writes of the whole recipe step: progress, plus metrics, recipe, cache and the breaker's record.
@@ -142,3 +143,35 @@ def test_a_late_progress_write_never_touches_a_finished_job(terminal: JobStatus,
 # --- what a client polling `chuixiang serve` sees ----------------------------------------------
 
 
+
+
+def test_a_job_that_moved_on_closes_the_model_call_within_one_interval(fake: FakeModel, table: Any,
+                                                                       scaled_template: Template,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reconciler fails the job mid-stream: the next progress write does not apply, the stage closes the
+    model's connection within one progress interval (plus a second), records ``cancelled`` and writes no
+    recipe and no cache (before: it streamed the rest and then wrote and cached it)."""
+    store, settings, job_id = _recipe_step(scaled_template, fake, table, monkeypatch, stream_s=10.0)
+    interval_s = PROGRESS_INTERVAL.of(settings) / 1000
+    failed_at: list[float] = []
+
+    def reconcile_mid_stream() -> None:
+        wait_until(lambda: bool((store.get(job_id) or {}).get("progress")), timeout_s=10,
+                   what="the model is writing")
+        failed_at.append(time.monotonic())
+        store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled")
+
+    reconciler = threading.Thread(target=reconcile_mid_stream)
+    reconciler.start()
+    result = steps.run_recipe(RecipeEvent(jobId=job_id, dish="番茄炒蛋"), lambda: _budget(scaled_template), store)
+    ended = time.monotonic()
+    reconciler.join()
+    assert not result.ok
+    assert ended - failed_at[0] < interval_s + 1.0, (ended - failed_at[0], interval_s)
+    wait_until(lambda: bool(fake.hung_up), timeout_s=5, what="the model saw the connection closed")
+    assert fake.hung_up[0][1] - failed_at[0] < interval_s + 1.0
+    item = store.get(job_id)
+    assert item and item["status"] == JobStatus.FAILED and item["error"]["code"] == "JOB_TIMED_OUT"
+    assert "recipe" not in item and store.cached("番茄炒蛋") is None
+    assert item["metrics"]["recipe"]["calls"][-1]["outcome"] == "cancelled"
+    assert fake.count("/chat/completions") == 1  # no retry, no fallback

@@ -97,20 +97,32 @@ def test_progress_figures() -> None:
     assert reporter.finished().percent == 100
 
 
-def test_a_failed_write_is_ignored_and_unchanged_progress_not_rewritten() -> None:
-    calls: list[int] = []
+def test_a_failed_write_is_ignored_and_an_unchanged_state_is_a_heartbeat_without_the_partial() -> None:
+    calls: list[tuple[int, bool]] = []
 
     def write(progress: Progress, partial: Any) -> bool:
-        calls.append(progress.chars)
+        calls.append((progress.chars, partial is not None))
         raise RuntimeError("throttled")
 
     reporter = ProgressReporter(write, interval_s=1, expected_tokens=100)
     stream = FakeStream(content_chars=10, first_text_at=time.monotonic())
+    stream.text = '{"name": "番茄炒蛋", "summary": "家常"'
     reporter.watch(stream)
-    assert reporter.report() and reporter.report()  # the failure is swallowed; the same state is not resent
+    assert reporter.report() and reporter.report()  # the failure is swallowed
     stream.content_chars = 20
     assert reporter.report()
-    assert calls == [10, 20]
+    # The same state is written again (the write is the job's liveness check), without re-parsing the partial.
+    assert calls == [(10, True), (10, False), (20, True)]
+    assert not reporter.cancellation.is_set()
+
+
+def test_a_write_that_no_longer_applies_cancels_the_call() -> None:
+    reporter = ProgressReporter(lambda progress, partial: False, interval_s=1, expected_tokens=100)
+    heard: list[str] = []
+    reporter.cancellation.listen(lambda: heard.append(reporter.cancellation.reason))
+    reporter.watch(FakeStream(content_chars=10, first_text_at=time.monotonic()))
+    assert reporter.report() is False
+    assert heard == ["the job no longer runs the recipe stage"]
 
 
 # --- through the recipe step, on a real socket, with the job in DynamoDB (moto) ----------------

@@ -138,6 +138,8 @@ class FakeModel:
     chat_by_model: dict[str, ChatBehaviour] = field(default_factory=dict)
     image_by_model: dict[str, ImageBehaviour] = field(default_factory=dict)
     requests: list[tuple[str, float, str]] = field(default_factory=list)  #: (path, monotonic time, model)
+    #: Streams the client closed before their end: (path, monotonic time the write failed, model).
+    hung_up: list[tuple[str, float, str]] = field(default_factory=list)
     bodies: list[dict[str, Any]] = field(default_factory=list)  #: each POST's JSON body, in order
     #: Pictures answered as a URL, served by GET until the model stops.
     files: dict[str, bytes] = field(default_factory=dict)
@@ -353,6 +355,7 @@ class _Handler(BaseHTTPRequestHandler):
             finish = "length" if b.kind in ("length", "reasoning_only") else "stop"
             self._close_stream(base, finish, len(pieces), done=b.kind != "eof_no_done")
         except (BrokenPipeError, ConnectionResetError, OSError):
+            self.fake.hung_up.append((self.path, time.monotonic(), str(body.get("model", ""))))
             self.close_connection = True
 
     def _profile(self, body: dict[str, Any], p: ModelProfile) -> None:
@@ -376,6 +379,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event({**base, "choices": [{"index": 0, "delta": {key: piece}, "finish_reason": None}]})
             self._close_stream(base, finish, len(pieces))
         except (BrokenPipeError, ConnectionResetError, OSError):
+            self.fake.hung_up.append((self.path, time.monotonic(), str(body.get("model", ""))))
             self.close_connection = True
 
     def _keepalive_until(self, end: float, every_s: float) -> bool:

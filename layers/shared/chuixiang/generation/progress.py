@@ -12,6 +12,14 @@ attribute reads), parses the partial text with pydantic-core's partial JSON mode
 and hands the result to a ``write`` callable (a conditional DynamoDB update).
 A failed or slow write is logged and ignored; stopping the reporter never waits
 for it.
+
+The write is also how the stage learns that nobody will read the recipe: it
+applies only while the job is RUNNING in the recipe stage, so when it does not
+apply (the execution was stopped or timed out, the reconciler failed the job)
+the reporter sets its :class:`Cancellation` and the model's connection is closed
+at once. So that this is learned within one interval even while the model sends
+nothing new (waiting for its first content), an unchanged state is written again
+each interval.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from pydantic_core import from_json
 from ..clock import iso, now_utc
 from ..models import PartialRecipe, Progress
 from ..observability import logger
+from ..upstream.transport import Cancellation
 from .recipe_format import RECIPE_MAX_BYTES, json_start, strip_reasoning
 
 #: Characters per token of a recipe (Chinese text, JSON punctuation and an English image prompt):
@@ -102,6 +111,8 @@ class ProgressReporter:
         self.clock = clock
         self._stream: StreamState | None = None
         self._stop = threading.Event()
+        #: Set once a write says the job no longer runs the recipe stage: the model call in flight is closed.
+        self.cancellation = Cancellation()
         self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
         self._last: tuple[Any, ...] | None = None
 
@@ -146,19 +157,22 @@ class ProgressReporter:
                         expectedTokens=self.expected_tokens, percent=100, etaMs=0, updatedAt=iso(now_utc()))
 
     def report(self) -> bool:
-        """Write the current state if it changed; False once the job no longer takes progress."""
+        """Write the current state (again, if unchanged: the write is also the job's liveness check); False
+        once the job no longer takes progress, which cancels the model call in flight."""
         stream, doc = self._stream, self.progress()
         if stream is None or doc is None:  # no attempt yet
             return True
         state = (id(stream), doc.chars, doc.tokens)
-        if state == self._last:
-            return True
-        self._last = state
+        changed, self._last = state != self._last, state
         try:
-            return self.write(doc, partial_recipe(stream.text_so_far()))
+            applied = self.write(doc, partial_recipe(stream.text_so_far()) if changed else None)
         except Exception:  # noqa: BLE001 - progress is best effort; the job goes on without it
             logger.warning("progress write failed", exc_info=True)
             return True
+        if not applied:
+            logger.info("the job no longer runs the recipe stage: closing the model call")
+            self.cancellation.cancel("the job no longer runs the recipe stage")
+        return applied
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):

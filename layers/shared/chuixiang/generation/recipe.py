@@ -113,7 +113,8 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
         try:
             read_chat_completion(client, url, chat_payload(model, dish, limits.max_tokens, dialect), headers,
                                  limits=limits.stream, deadline=deadline, out=completion,
-                                 watch=progress.watch if progress else None, streamed=dialect.stream)
+                                 watch=progress.watch if progress else None, streamed=dialect.stream,
+                                 cancellation=progress.cancellation if progress else None)
             attempt.status = completion.http_status
             return to_recipe(completion)
         finally:

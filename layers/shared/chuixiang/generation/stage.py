@@ -20,6 +20,7 @@ from ..resilience.retry import Attempt, RetryPolicy
 from ..resilience.routing import call_models
 from ..upstream.dialects import report_refused_param
 from ..upstream.failures import (
+    Cancelled,
     CircuitOpen,
     ConnectFailed,
     ConnectionDropped,
@@ -38,6 +39,7 @@ Stage = Literal["RECIPE", "IMAGE"]
 #: The most specific class wins (``AnswerTooLarge`` is an ``InvalidAnswer``).
 FAILURE_KINDS: dict[type[UpstreamError], str] = {
     UpstreamTimeout: "TIMEOUT",
+    Cancelled: "TIMEOUT",  # the job's time ran out or it was stopped; nobody reads this code (the job moved on)
     # the upstream gave no answer (as opposed to a timeout or a bad answer)
     **dict.fromkeys((ConnectFailed, ConnectionDropped, StatusError, StreamError, CircuitOpen), "UPSTREAM_ERROR"),
     InvalidAnswer: "INVALID",

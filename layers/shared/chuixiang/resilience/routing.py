@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 from ..deadline import Budget
 from ..models import UpstreamCall
 from ..observability import logger
-from ..upstream.failures import CircuitOpen, UpstreamError
+from ..upstream.failures import Cancelled, CircuitOpen, UpstreamError
 from .breaker import Admission, CircuitBreaker
 from .retry import Attempt, RetryPolicy, run_attempts
 
@@ -64,7 +64,7 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
                 attempt.end()
                 routed.calls.append(UpstreamCall(model=model, ms=int(attempt.elapsed_ms()), outcome=failure.outcome,
                                                  status=failure.status or attempt.status))
-                if breaker:
+                if breaker and not isinstance(failure, Cancelled):  # closed by us: says nothing of the model
                     breaker.record(admission, healthy=not failure.unhealthy)
                 raise
             attempt.end()

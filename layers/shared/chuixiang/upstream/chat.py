@@ -24,7 +24,7 @@ from ..deadline import Deadline
 from ..redaction import redact
 from .failures import AnswerTooLarge, InvalidAnswer, StreamError, UpstreamError
 from .sse import BOM, SSEFramer
-from .transport import GuardedPost, TextLimits
+from .transport import Cancellation, GuardedPost, TextLimits
 
 MAX_STREAM_BYTES = 2 * 1024 * 1024
 MAX_CONTENT_CHARS = 200_000
@@ -297,10 +297,11 @@ def _flatten(value: Any) -> str:
 def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
                          limits: StreamLimits, deadline: Deadline,
                          watch: Callable[[SSEReader], None] | None = None, streamed: bool = True,
-                         out: Completion | None = None) -> Completion:
+                         out: Completion | None = None, cancellation: Cancellation | None = None) -> Completion:
     """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure.
 
     ``out`` (optional) is filled as the answer arrives, so a caller keeps what a failed call measured.
+    ``cancellation`` (optional): once set, the call is closed at once and raises ``Cancelled``.
     ``watch`` receives the reader before the request is sent (a progress reporter reads it).
     ``streamed=False``: the request asked for one JSON answer, which has nothing to send before it is
     whole, so only the deadline bounds it (the text limits would cut every such call).
@@ -310,7 +311,7 @@ def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any]
     # The socket's own read timeout only backs the watchdog up (the idle limit sits inside the first-content one).
     read_timeout_s = limits.first_content_s if streamed else max(0.001, deadline.remaining_ms() / 1000)
     post = GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=read_timeout_s,
-                       max_bytes=limits.max_bytes, text=text)
+                       max_bytes=limits.max_bytes, text=text, cancellation=cancellation)
     reader = SSEReader(limits, started, on_text=post.text_arrived, out=out)
     if watch is not None:
         watch(reader)

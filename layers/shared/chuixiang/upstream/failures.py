@@ -11,6 +11,7 @@
     │   ├── IdleTimeout        silence longer than the idle / read limit
     │   └── DeadlineExceeded   the attempt's deadline (total, Lambda time left, job deadline)
     ├── CircuitOpen            the model's breaker is open: no request was sent
+    ├── Cancelled              nobody will read the answer any more (the job moved on): the call was closed
     ├── StreamError            an ``error`` object or undecodable data in the stream
     ├── InvalidAnswer          an answer that is not what was asked for
     │   └── AnswerTooLarge     over a byte, chunk or character cap
@@ -173,6 +174,14 @@ class CircuitOpen(UpstreamError):
     @property
     def unhealthy(self) -> bool:
         return True
+
+
+class Cancelled(UpstreamError):
+    """The job stopped running this stage (stopped, timed out by the workflow, failed by the reconciler), so the
+    call was closed: neither transient nor the model's fault (no retry, no fallback, no breaker record)."""
+
+    kind = "cancelled"
+    outcome = "cancelled"
 
 
 class StreamError(UpstreamError):

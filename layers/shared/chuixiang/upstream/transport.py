@@ -15,7 +15,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -25,6 +25,7 @@ import httpx
 from ..deadline import Deadline
 from .failures import (
     AnswerTooLarge,
+    Cancelled,
     ConnectFailed,
     ConnectionDropped,
     DeadlineExceeded,
@@ -51,6 +52,44 @@ TRANSPORT_ERRORS = (httpx.TransportError,)
 CONNECT_TIMEOUT_S = 10.0
 #: How much of an error answer's body is kept for the detail.
 ERROR_BODY_BYTES = 4096
+
+
+class Cancellation:
+    """Set, from any thread, when the answer is no longer wanted: each call in flight that registered shuts
+    its socket at once (its reader wakes with :class:`Cancelled`), and a call not yet started does not start."""
+
+    def __init__(self) -> None:
+        self._set = threading.Event()
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+        self.reason = ""
+
+    def cancel(self, reason: str) -> None:
+        with self._lock:
+            if self._set.is_set():
+                return
+            self.reason = reason
+            self._set.set()
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
+
+    def is_set(self) -> bool:
+        return self._set.is_set()
+
+    def listen(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener`` on :meth:`cancel` (at once if already cancelled); returns the way to stop listening."""
+        with self._lock:
+            if not self._set.is_set():
+                self._listeners.append(listener)
+                return lambda: self._forget(listener)
+        listener()
+        return lambda: None
+
+    def _forget(self, listener: Callable[[], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
 
 
 @dataclass(frozen=True)
@@ -127,6 +166,10 @@ class Watchdog:
                     return
                 self._wake.clear()
 
+    def cancel_call(self) -> None:
+        """Nobody will read the answer: shut the socket now (the reader sees :class:`Cancelled`)."""
+        self._fire("cancelled")
+
     def attach(self, response: httpx.Response) -> None:
         stream: Any = response.extensions.get("network_stream")
         sock = stream.get_extra_info("socket") if stream is not None else None
@@ -137,6 +180,8 @@ class Watchdog:
 
     def _fire(self, reason: str) -> None:
         with self._lock:
+            if self.fired.is_set():
+                return
             self.reason = reason
             self.fired.set()
             self._shutdown()
@@ -164,7 +209,7 @@ class GuardedPost:
 
     def __init__(self, client: httpx.Client, url: str, payload: dict[str, Any] | None, headers: dict[str, str], *,
                  deadline: Deadline, read_timeout_s: float, max_bytes: int, text: TextLimits | None = None,
-                 method: str = "POST") -> None:
+                 method: str = "POST", cancellation: Cancellation | None = None) -> None:
         self.client = client
         self.method = method
         self.url = url
@@ -174,6 +219,8 @@ class GuardedPost:
         self.read_timeout_s = read_timeout_s
         self.max_bytes = max_bytes
         self.text = text
+        self.cancellation = cancellation
+        self._unlisten: Callable[[], None] = lambda: None
         self.started = time.monotonic()
         self.bytes_received = 0
         self.status: int | None = None
@@ -192,10 +239,14 @@ class GuardedPost:
         remaining_s = self.deadline.remaining_ms() / 1000
         if remaining_s <= 0:
             raise DeadlineExceeded("no time left before the call started")
+        if self.cancellation is not None and self.cancellation.is_set():
+            raise Cancelled(f"not started: {self.cancellation.reason}")
         first_wait = min(self.read_timeout_s, remaining_s)
         timeout = httpx.Timeout(first_wait, connect=min(first_wait, CONNECT_TIMEOUT_S))
         self._first_wait_is_deadline = first_wait >= remaining_s
         self._watchdog = Watchdog(remaining_s, self.text)
+        if self.cancellation is not None:
+            self._unlisten = self.cancellation.listen(self._watchdog.cancel_call)
         request = self.client.build_request(self.method, self.url, json=self.payload, headers=self.headers,
                                             timeout=timeout)
         try:
@@ -210,6 +261,7 @@ class GuardedPost:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        self._unlisten()
         if self._response is not None:
             self._response.close()
         if self._watchdog is not None:
@@ -246,7 +298,7 @@ class GuardedPost:
         failure, what = next(entry for cls, entry in TRANSPORT_FAILURES.items() if isinstance(exc, cls))
         return failure(f"{what} {where}: {exc}", bytes_received=self.bytes_received)
 
-    def timeout(self, where: str, **kw: Any) -> UpstreamTimeout:
+    def timeout(self, where: str, **kw: Any) -> UpstreamTimeout | Cancelled:
         """The limit that ended the call: the watchdog's reason if it fired, else the socket read timeout's."""
         dog = self._watchdog
         reason = dog.reason if dog is not None and dog.fired.is_set() else None
@@ -258,6 +310,9 @@ class GuardedPost:
             else:
                 reason = "read"
         d = self.deadline
+        if reason == "cancelled":
+            why = self.cancellation.reason if self.cancellation is not None else "cancelled"
+            return Cancelled(f"closed {where}: {why}", **kw)
         if reason == "deadline":
             return DeadlineExceeded(f"deadline ({d.bound_by}, {d.budget_ms:.0f} ms) reached {where}", **kw)
         if reason == "first_content" and self.text is not None:
