@@ -208,3 +208,25 @@ def test_a_dead_probe_is_taken_over_after_its_lease(table: Any) -> None:
     assert breakers("m").admit(lease_s=20) is Admission.REJECT
     clock.advance(0.25)
     assert breakers("m").admit(lease_s=20) is Admission.PROBE
+
+
+def test_a_retry_after_the_budget_can_wait_for_is_waited_out_on_the_same_model(fake: FakeModel,
+                                                                                 scaled_template: Template) -> None:
+    fake.chat_script.extend([ChatBehaviour(status=429, retry_after="1"), ChatBehaviour()])
+    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template),
+                            settings=settings_with_fallback(scaled_template, fake.base_url))
+    assert outcome.error is None and outcome.metrics.model == PRIMARY
+    assert [(c.model, c.outcome) for c in outcome.metrics.calls] == [(PRIMARY, "http_error"), (PRIMARY, "ok")]
+    (_, first, _), (_, second, _) = fake.requests
+    assert 1.0 <= second - first < 1.0 + 0.5 + LATE_S  # Retry-After, not the back-off (at most 0.5 s here)
+
+
+def test_a_retry_after_longer_than_the_budget_goes_to_the_next_model_at_once(fake: FakeModel,
+                                                                             scaled_template: Template) -> None:
+    fake.chat_by_model[PRIMARY] = ChatBehaviour(status=503, retry_after="60")
+    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template),
+                            settings=settings_with_fallback(scaled_template, fake.base_url))
+    assert outcome.error is None and outcome.metrics.model == FALLBACK
+    assert [(c.model, c.outcome) for c in outcome.metrics.calls] == [(PRIMARY, "http_error"), (FALLBACK, "ok")]
+    (_, primary, _), (_, fallback, _) = fake.requests
+    assert fallback - primary < LATE_S  # no wait at all, neither the 60 s nor a back-off

@@ -57,12 +57,12 @@ def decide_retry(failure: UpstreamError, *, attempt: int, elapsed_ms: float, rem
     if attempt >= policy.max_attempts:
         return RetryDecision(False, 0, f"attempt {attempt} of {policy.max_attempts}")
     wait = policy.backoff_s(attempt)
-    if failure.retry_after_s is not None:
+    if failure.retry_after_s is not None:  # the upstream said when: honoured if the budget can wait for it
         wait = max(wait, failure.retry_after_s)
     if remaining_ms - wait * 1000 < policy.min_attempt_ms:
-        return RetryDecision(
-            False, 0, f"{remaining_ms:.0f} ms left cannot hold wait {wait:.2f} s + {policy.min_attempt_ms:.0f} ms"
-        )
+        said = f"Retry-After {failure.retry_after_s:g} s: " if failure.retry_after_s is not None else ""
+        return RetryDecision(False, 0, f"{said}{remaining_ms:.0f} ms left cannot hold wait {wait:.2f} s + "
+                                       f"{policy.min_attempt_ms:.0f} ms; the next model, if any, at once")
     return RetryDecision(True, wait, "early transient failure")
 
 
