@@ -57,3 +57,10 @@ def test_the_report_names_its_prices_date_and_the_model_bill(tmp_path: Path) -> 
     text = render(doc)
     assert doc["pricedOn"] in text and "model bill" in text
     assert doc["usdPer1000Jobs"]["generated"]["total"] < doc["modelUsdPer1000GeneratedJobs"] / 10
+    # The recipe calls' tokens, priced: a generated job used some and wasted none; the failed one (every
+    # model answered 503, which is not billed) used none.
+    tokens = doc["modelTokensPer1000Jobs"]
+    assert tokens["generated"]["tokensUsed"] > 0 and tokens["generated"]["tokensWasted"] == 0
+    assert tokens["generated"]["usdUsed"] > 0 and tokens["failed"]["tokensUsed"] == 0
+    assert tokens["cached"]["tokensUsed"] == 0
+    assert "wasted" in text

@@ -126,6 +126,14 @@ class UpstreamCall(BaseModel):
     ms: int
     outcome: str
     status: int | None = None
+    #: What the call is billed: the provider's counts, else estimated from the characters (none when the
+    #: model refused or never answered: providers do not bill those).
+    promptTokens: int | None = None
+    completionTokens: int | None = None
+
+    @property
+    def tokens(self) -> int:
+        return (self.promptTokens or 0) + (self.completionTokens or 0)
 
 
 class RecipeMetrics(BaseModel):
@@ -144,6 +152,10 @@ class RecipeMetrics(BaseModel):
     promptTokens: int | None = None
     completionTokens: int | None = None
     outputChars: int | None = None  #: characters written (content and reasoning), a failed call's included
+    #: Every call's tokens (the model bill of this stage), and those of the calls that did not write the recipe
+    #: (failed attempts, cancelled streams, hedges that lost).
+    tokensUsed: int = 0
+    tokensWasted: int = 0
 
 
 class ImageMetrics(BaseModel):

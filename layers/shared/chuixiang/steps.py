@@ -108,6 +108,11 @@ def _recipe_model_metrics(m: RecipeMetrics, valid: bool) -> None:
     every call by outcome, and for the model that answered its total, first content, writing rate and
     whether the recipe was valid (``RecipeValid`` averages to the valid rate)."""
     _call_metrics("Recipe", m.calls)
+    for c in m.calls:  # tokens are the model bill: every call's, and those that wrote no recipe
+        if c.tokens:
+            model_metric("RecipeTokensUsed", MetricUnit.Count, c.tokens, c.model)
+            if c.outcome != "ok":
+                model_metric("RecipeTokensWasted", MetricUnit.Count, c.tokens, c.model)
     if not (m.model and m.calls) or m.calls[-1].outcome == "breaker_open":
         return
     model_metric("RecipeTotalMs", MetricUnit.Milliseconds, m.totalMs, m.model)

@@ -54,8 +54,9 @@ TRANSFER_OUT_GB = 0.09
 HTTP_API_REQUEST = 1.00 / 1e6
 LOGS_INGEST_GB = 0.50
 SECRETS_API_CALL = 0.05 / 10_000
-#: The model bill, for scale (assumptions, overridable): ~1 600 output tokens at $10 per million, one image.
-MODEL_USD_PER_RECIPE = 0.016
+#: The model bill (assumptions, overridable): tokens at these prices (a mid-range chat model's), one image.
+USD_PER_MILLION_PROMPT_TOKENS = 2.0
+USD_PER_MILLION_COMPLETION_TOKENS = 10.0
 MODEL_USD_PER_IMAGE = 0.04
 
 FULL_CPU_MB = 1769  #: Lambda's memory for one full vCPU
@@ -68,8 +69,19 @@ class Assumptions:
     recipe_seconds: float = 86.0
     image_seconds: float = 30.0
     image_mb: float = 1.5
-    model_usd_per_recipe: float = MODEL_USD_PER_RECIPE
+    #: A real recipe: ~1 600 tokens written (the write-up's measurement), a ~300-token prompt.
+    recipe_prompt_tokens: int = 300
+    recipe_completion_tokens: int = 1600
+    usd_per_million_prompt_tokens: float = USD_PER_MILLION_PROMPT_TOKENS
+    usd_per_million_completion_tokens: float = USD_PER_MILLION_COMPLETION_TOKENS
     model_usd_per_image: float = MODEL_USD_PER_IMAGE
+
+    def tokens_usd(self, prompt: float, completion: float) -> float:
+        return (prompt * self.usd_per_million_prompt_tokens + completion * self.usd_per_million_completion_tokens) / 1e6
+
+    @property
+    def model_usd_per_recipe(self) -> float:
+        return self.tokens_usd(self.recipe_prompt_tokens, self.recipe_completion_tokens)
 
 
 @dataclass
@@ -84,6 +96,9 @@ class PathCounts:
     log_bytes: int = 0
     item_kb: float = 0.0  #: the job item's final size
     status: str = ""
+    #: The recipe stage's model calls: (prompt, completion) tokens billed, all of them and those wasted.
+    tokens_used: tuple[int, int] = (0, 0)
+    tokens_wasted: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -127,6 +142,9 @@ def measure(overrides: dict[str, str], work_dir: Path) -> tuple[list[PathCounts]
             counts.transitions = sum(e["type"].endswith("StateEntered") for e in history)
             item = cloud.job_store().get(job_id) or {}
             counts.item_kb = len(json.dumps(item, default=str, ensure_ascii=False).encode()) / 1024
+            calls = ((item.get("metrics") or {}).get("recipe") or {}).get("calls") or []
+            counts.tokens_used = _tokens(calls)
+            counts.tokens_wasted = _tokens([c for c in calls if c.get("outcome") != "ok"])
             before = cloud.requests.snapshot()
             spec = cloud.template.function_by_dir("api")
             got = cloud.invoke(spec, http_event("GET", f"/recipes/{job_id}"))
@@ -135,6 +153,19 @@ def measure(overrides: dict[str, str], work_dir: Path) -> tuple[list[PathCounts]
             paths.append(counts)
         fake.chat_by_model.clear()
     return paths, poll
+
+
+def _tokens(calls: list[dict[str, Any]]) -> tuple[int, int]:
+    return (sum(int(c.get("promptTokens") or 0) for c in calls),
+            sum(int(c.get("completionTokens") or 0) for c in calls))
+
+
+def model_tokens(paths: list[PathCounts], assume: Assumptions) -> dict[str, dict[str, float]]:
+    """Per 1 000 jobs of each path: the recipe calls' tokens (measured on the local model: its recipe is
+    shorter than a real one), the wasted ones, and what both cost at the assumed prices."""
+    return {p.path: {"tokensUsed": 1000 * sum(p.tokens_used), "tokensWasted": 1000 * sum(p.tokens_wasted),
+                     "usdUsed": 1000 * assume.tokens_usd(*p.tokens_used),
+                     "usdWasted": 1000 * assume.tokens_usd(*p.tokens_wasted)} for p in paths}
 
 
 def estimate(paths: list[PathCounts], poll: PollCost, template: Template,
@@ -192,6 +223,7 @@ def report(overrides: dict[str, str], assume: Assumptions) -> dict[str, Any]:
     usd = estimate(paths, poll, template, assume)
     model = 1000 * (assume.model_usd_per_recipe + assume.model_usd_per_image)
     return {"pricedOn": PRICED_ON, "region": "us-east-1", "assumptions": asdict(assume),
+            "modelTokensPer1000Jobs": model_tokens(paths, assume),
             "usdPer1000Jobs": usd, "modelUsdPer1000GeneratedJobs": model,
             "measured": {p.path: {"status": p.status, "calls": dict(p.calls), "transitions": p.transitions,
                                   "invocations": dict(p.invocations), "logBytes": p.log_bytes,
@@ -209,9 +241,16 @@ def render(doc: dict[str, Any]) -> str:
     for item in usd[paths[0]]:
         lines.append(f"  {item:<28}" + "".join(f"{usd[p][item]:>12.4f}" for p in paths))
     a = doc["assumptions"]
+    recipe_usd = (a["recipe_prompt_tokens"] * a["usd_per_million_prompt_tokens"]
+                  + a["recipe_completion_tokens"] * a["usd_per_million_completion_tokens"]) / 1e6
     lines.append(f"  model bill, generated job: {doc['modelUsdPer1000GeneratedJobs']:.2f} "
-                 f"(${a['model_usd_per_recipe']} a recipe + ${a['model_usd_per_image']} an image): "
+                 f"(${recipe_usd:.4f} a recipe of {a['recipe_completion_tokens']} tokens + "
+                 f"${a['model_usd_per_image']} an image): "
                  f"AWS is {usd['generated']['total'] / doc['modelUsdPer1000GeneratedJobs']:.1%} of it")
+    tokens = doc["modelTokensPer1000Jobs"]
+    lines.append("  model tokens per 1 000 jobs, measured locally (used / wasted, USD): " + "; ".join(
+        f"{p} {t['tokensUsed']:,.0f} / {t['tokensWasted']:,.0f} ({t['usdUsed']:.2f} / {t['usdWasted']:.2f})"
+        for p, t in tokens.items()))
     lines.append(f"  assumed: recipe {a['recipe_seconds']:g} s, image {a['image_seconds']:g} s "
                  f"and {a['image_mb']:g} MB; measured locally: " + "; ".join(
                      f"{p} {m['transitions']} transitions, {sum(m['calls'].values())} AWS calls"

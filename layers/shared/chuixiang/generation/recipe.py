@@ -119,13 +119,31 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
             return to_recipe(completion)
         finally:
             _fill(metrics, completion, deadline)
+            attempt.prompt_tokens, attempt.completion_tokens = billed_tokens(completion, dish)
 
     done = generate("RECIPE", (endpoint.model, *fallbacks), call, upstream="chat.completions", policy=limits.retry,
                     budget=budget, attempt_limit_ms=limits.total_ms, breaker_for=breaker_for,
                     lease_s=limits.total_ms / 1000)
     metrics.attempts, metrics.totalMs = done.attempts, done.total_ms
     metrics.model, metrics.calls = done.model, done.calls
+    metrics.tokensUsed = sum(c.tokens for c in done.calls)
+    metrics.tokensWasted = sum(c.tokens for c in done.calls if c.outcome != "ok")
     return RecipeOutcome(done.result, done.error, metrics)
+
+
+def billed_tokens(c: Completion, dish: str) -> tuple[int | None, int | None]:
+    """(prompt, completion) tokens of one call, as the provider will bill it: its usage when it sent one,
+    else estimated from the characters. A call the model refused or never answered (no 200) bills nothing."""
+    if c.http_status != 200:
+        return None, None
+    usage = c.usage or {}
+    prompt = token_count(usage.get("prompt_tokens"))
+    written = token_count(usage.get("completion_tokens"))
+    if prompt is None:
+        prompt = round((len(SYSTEM_PROMPT) + len(dish) + 4) / CHARS_PER_TOKEN)
+    if written is None:
+        written = round((sum(len(p) for p in c.parts) + c.reasoning_chars) / CHARS_PER_TOKEN)
+    return prompt, written
 
 
 def tokens_per_second(m: RecipeMetrics) -> float | None:

@@ -75,6 +75,9 @@ class Attempt:
     status: int | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     ended: float | None = None  #: when the upstream answered; None: still running (or never set)
+    #: What the call will be billed (the provider's count, else estimated); None: nothing reached the model.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
     def begin(self) -> None:
         """The upstream call starts now: what came before (a breaker's read) is not the upstream's time."""

@@ -63,13 +63,16 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
             except UpstreamError as failure:
                 attempt.end()
                 routed.calls.append(UpstreamCall(model=model, ms=int(attempt.elapsed_ms()), outcome=failure.outcome,
-                                                 status=failure.status or attempt.status))
+                                                 status=failure.status or attempt.status,
+                                                 promptTokens=attempt.prompt_tokens,
+                                                 completionTokens=attempt.completion_tokens))
                 if breaker and not isinstance(failure, Cancelled):  # closed by us: says nothing of the model
                     breaker.record(admission, healthy=not failure.unhealthy)
                 raise
             attempt.end()
             routed.calls.append(UpstreamCall(model=model, ms=int(attempt.elapsed_ms()), outcome="ok",
-                                             status=attempt.status))
+                                             status=attempt.status, promptTokens=attempt.prompt_tokens,
+                                             completionTokens=attempt.completion_tokens))
             if breaker:
                 breaker.record(admission, healthy=True)
             return result
