@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 
 from chuixiang.resilience.breaker import Admission, BreakerConfig, CircuitBreaker
+from chuixiang.resilience.health import Observation
+from chuixiang.resilience.routing import FastestFirst
 from chuixiang.stores.breaker_store import DynamoBreakerStore
+from chuixiang.stores.health_store import DynamoHealthStore
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
@@ -230,3 +233,37 @@ def test_a_retry_after_longer_than_the_budget_goes_to_the_next_model_at_once(fak
     assert [(c.model, c.outcome) for c in outcome.metrics.calls] == [(PRIMARY, "http_error"), (FALLBACK, "ok")]
     (_, primary, _), (_, fallback, _) = fake.requests
     assert fallback - primary < LATE_S  # no wait at all, neither the 60 s nor a back-off
+
+
+def test_fastest_skips_a_model_measured_too_slow_without_a_request(fake: FakeModel, table: Any,
+                                                                   scaled_template: Template) -> None:
+    """The primary's last hour: first content after 90-120 s. With the scaled budget it cannot finish, so
+    ``fastest`` records it skipped (0 ms) and asks the fallback first, which writes the recipe; every call
+    adds to its model's health."""
+    settings = settings_with_fallback(scaled_template, fake.base_url)
+
+    def health_for(model: str) -> DynamoHealthStore:
+        return DynamoHealthStore(table, fake.base_url, model, max_age_s=3600)
+
+    for _ in range(5):
+        health_for(PRIMARY).observe(Observation(first_content_ms=95_000, tokens_per_s=18.0, valid=True))
+    fastest = FastestFirst({m: health_for(m).read() for m in settings.recipe_models}, expected_tokens=1600)
+    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings,
+                            health_for=health_for, fastest=fastest)
+    assert outcome.recipe is not None and outcome.metrics.model == FALLBACK
+    assert [(c.model, c.outcome, c.ms) for c in outcome.metrics.calls][0] == (PRIMARY, "skipped", 0)
+    assert fake.count("/chat/completions", PRIMARY) == 0 and fake.count("/chat/completions", FALLBACK) == 1
+    assert outcome.metrics.attempts == 1
+    fallback = health_for(FALLBACK).read()  # the call measured its model
+    assert fallback.known and fallback.samples == 1 and fallback.valid_rate == 1.0
+
+
+def test_fastest_still_calls_the_last_model_however_slow(fake: FakeModel, table: Any,
+                                                         scaled_template: Template) -> None:
+    settings = function_settings(scaled_template, "recipe", fake.base_url)  # one model: it is the last
+    store = DynamoHealthStore(table, fake.base_url, settings.recipe_model, max_age_s=3600)
+    store.observe(Observation(first_content_ms=200_000))
+    fastest = FastestFirst({settings.recipe_model: store.read()}, expected_tokens=1600)
+    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings,
+                            fastest=fastest)
+    assert outcome.recipe is not None and [c.outcome for c in outcome.metrics.calls] == ["ok"]

@@ -21,10 +21,13 @@ def test_canary_resources_are_conditional_and_least_privilege() -> None:
     [event] = props["Events"].values()
     assert event["Type"] == "ScheduleV2" and event["Properties"]["ScheduleExpression"] == {"Ref": "CanarySchedule"}
     statements = [st for policy in props["Policies"] for st in policy["Statement"]]
-    assert statements[0] == {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
-                             "Resource": {"Ref": "ModelApiKeySecretArn"}}  # no table, no bucket
+    # each probe adds to its model's measured health: UpdateItem on the table, nothing else of it; no bucket
+    assert statements[0] == {"Effect": "Allow", "Action": "dynamodb:UpdateItem",
+                             "Resource": {"Fn::GetAtt": ["JobsTable", "Arn"]}}
+    assert statements[1] == {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
+                             "Resource": {"Ref": "ModelApiKeySecretArn"}}
     # and kms:Decrypt on the secret's own key, only when it has one, only through Secrets Manager
-    [(condition, decrypt, absent)] = [st["Fn::If"] for st in statements[1:]]
+    [(condition, decrypt, absent)] = [st["Fn::If"] for st in statements[2:]]
     assert condition == "HasSecretKmsKey" and decrypt["Action"] == "kms:Decrypt" and absent == {"Ref": "AWS::NoValue"}
     assert props["Environment"]["Variables"]["CANARY_MODELS"] == {"Ref": "CanaryModels"}
 

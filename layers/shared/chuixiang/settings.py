@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, create_model
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -36,6 +36,10 @@ class _Config(BaseSettings):
     #: Comma-separated models the canary probes (the function only exists when this is set).
     canary_models: str = Field("", validation_alias="CANARY_MODELS")
     model_api_key_secret_arn: str = Field("", validation_alias="MODEL_API_KEY_SECRET_ARN")
+    #: ``ordered`` (the configured order) or ``fastest`` (by measured speed, skipping who cannot finish in time).
+    recipe_routing: Literal["ordered", "fastest"] = Field("ordered", validation_alias="RECIPE_ROUTING")
+    #: A model's measured health older than this says nothing.
+    model_health_max_age_s: int = Field(3600, ge=60, validation_alias="MODEL_HEALTH_MAX_AGE_SECONDS")
     #: Per model name or prefix, the request fields it takes (``chuixiang.upstream.dialects``); JSON.
     model_dialects: str = Field("", validation_alias="MODEL_DIALECTS")
 

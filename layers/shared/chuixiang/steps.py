@@ -41,8 +41,10 @@ from .models import (
 )
 from .observability import logger, metrics, model_metric
 from .resilience.breaker import BreakerConfig, CircuitBreaker
+from .resilience.routing import FastestFirst
 from .settings import Settings, get_settings
 from .stores.breaker_store import DynamoBreakerStore
+from .stores.health_store import DynamoHealthStore
 from .stores.images import ImageStore, image_key
 from .stores.jobs import JobStore
 from .stores.secrets import model_api_key
@@ -89,6 +91,19 @@ def breakers(settings: Settings, store: JobStore) -> Callable[[str], CircuitBrea
     config = BreakerConfig(failure_threshold=BREAKER_THRESHOLD.of(settings),
                            recovery_s=BREAKER_RECOVERY.of(settings))
     return lambda model: CircuitBreaker(DynamoBreakerStore(store.table, settings.model_base_url, model), model, config)
+
+
+def model_health(settings: Settings, store: JobStore) -> Callable[[str], DynamoHealthStore]:
+    """Each model's measured health, in the jobs table (added to by every call, read by ``fastest``)."""
+    return lambda model: DynamoHealthStore(store.table, settings.model_base_url, model,
+                                           max_age_s=settings.model_health_max_age_s)
+
+
+def fastest_first(settings: Settings, health_for: Callable[[str], DynamoHealthStore]) -> FastestFirst | None:
+    """``RecipeRouting=fastest``: the candidates' health, read once per job (two reads each)."""
+    if settings.recipe_routing != "fastest":
+        return None
+    return FastestFirst({m: health_for(m).read() for m in settings.recipe_models}, settings.recipe_expected_tokens)
 
 
 def _call_metrics(prefix: str, calls: list[UpstreamCall]) -> None:
@@ -188,10 +203,13 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
     reporter = ProgressReporter(lambda progress, partial: store.record_progress(event.jobId, progress, partial),
                                 interval_s=PROGRESS_INTERVAL.of(settings) / 1000,
                                 expected_tokens=settings.recipe_expected_tokens)
+    health_for = model_health(settings, store)
+    fastest = fastest_first(settings, health_for)
     with reporter:
         outcome = generate_recipe(http_client(), endpoint, limits, event.dish,
                                   _budget(remaining_ms, event.deadlineAt), fallbacks=settings.recipe_models[1:],
-                                  breaker_for=breakers(settings, store), progress=reporter)
+                                  breaker_for=breakers(settings, store), progress=reporter,
+                                  health_for=health_for, fastest=fastest)
     m = outcome.metrics
     _recipe_model_metrics(m, valid=outcome.recipe is not None)
     if m.firstContentMs is not None:
@@ -245,10 +263,11 @@ def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryR
     limits = RecipeLimits.from_settings(settings)
     key = model_api_key(settings)
     budget = _budget(remaining_ms, None)
+    health_for = model_health(settings, job_store(settings))
 
     def probe(model: str) -> CanaryProbe:
         endpoint = ModelEndpoint(settings.model_base_url, model, key)
-        outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget)
+        outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, health_for=health_for)
         m = outcome.metrics
         _recipe_model_metrics(m, valid=outcome.recipe is not None)
         return CanaryProbe(model=model, valid=outcome.recipe is not None,

@@ -18,13 +18,15 @@ from ..deadline import Budget, Deadline
 from ..errors import StageError
 from ..models import RecipeMetrics
 from ..resilience.breaker import CircuitBreaker
+from ..resilience.health import HealthStore, Observation
 from ..resilience.retry import Attempt, RetryPolicy
+from ..resilience.routing import FastestFirst
 from ..settings import Settings
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
 from ..upstream.chat import Completion, StreamLimits, read_chat_completion, token_count
 from ..upstream.dialects import Dialect, dialect_for
 from ..upstream.endpoint import ModelEndpoint
-from ..upstream.failures import EmptyAnswer, InvalidAnswer
+from ..upstream.failures import EmptyAnswer, FirstContentTimeout, InvalidAnswer
 from .progress import CHARS_PER_TOKEN, ProgressReporter
 from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe, strip_reasoning
 from .stage import generate
@@ -100,9 +102,12 @@ def to_recipe(completion: Completion) -> Recipe:
 def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: RecipeLimits, dish: str,
                     budget: Budget, *, fallbacks: tuple[str, ...] = (),
                     breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
-                    progress: ProgressReporter | None = None) -> RecipeOutcome:
+                    progress: ProgressReporter | None = None,
+                    health_for: Callable[[str], HealthStore] | None = None,
+                    fastest: FastestFirst | None = None) -> RecipeOutcome:
     """Stream ``endpoint.model`` (then each of ``fallbacks`` when it cannot serve now) into a recipe;
-    ``progress`` watches each attempt's stream."""
+    ``progress`` watches each attempt's stream; each call adds what it measured to ``health_for(model)``;
+    ``fastest`` orders the models by their measured speed and skips who cannot finish in time."""
     url = endpoint.url("/chat/completions")
     headers = endpoint.headers(Accept="text/event-stream")
     metrics = RecipeMetrics()
@@ -110,25 +115,45 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
     def call(model: str, attempt: Attempt, deadline: Deadline) -> Recipe:
         dialect = dialect_for(model, limits.dialects)
         completion = Completion()  # filled as the answer arrives: a failed call's measurements are kept too
+        valid: bool | None = None
+        waited_out = False
         try:
             read_chat_completion(client, url, chat_payload(model, dish, limits.max_tokens, dialect), headers,
                                  limits=limits.stream, deadline=deadline, out=completion,
                                  watch=progress.watch if progress else None, streamed=dialect.stream,
                                  cancellation=progress.cancellation if progress else None)
             attempt.status = completion.http_status
-            return to_recipe(completion)
+            valid = False
+            recipe = to_recipe(completion)
+            valid = True
+            return recipe
+        except FirstContentTimeout:
+            waited_out = True
+            raise
         finally:
             _fill(metrics, completion, deadline)
             attempt.prompt_tokens, attempt.completion_tokens = billed_tokens(completion, dish)
+            attempt.observation = observation(completion, attempt.completion_tokens, valid,
+                                              limits.stream.first_content_s * 1000 if waited_out else None)
 
     done = generate("RECIPE", (endpoint.model, *fallbacks), call, upstream="chat.completions", policy=limits.retry,
                     budget=budget, attempt_limit_ms=limits.total_ms, breaker_for=breaker_for,
-                    lease_s=limits.total_ms / 1000)
+                    lease_s=limits.total_ms / 1000, health_for=health_for, fastest=fastest)
     metrics.attempts, metrics.totalMs = done.attempts, done.total_ms
     metrics.model, metrics.calls = done.model, done.calls
     metrics.tokensUsed = sum(c.tokens for c in done.calls)
     metrics.tokensWasted = sum(c.tokens for c in done.calls if c.outcome != "ok")
     return RecipeOutcome(done.result, done.error, metrics)
+
+
+def observation(c: Completion, tokens: int | None, valid: bool | None, waited_ms: float | None) -> Observation:
+    """What one call says of its model: when it started writing (at least ``waited_ms`` when it gave up
+    waiting), how fast it wrote (once it wrote for a second or more), whether its answer was a recipe."""
+    speed = None
+    if tokens and c.first_content_ms is not None and c.total_ms - c.first_content_ms >= 1000:
+        speed = tokens / ((c.total_ms - c.first_content_ms) / 1000)
+    first = c.first_content_ms if c.first_content_ms is not None else (int(waited_ms) if waited_ms else None)
+    return Observation(first_content_ms=first, tokens_per_s=speed, valid=valid)
 
 
 def billed_tokens(c: Completion, dish: str) -> tuple[int | None, int | None]:

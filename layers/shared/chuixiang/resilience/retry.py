@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 from ..deadline import Budget
 from ..observability import logger
 from ..upstream.failures import UpstreamError
+from .health import Observation
 
 T = TypeVar("T")
 
@@ -78,6 +79,8 @@ class Attempt:
     #: What the call will be billed (the provider's count, else estimated); None: nothing reached the model.
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: What this call measured of the model (its health), recorded once the call has ended.
+    observation: Observation | None = None
 
     def begin(self) -> None:
         """The upstream call starts now: what came before (a breaker's read) is not the upstream's time."""

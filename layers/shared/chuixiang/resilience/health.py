@@ -1,0 +1,100 @@
+"""How fast and how good each model is now, measured by every call and every canary probe.
+
+The same model took 21-34 s in the morning and 80-92 s at the evening peak: a model's speed is a
+property of the hour, not of the model. So each call adds what it measured to a small record per
+(endpoint, model) and hour - a histogram of first-content times, one of writing speeds, and the
+valid-recipe count - and a reader takes the current and the previous hour together. Histograms add
+atomically (one write per call, no read, no scan) and give pessimistic percentiles by construction:
+the p90 of first content is the upper edge of its bucket, the p10 of writing speed the lower edge of
+its. A record whose last call is older than the configured age says nothing (``known`` is False).
+
+This module is the policy; the DynamoDB store is ``chuixiang.stores.health_store``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+#: Upper edges of the first-content buckets, ms (the last bucket is open: at least 120 s).
+FIRST_CONTENT_EDGES_MS: tuple[int, ...] = (2_000, 5_000, 10_000, 20_000, 30_000, 45_000, 60_000, 90_000, 120_000)
+#: Lower edges of the writing-speed buckets, tokens/s (the first bucket is 0 up to the first edge).
+SPEED_EDGES_TPS: tuple[float, ...] = (0.0, 5.0, 10.0, 15.0, 20.0, 30.0, 50.0, 80.0)
+
+
+def first_content_bucket(ms: int) -> int:
+    return bisect.bisect_left(FIRST_CONTENT_EDGES_MS, ms)
+
+
+def speed_bucket(tps: float) -> int:
+    return max(0, bisect.bisect_right(SPEED_EDGES_TPS, tps) - 1)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one call measured. ``first_content_ms`` of a call that gave up waiting is its limit (at least that
+    long); ``valid``: whether the answer was a valid recipe (None: it never answered)."""
+
+    first_content_ms: int | None = None
+    tokens_per_s: float | None = None
+    valid: bool | None = None
+
+
+@dataclass(frozen=True)
+class ModelHealth:
+    """A model's recent figures. ``known`` is False when it has no call younger than the maximum age."""
+
+    known: bool = False
+    samples: int = 0
+    first_content_p90_ms: int | None = None  #: the upper edge of the p90's bucket (None: the open bucket)
+    tokens_per_s_p10: float | None = None  #: the lower edge of the p10's bucket
+    valid_rate: float | None = None
+    age_s: float | None = None  #: since the last call
+
+    def predicted_ms(self, expected_tokens: int) -> float | None:
+        """A pessimistic time to a whole recipe: p90 first content + the tokens at the p10 writing speed."""
+        if not self.known or self.first_content_p90_ms is None or not self.tokens_per_s_p10:
+            return None if not self.known else float("inf")
+        return self.first_content_p90_ms + expected_tokens / self.tokens_per_s_p10 * 1000
+
+
+def percentile_bucket(counts: Sequence[int], share: float) -> int | None:
+    """The index of the bucket holding the ``share`` quantile of ``counts`` (None: no samples)."""
+    total = sum(counts)
+    if not total:
+        return None
+    wanted, seen = share * total, 0
+    for index, n in enumerate(counts):
+        seen += n
+        if seen >= wanted:
+            return index
+    return len(counts) - 1
+
+
+def summarise(first_content: Sequence[int], speeds: Sequence[int], valid: int, answered: int,
+              age_s: float | None, max_age_s: float) -> ModelHealth:
+    """The health the histograms say (the current and the previous hour, added)."""
+    if age_s is None or age_s > max_age_s:
+        return ModelHealth(known=False, age_s=age_s)
+    fc = percentile_bucket(first_content, 0.9)
+    sp = percentile_bucket(speeds, 0.1)
+    edge = FIRST_CONTENT_EDGES_MS[fc] if fc is not None and fc < len(FIRST_CONTENT_EDGES_MS) else None
+    return ModelHealth(
+        known=True, samples=sum(first_content), first_content_p90_ms=edge,
+        tokens_per_s_p10=SPEED_EDGES_TPS[sp] if sp is not None else None,
+        valid_rate=valid / answered if answered else None, age_s=age_s)
+
+
+def histogram(item: Mapping[str, object], prefix: str, size: int) -> list[int]:
+    """``<prefix>0`` … ``<prefix><size-1>`` counters of a stored record (absent: 0)."""
+    return [int(str(item.get(f"{prefix}{i}", 0))) for i in range(size)]
+
+
+class HealthStore(Protocol):
+    """Where one model's health lives: ``observe`` adds one call, ``read`` the recent figures."""
+
+    def observe(self, observation: Observation) -> None: ...
+
+    def read(self) -> ModelHealth: ...
