@@ -156,6 +156,8 @@ class RecipeMetrics(BaseModel):
     #: (failed attempts, cancelled streams, hedges that lost).
     tokensUsed: int = 0
     tokensWasted: int = 0
+    #: The writing speed of the call that answered, as ``chuixiang bench`` and the model's health measure it.
+    tokensPerSecond: float | None = None
 
 
 class ImageMetrics(BaseModel):

@@ -143,6 +143,7 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
     metrics.model, metrics.calls = done.model, done.calls
     metrics.tokensUsed = sum(c.tokens for c in done.calls)
     metrics.tokensWasted = sum(c.tokens for c in done.calls if c.outcome != "ok")
+    metrics.tokensPerSecond = tokens_per_second(metrics)
     return RecipeOutcome(done.result, done.error, metrics)
 
 
