@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from chuixiang_local.model.fake_model import make_png
+from chuixiang_local.model.fake_model import make_png, recipe_for
 
 CORPUS = Path(__file__).parent / "provider_streams"
 
@@ -195,3 +195,15 @@ class ReplayServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Recorded envelopes that carry a whole answer in their content: each gets the recipe instead.
+RECIPE_CARRIERS = ["openai-gpt-4.1-nano-text.sse", "deepseek-v4-flash-reasoning.sse", "groq-llama-3.3-70b-text.sse",
+                   "moonshot-kimi-k2.5-usage-in-choice.sse", "minimax-m2.7-terminal-message-frame.sse",
+                   "qwen3-max-dashscope-text.sse"]
+
+
+def recipe_stream(name: str) -> bytes:
+    """The recording ``name`` with a whole recipe as its content (the envelope as the provider sent it)."""
+    recording = next(r for r in recordings() if r.name == name)
+    return with_content(recording.body, json.dumps(recipe_for("番茄炒蛋"), ensure_ascii=False))

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chuixiang_local.model.fake_model import ChatBehaviour as B
+from chuixiang_local.template import Template
+
+from .scaled import LATE_S
 
 
 @dataclass
@@ -44,3 +47,14 @@ SCENARIOS = [
     Scenario("undecodable_sse_data", [B(kind="garbage")], "RECIPE_UPSTREAM_ERROR", 1),
     Scenario("unauthorized_401", [B(status=401), B()], "RECIPE_UPSTREAM_ERROR", 1, retryable=False),
 ]
+
+
+def assert_give_up(elapsed_s: float, scenario: Scenario, template: Template, budget_ms: int | None = None) -> None:
+    """Never before the limit, at most LATE_S after it. In a Lambda the total deadline may be cut
+    shorter by the time left (a slow cold start); then the attempt's recorded budget is the limit."""
+    if scenario.limit is None:
+        return
+    limit_s = template.number(scenario.limit) / 1000
+    if scenario.limit == "RecipeTotalTimeoutMs" and budget_ms is not None:
+        limit_s = min(limit_s, budget_ms / 1000)
+    assert limit_s <= elapsed_s <= limit_s + LATE_S, f"gave up after {elapsed_s:.3f} s, limit {limit_s} s"

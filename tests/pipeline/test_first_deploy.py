@@ -20,20 +20,8 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.template import Template
 
 from ..serve_helper import ROOT, Serve, free_port
+from ..template_doc import walk
 from ..waiting import wait_until
-
-DOC = Template().doc
-RESOURCES: dict[str, Any] = DOC["Resources"]
-
-
-def walk(value: Any, path: str = "") -> list[tuple[str, Any]]:
-    """Every (path, leaf) of a template fragment."""
-    if isinstance(value, dict):
-        return [pair for k, v in value.items() for pair in walk(v, f"{path}.{k}")]
-    if isinstance(value, list):
-        return [pair for i, v in enumerate(value) for pair in walk(v, f"{path}[{i}]")]
-    return [(path, value)]
-
 
 # --- would break the deploy ------------------------------------------------------------------------
 

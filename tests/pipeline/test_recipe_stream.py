@@ -10,21 +10,9 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.template import Template
 
-from ..scaled import LATE_S
-from ..scenarios import SCENARIOS, Scenario
+from ..scenarios import SCENARIOS, Scenario, assert_give_up
 
 _dishes = itertools.count(1)
-
-
-def assert_give_up(elapsed_s: float, scenario: Scenario, template: Template, budget_ms: int | None = None) -> None:
-    """Never before the limit, at most LATE_S after it. In a Lambda the total deadline may be cut
-    shorter by the time left (a slow cold start); then the attempt's recorded budget is the limit."""
-    if scenario.limit is None:
-        return
-    limit_s = template.number(scenario.limit) / 1000
-    if scenario.limit == "RecipeTotalTimeoutMs" and budget_ms is not None:
-        limit_s = min(limit_s, budget_ms / 1000)
-    assert limit_s <= elapsed_s <= limit_s + LATE_S, f"gave up after {elapsed_s:.3f} s, limit {limit_s} s"
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)

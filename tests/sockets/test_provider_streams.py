@@ -10,7 +10,6 @@ end through ``chuixiang cook --model-base-url`` to SUCCEEDED.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -23,10 +22,19 @@ from chuixiang.generation.recipe import to_recipe
 from chuixiang.generation.stage import code_for
 from chuixiang.upstream.chat import Completion, SSEReader, StreamLimits, read_chat_completion
 from chuixiang.upstream.failures import UpstreamError
-from chuixiang_local.model.fake_model import recipe_for
 from chuixiang_local.template import Template
 
-from ..provider_corpus import Recording, Replay, ReplayServer, events, random_cuts, recordings, reframe, with_content
+from ..provider_corpus import (
+    RECIPE_CARRIERS,
+    Recording,
+    Replay,
+    ReplayServer,
+    events,
+    random_cuts,
+    recipe_stream,
+    recordings,
+    reframe,
+)
 from ..stage_helpers import run_recipe
 
 CORPUS = recordings()
@@ -143,17 +151,6 @@ def test_the_reader_sees_text_as_it_arrives_not_at_the_end(server: ReplayServer)
         out = read_chat_completion(client, f"{server.base_url}/chat/completions", {}, {}, limits=LIMITS,
                                    deadline=deadline, watch=watch)
     assert out.streamed and len(seen) == sum(1 for w in writes if b'"content":"' in w and b'"content":""' not in w)
-
-
-#: Recorded envelopes that carry a whole answer in their content: each gets the recipe instead.
-RECIPE_CARRIERS = ["openai-gpt-4.1-nano-text.sse", "deepseek-v4-flash-reasoning.sse", "groq-llama-3.3-70b-text.sse",
-                   "moonshot-kimi-k2.5-usage-in-choice.sse", "minimax-m2.7-terminal-message-frame.sse",
-                   "qwen3-max-dashscope-text.sse"]
-
-
-def recipe_stream(name: str) -> bytes:
-    recording = next(r for r in CORPUS if r.name == name)
-    return with_content(recording.body, json.dumps(recipe_for("番茄炒蛋"), ensure_ascii=False))
 
 
 @pytest.mark.parametrize("name", RECIPE_CARRIERS)

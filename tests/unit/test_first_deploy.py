@@ -16,19 +16,7 @@ from chuixiang_local.commands.ladder import account_concurrency, build_ladder, r
 from chuixiang_local.template import Template
 
 from ..serve_helper import ROOT
-
-DOC = Template().doc
-RESOURCES: dict[str, Any] = DOC["Resources"]
-
-
-def walk(value: Any, path: str = "") -> list[tuple[str, Any]]:
-    """Every (path, leaf) of a template fragment."""
-    if isinstance(value, dict):
-        return [pair for k, v in value.items() for pair in walk(v, f"{path}.{k}")]
-    if isinstance(value, list):
-        return [pair for i, v in enumerate(value) for pair in walk(v, f"{path}[{i}]")]
-    return [(path, value)]
-
+from ..template_doc import DOC, RESOURCES, walk
 
 # --- would break the deploy ------------------------------------------------------------------------
 

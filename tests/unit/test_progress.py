@@ -128,21 +128,6 @@ def test_a_write_that_no_longer_applies_cancels_the_call() -> None:
 # --- through the recipe step, on a real socket, with the job in DynamoDB (moto) ----------------
 
 
-class CountingTable:
-    """The jobs table, counting every write the step makes."""
-
-    def __init__(self, table: Any) -> None:
-        self.table = table
-        self.writes: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.table, name)
-        if name in ("put_item", "update_item", "delete_item"):
-            def counted(**kwargs: Any) -> Any:
-                self.writes.append(name)
-                return attr(**kwargs)
-            return counted
-        return attr
 
 
 
