@@ -12,7 +12,7 @@ from chuixiang.generation.image import ImageLimits, ImageOutcome, generate_image
 from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome, generate_recipe
 from chuixiang.resilience.breaker import CircuitBreaker
 from chuixiang.resilience.health import HealthStore
-from chuixiang.resilience.routing import FastestFirst
+from chuixiang.resilience.routing import FastestFirst, Hedge
 from chuixiang.settings import Settings
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.template import Template
@@ -29,7 +29,7 @@ Breakers = Callable[[str], CircuitBreaker | None] | None
 def run_recipe(template: Template, base_url: str, budget_ms: float, *, api_key: str | None = None,
                settings: Settings | None = None, client: httpx.Client | None = None,
                breaker_for: Breakers = None, health_for: Callable[[str], HealthStore] | None = None,
-               fastest: FastestFirst | None = None) -> tuple[RecipeOutcome, float]:
+               fastest: FastestFirst | None = None, hedge: Hedge | None = None) -> tuple[RecipeOutcome, float]:
     """(outcome, elapsed seconds) of one recipe generation with a fresh budget (fallbacks from the settings).
 
     The clock starts with the budget, after the HTTP client exists: the function builds its client in
@@ -42,7 +42,7 @@ def run_recipe(template: Template, base_url: str, budget_ms: float, *, api_key: 
         started = time.monotonic()
         outcome = generate_recipe(c, endpoint, limits, "番茄炒蛋", Budget(budget_ms, None),
                                   fallbacks=settings.recipe_models[1:], breaker_for=breaker_for,
-                                  health_for=health_for, fastest=fastest)
+                                  health_for=health_for, fastest=fastest, hedge=hedge)
         elapsed = time.monotonic() - started
     return outcome, elapsed
 

@@ -41,7 +41,7 @@ from .models import (
 )
 from .observability import logger, metrics, model_metric
 from .resilience.breaker import BreakerConfig, CircuitBreaker
-from .resilience.routing import FastestFirst
+from .resilience.routing import FastestFirst, Hedge, hedge_budget
 from .settings import Settings, get_settings
 from .stores.breaker_store import DynamoBreakerStore
 from .stores.health_store import DynamoHealthStore
@@ -54,6 +54,7 @@ from .timeouts import (
     IMAGE_FUNCTION,
     PROGRESS_INTERVAL,
     RECIPE_FUNCTION,
+    RECIPE_HEDGE_AFTER,
     STATE_MACHINE,
     state_timeout_seconds,
 )
@@ -205,11 +206,13 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
                                 expected_tokens=settings.recipe_expected_tokens)
     health_for = model_health(settings, store)
     fastest = fastest_first(settings, health_for)
+    hedge = Hedge(RECIPE_HEDGE_AFTER.of(settings), hedge_budget(settings.model_base_url),
+                  fastest.health if fastest else {}) if RECIPE_HEDGE_AFTER.of(settings) else None
     with reporter:
         outcome = generate_recipe(http_client(), endpoint, limits, event.dish,
                                   _budget(remaining_ms, event.deadlineAt), fallbacks=settings.recipe_models[1:],
                                   breaker_for=breakers(settings, store), progress=reporter,
-                                  health_for=health_for, fastest=fastest)
+                                  health_for=health_for, fastest=fastest, hedge=hedge)
     m = outcome.metrics
     _recipe_model_metrics(m, valid=outcome.recipe is not None)
     if m.firstContentMs is not None:

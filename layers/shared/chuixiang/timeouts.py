@@ -102,6 +102,13 @@ RECIPE_MIN_ATTEMPT = Limit(
     "code of the last failure)",
     env="RECIPE_MIN_ATTEMPT_MS", attr="recipe_min_attempt_ms", functions=("recipe", "canary"),
     scaled=1000, inside=("RecipeTotalTimeoutMs",), minimum=0)
+RECIPE_HEDGE_AFTER = Limit(
+    "RecipeHedgeAfterMs", Unit.MS, 20_000, "hedge after",
+    "a model that has written nothing this long (or its measured p90 first content, if shorter) gets the next "
+    "model raced against it: the first to write wins, the other is closed; one hedge per job, at most one job "
+    "in five per endpoint and container; 0: never",
+    env="RECIPE_HEDGE_AFTER_MS", attr="recipe_hedge_after_ms", functions=("recipe",),
+    scaled=500, inside=("RecipeFirstContentTimeoutMs",), minimum=0)
 PROGRESS_INTERVAL = Limit(
     "ProgressIntervalMs", Unit.MS, 2_000, "progress interval",
     "at most one progress write (`progress`, `partial`) per interval while the recipe streams; inside the "
@@ -146,7 +153,8 @@ CLIENT_GIVE_UP = Limit(
     "ClientGiveUpSeconds", Unit.S, 360, "client gives up", "documented: the mini-program stops polling after this")
 
 LIMITS: tuple[Limit, ...] = (
-    RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_TOTAL, RECIPE_RETRY_WINDOW, RECIPE_MIN_ATTEMPT, PROGRESS_INTERVAL,
+    RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_TOTAL, RECIPE_RETRY_WINDOW, RECIPE_MIN_ATTEMPT, RECIPE_HEDGE_AFTER,
+    PROGRESS_INTERVAL,
     RECIPE_FUNCTION, IMAGE_FUNCTION, IMAGE_RETRY_WINDOW, CANARY_FUNCTION, STATE_MACHINE, CLIENT_GIVE_UP,
     BREAKER_THRESHOLD, BREAKER_RECOVERY,
 )

@@ -20,10 +20,10 @@ from ..models import RecipeMetrics
 from ..resilience.breaker import CircuitBreaker
 from ..resilience.health import HealthStore, Observation
 from ..resilience.retry import Attempt, RetryPolicy
-from ..resilience.routing import FastestFirst
+from ..resilience.routing import FastestFirst, Hedge
 from ..settings import Settings
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
-from ..upstream.chat import Completion, StreamLimits, read_chat_completion, token_count
+from ..upstream.chat import Completion, SSEReader, StreamLimits, read_chat_completion, token_count
 from ..upstream.dialects import Dialect, dialect_for
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import EmptyAnswer, FirstContentTimeout, InvalidAnswer
@@ -104,10 +104,11 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
                     breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
                     progress: ProgressReporter | None = None,
                     health_for: Callable[[str], HealthStore] | None = None,
-                    fastest: FastestFirst | None = None) -> RecipeOutcome:
+                    fastest: FastestFirst | None = None, hedge: Hedge | None = None) -> RecipeOutcome:
     """Stream ``endpoint.model`` (then each of ``fallbacks`` when it cannot serve now) into a recipe;
     ``progress`` watches each attempt's stream; each call adds what it measured to ``health_for(model)``;
-    ``fastest`` orders the models by their measured speed and skips who cannot finish in time."""
+    ``fastest`` orders the models by their measured speed and skips who cannot finish in time; ``hedge``
+    races the next model against one slow to write (the progress follows the one that writes first)."""
     url = endpoint.url("/chat/completions")
     headers = endpoint.headers(Accept="text/event-stream")
     metrics = RecipeMetrics()
@@ -117,11 +118,19 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
         completion = Completion()  # filled as the answer arrives: a failed call's measurements are kept too
         valid: bool | None = None
         waited_out = False
+        # Closed when the job stops running this stage, or when a hedge race goes to the other model.
+        unlink = progress.cancellation.listen(lambda: attempt.cancellation.cancel(progress.cancellation.reason)) \
+            if progress else (lambda: None)
+
+        def first_text(reader: SSEReader) -> None:
+            if attempt.first_text() and progress:  # this call wrote first: the progress follows it
+                progress.watch(reader)
+
         try:
             read_chat_completion(client, url, chat_payload(model, dish, limits.max_tokens, dialect), headers,
                                  limits=limits.stream, deadline=deadline, out=completion,
                                  watch=progress.watch if progress else None, streamed=dialect.stream,
-                                 cancellation=progress.cancellation if progress else None)
+                                 cancellation=attempt.cancellation, on_first_text=first_text)
             attempt.status = completion.http_status
             valid = False
             recipe = to_recipe(completion)
@@ -131,6 +140,7 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
             waited_out = True
             raise
         finally:
+            unlink()
             _fill(metrics, completion, deadline)
             attempt.prompt_tokens, attempt.completion_tokens = billed_tokens(completion, dish)
             attempt.observation = observation(completion, attempt.completion_tokens, valid,
@@ -138,7 +148,7 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
 
     done = generate("RECIPE", (endpoint.model, *fallbacks), call, upstream="chat.completions", policy=limits.retry,
                     budget=budget, attempt_limit_ms=limits.total_ms, breaker_for=breaker_for,
-                    lease_s=limits.total_ms / 1000, health_for=health_for, fastest=fastest)
+                    lease_s=limits.total_ms / 1000, health_for=health_for, fastest=fastest, hedge=hedge)
     metrics.attempts, metrics.totalMs = done.attempts, done.total_ms
     metrics.model, metrics.calls = done.model, done.calls
     metrics.tokensUsed = sum(c.tokens for c in done.calls)

@@ -18,7 +18,7 @@ from ..models import UpstreamCall
 from ..resilience.breaker import CircuitBreaker
 from ..resilience.health import HealthStore
 from ..resilience.retry import Attempt, RetryPolicy
-from ..resilience.routing import FastestFirst, call_models
+from ..resilience.routing import FastestFirst, Hedge, call_models
 from ..upstream.dialects import report_refused_param
 from ..upstream.failures import (
     Cancelled,
@@ -75,7 +75,7 @@ def generate(stage: Stage, models: Sequence[str], call: Callable[[str, Attempt, 
              upstream: str, policy: RetryPolicy, budget: Budget, attempt_limit_ms: float | None,
              breaker_for: Callable[[str], CircuitBreaker | None] | None, lease_s: float,
              health_for: Callable[[str], HealthStore] | None = None,
-             fastest: FastestFirst | None = None) -> Generated[T]:
+             fastest: FastestFirst | None = None, hedge: Hedge | None = None) -> Generated[T]:
     """Run ``call(model, attempt, deadline)`` over ``models`` (fallbacks in order) under the retry rule.
 
     The one place an attempt's deadline is cut from the budget: ``attempt_limit_ms`` (the stage's own limit;
@@ -93,7 +93,7 @@ def generate(stage: Stage, models: Sequence[str], call: Callable[[str, Attempt, 
 
     routed = call_models(fastest.order(models) if fastest else models, attempt, upstream=upstream, policy=policy,
                          budget=budget, breaker_for=breaker_for, lease_s=lease_s, health_for=health_for,
-                         fastest=fastest)
+                         fastest=fastest, hedge=hedge)
     out: Generated[T] = Generated(result=routed.result, model=routed.model, attempts=routed.attempts,
                                   calls=list(routed.calls), total_ms=int((time.monotonic() - started) * 1000))
     failure = routed.failure

@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 from ..deadline import Budget
 from ..observability import logger
 from ..upstream.failures import UpstreamError
+from ..upstream.transport import Cancellation
 from .health import Observation
 
 T = TypeVar("T")
@@ -81,6 +82,10 @@ class Attempt:
     completion_tokens: int | None = None
     #: What this call measured of the model (its health), recorded once the call has ended.
     observation: Observation | None = None
+    #: Closes this call (a lost hedge race, a job nobody reads any more); the call must pass it on.
+    cancellation: Cancellation = field(default_factory=Cancellation)
+    #: Called by the call when the model first writes; False: another call won the race, stop (see routing).
+    first_text: Callable[[], bool] = lambda: True
 
     def begin(self) -> None:
         """The upstream call starts now: what came before (a breaker's read) is not the upstream's time."""

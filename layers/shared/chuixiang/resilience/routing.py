@@ -11,7 +11,10 @@ is the model's quality, not its health. Every upstream call is recorded once.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -19,9 +22,10 @@ from ..deadline import Budget
 from ..models import UpstreamCall
 from ..observability import logger
 from ..upstream.failures import Cancelled, CircuitOpen, UpstreamError
+from ..upstream.transport import Cancellation
 from .breaker import Admission, CircuitBreaker
 from .health import HealthStore, ModelHealth
-from .retry import Attempt, RetryPolicy, run_attempts
+from .retry import Attempt, Attempts, RetryPolicy, run_attempts
 
 T = TypeVar("T")
 
@@ -56,30 +60,102 @@ class FastestFirst:
         return f"predicted {predicted:.0f} ms to a recipe, {remaining_ms:.0f} ms left"
 
 
+class HedgeRace:
+    """Two calls racing to the model's first text: the first to write wins, the other is closed at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.winner: str | None = None
+        self.decided = threading.Event()
+        self._calls: dict[str, Cancellation] = {}
+
+    def enter(self, model: str, attempt: Attempt) -> None:
+        """``attempt`` of ``model`` starts: it can be closed from now on (at once if the race went to the other)."""
+        with self._lock:
+            self._calls[model] = attempt.cancellation
+            lost = self.winner not in (None, model)
+        if lost:
+            attempt.cancellation.cancel(f"hedge lost: {self.winner} wrote first")
+
+    def claim(self, model: str) -> bool:
+        """``model`` wrote: True if it won (or had already), False if the other had."""
+        with self._lock:
+            if self.winner is not None:
+                return self.winner == model
+            self.winner = model
+            losers = [c for m, c in self._calls.items() if m != model]
+        self.decided.set()
+        for cancellation in losers:
+            cancellation.cancel(f"hedge lost: {model} wrote first")
+        return True
+
+    def lost(self, model: str) -> bool:
+        return self.winner not in (None, model)
+
+
+class HedgeBudget:
+    """At most ``share`` of one endpoint's jobs in this container get a hedge, so a slow hour cannot double the
+    model bill: a token bucket where each job adds ``share`` of a token (up to ``burst``) and a hedge takes one."""
+
+    def __init__(self, share: float = 0.2, burst: float = 2.0) -> None:
+        self.share, self.burst = share, burst
+        self.tokens = burst
+        self._lock = threading.Lock()
+
+    def earn(self) -> None:
+        with self._lock:
+            self.tokens = min(self.burst, self.tokens + self.share)
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.tokens < 1:
+                return False
+            self.tokens -= 1
+            return True
+
+
+_BUDGETS: dict[str, HedgeBudget] = {}
+_BUDGETS_LOCK = threading.Lock()
+
+
+def hedge_budget(endpoint: str) -> HedgeBudget:
+    """The hedge budget of one endpoint, shared by every job of this container."""
+    with _BUDGETS_LOCK:
+        return _BUDGETS.setdefault(endpoint.rstrip("/"), HedgeBudget())
+
+
+@dataclass(frozen=True)
+class Hedge:
+    """``RecipeHedgeAfterMs``: when the model has written nothing for this long (or for its measured p90 first
+    content, if known and shorter), the next candidate is called too; the first to write wins. One per job."""
+
+    after_ms: float
+    budget: HedgeBudget
+    health: dict[str, ModelHealth] = field(default_factory=dict)
+
+    def after_s(self, model: str) -> float:
+        measured = self.health.get(model)
+        p90 = measured.first_content_p90_ms if measured is not None and measured.known else None
+        return min(self.after_ms, p90 or self.after_ms) / 1000
+
+
 def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, upstream: str, policy: RetryPolicy,
                 budget: Budget, breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
                 lease_s: float = 0, health_for: Callable[[str], HealthStore] | None = None,
-                fastest: FastestFirst | None = None) -> Routed[T]:
+                fastest: FastestFirst | None = None, hedge: Hedge | None = None) -> Routed[T]:
     """``call(model, attempt)`` makes one upstream call; ``breaker_for(model)`` its breaker (None: no breaker);
     ``health_for(model)`` where its measured health is kept (each call's observation is added to it);
-    ``fastest``: skip a model that cannot finish in time (the order is the caller's)."""
+    ``fastest``: skip a model that cannot finish in time (the order is the caller's); ``hedge``: race the
+    next model against one that is slow to write (see :class:`Hedge`)."""
     routed: Routed[T] = Routed()
-    for index, model in enumerate(models):
-        if index and routed.failure is not None:
-            left = budget.remaining_ms()
-            if left < policy.min_attempt_ms:
-                logger.info("no fallback: too little budget", extra={
-                    "model": model, "remaining_ms": round(left), "min_attempt_ms": policy.min_attempt_ms})
-                break
-        if fastest is not None and (why := fastest.skip(model, budget.remaining_ms(), index == len(models) - 1)):
-            logger.info("model skipped: too slow for the time left", extra={"model": model, "reason": why})
-            routed.calls.append(UpstreamCall(model=model, ms=0, outcome="skipped"))
-            continue
+    if hedge is not None:
+        hedge.budget.earn()
+
+    def guarded_for(model: str, race: HedgeRace | None = None) -> Callable[[Attempt], T]:
         breaker = breaker_for(model) if breaker_for else None
         health = health_for(model) if health_for else None
 
-        def guarded(attempt: Attempt, model: str = model, breaker: CircuitBreaker | None = breaker,
-                    health: HealthStore | None = health) -> T:
+        def guarded(attempt: Attempt) -> T:
             admission = breaker.admit(lease_s) if breaker else Admission.CALL
             attempt.fields["model"] = model
             if admission is Admission.REJECT:
@@ -87,6 +163,9 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
                 raise CircuitOpen(f"breaker open for {model}: no request sent")
             if admission is Admission.PROBE:
                 attempt.fields["breaker_probe"] = True
+            if race is not None:
+                race.enter(model, attempt)
+                attempt.first_text = lambda: race.claim(model)
             # The retry window judges the upstream: the breaker's DynamoDB read and write are not in it.
             attempt.begin()
             try:
@@ -95,7 +174,9 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
                 attempt.end()
                 if health and attempt.observation:
                     health.observe(attempt.observation)
-                routed.calls.append(UpstreamCall(model=model, ms=int(attempt.elapsed_ms()), outcome=failure.outcome,
+                lost = race is not None and isinstance(failure, Cancelled) and race.lost(model)
+                routed.calls.append(UpstreamCall(model=model, ms=int(attempt.elapsed_ms()),
+                                                 outcome="hedge_lost" if lost else failure.outcome,
                                                  status=failure.status or attempt.status,
                                                  promptTokens=attempt.prompt_tokens,
                                                  completionTokens=attempt.completion_tokens))
@@ -112,11 +193,61 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
                 breaker.record(admission, healthy=True)
             return result
 
-        attempts = run_attempts(guarded, upstream=upstream, policy=policy, budget=budget)
-        routed.model = model
+        return guarded
+
+    def race(model: str, partner: str, hedge: Hedge) -> tuple[str, Attempts[T], bool]:
+        """``model``'s attempts, and ``partner``'s too once ``model`` is slow to write: (the model that
+        answered, its attempts, whether the partner was called)."""
+        contest = HedgeRace()
+
+        def run(m: str) -> Attempts[T]:
+            return run_attempts(guarded_for(m, contest), upstream=upstream, policy=policy, budget=budget)
+
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hedge") as pool:
+            first = pool.submit(run, model)
+            hedge_at = time.monotonic() + hedge.after_s(model)
+            while not first.done() and not contest.decided.is_set() and (left := hedge_at - time.monotonic()) > 0:
+                contest.decided.wait(min(left, 0.05))
+            if first.done() or contest.decided.is_set():
+                return model, first.result(), False
+            if not hedge.budget.take():
+                logger.info("no hedge: this endpoint's hedge budget is spent", extra={"model": model})
+                return model, first.result(), False
+            logger.info("hedging: the model has written nothing yet", extra={
+                "model": model, "hedge": partner, "after_ms": round(hedge.after_s(model) * 1000)})
+            second = pool.submit(run, partner)
+            ours, theirs = first.result(), second.result()
+        if contest.winner == partner or (contest.winner is None and ours.failure and not theirs.failure):
+            return partner, theirs, True
+        if contest.winner == model or (theirs.failure and not ours.failure):
+            return model, ours, True
+        return partner, theirs, True  # both failed: the later model's failure decides what comes next
+
+    hedged = hedge is None
+    index = 0
+    while index < len(models):
+        model = models[index]
+        if index and routed.failure is not None:
+            left = budget.remaining_ms()
+            if left < policy.min_attempt_ms:
+                logger.info("no fallback: too little budget", extra={
+                    "model": model, "remaining_ms": round(left), "min_attempt_ms": policy.min_attempt_ms})
+                break
+        if fastest is not None and (why := fastest.skip(model, budget.remaining_ms(), index == len(models) - 1)):
+            logger.info("model skipped: too slow for the time left", extra={"model": model, "reason": why})
+            routed.calls.append(UpstreamCall(model=model, ms=0, outcome="skipped"))
+            index += 1
+            continue
+        if not hedged and hedge is not None and index + 1 < len(models):
+            hedged = True  # at most one hedge per job
+            routed.model, attempts, both = race(model, models[index + 1], hedge)
+            index += 2 if both else 1
+        else:
+            attempts = run_attempts(guarded_for(model), upstream=upstream, policy=policy, budget=budget)
+            routed.model = model
+            index += 1
         routed.result, routed.failure = attempts.result, attempts.failure
         if attempts.failure is None or not attempts.failure.unhealthy:
             break
     routed.attempts = sum(1 for c in routed.calls if c.outcome not in (CircuitOpen.outcome, "skipped"))
     return routed
-

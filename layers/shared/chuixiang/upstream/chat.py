@@ -69,10 +69,11 @@ class SSEReader:
     measures exactly this; nothing it reads can raise anything but an :class:`UpstreamError`."""
 
     def __init__(self, limits: StreamLimits, started: float, on_text: Callable[[], None] | None = None,
-                 out: Completion | None = None) -> None:
+                 out: Completion | None = None, on_first_text: Callable[[SSEReader], None] | None = None) -> None:
         self.out = out if out is not None else Completion()
         self.limits = limits
         self.on_text = on_text
+        self.on_first_text = on_first_text  #: called once, with this reader, when the model first writes
         self.started = started
         self.content_chars = 0
         self.first_text_at: float | None = None  #: monotonic time of the first text (content or reasoning)
@@ -206,6 +207,8 @@ class SSEReader:
         if text or reasoning:
             if self.first_text_at is None:
                 self.first_text_at = time.monotonic()
+                if self.on_first_text is not None:
+                    self.on_first_text(self)
             if self.on_text is not None:
                 self.on_text()
         finish = choice.get("finish_reason")
@@ -297,11 +300,13 @@ def _flatten(value: Any) -> str:
 def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
                          limits: StreamLimits, deadline: Deadline,
                          watch: Callable[[SSEReader], None] | None = None, streamed: bool = True,
-                         out: Completion | None = None, cancellation: Cancellation | None = None) -> Completion:
+                         out: Completion | None = None, cancellation: Cancellation | None = None,
+                         on_first_text: Callable[[SSEReader], None] | None = None) -> Completion:
     """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure.
 
     ``out`` (optional) is filled as the answer arrives, so a caller keeps what a failed call measured.
     ``cancellation`` (optional): once set, the call is closed at once and raises ``Cancelled``.
+    ``on_first_text`` (optional) is called with the reader when the model first writes (a hedge's race).
     ``watch`` receives the reader before the request is sent (a progress reporter reads it).
     ``streamed=False``: the request asked for one JSON answer, which has nothing to send before it is
     whole, so only the deadline bounds it (the text limits would cut every such call).
@@ -312,7 +317,7 @@ def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any]
     read_timeout_s = limits.first_content_s if streamed else max(0.001, deadline.remaining_ms() / 1000)
     post = GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=read_timeout_s,
                        max_bytes=limits.max_bytes, text=text, cancellation=cancellation)
-    reader = SSEReader(limits, started, on_text=post.text_arrived, out=out)
+    reader = SSEReader(limits, started, on_text=post.text_arrived, out=out, on_first_text=on_first_text)
     if watch is not None:
         watch(reader)
     out = reader.out
