@@ -11,16 +11,17 @@ import pytest
 
 from chuixiang import steps
 from chuixiang.models import CanaryEvent
+from chuixiang.stores.health_store import DynamoHealthStore
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
 from ..stage_helpers import function_settings
 
 
-def test_a_run_probes_every_model_at_once(fake: FakeModel, scaled_template: Template,
+def test_a_run_probes_every_model_at_once(fake: FakeModel, scaled_template: Template, table: Any,
                                           monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     settings = function_settings(scaled_template, "canary", fake.base_url).model_copy(
-        update={"canary_models": "slow-a, slow-b, broken"})
+        update={"canary_models": "slow-a, slow-b, broken", "jobs_table": table.name})
     monkeypatch.setattr(steps, "get_settings", lambda: settings)
     slow = ChatBehaviour(headers_delay_s=1.0)
     fake.chat_by_model.update({"slow-a": slow, "slow-b": slow, "broken": ChatBehaviour(kind="garbage")})
@@ -42,3 +43,7 @@ def test_a_run_probes_every_model_at_once(fake: FakeModel, scaled_template: Temp
                                      if line.startswith('{"_aws"')]
     valid = {(e["Model"], e["RecipeValid"][0]) for e in emitted if "RecipeValid" in e}
     assert valid == {("slow-a", 1.0), ("slow-b", 1.0), ("broken", 0.0)}
+    # each probe added to its model's measured health, as a job's call does
+    health = {m: DynamoHealthStore(table, fake.base_url, m, max_age_s=3600).read() for m in ("slow-a", "broken")}
+    assert health["slow-a"].known and health["slow-a"].valid_rate == 1.0
+    assert health["broken"].known and health["broken"].valid_rate is None  # it never gave an answer to judge

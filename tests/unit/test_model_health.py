@@ -63,3 +63,12 @@ def test_fastest_orders_by_prediction_keeps_the_unknown_and_skips_who_cannot_fin
     assert routing.skip("slow", remaining_ms=60_000, last=True) is None  # the last is always tried
     assert routing.skip("fast", remaining_ms=60_000, last=False) is None
     assert routing.skip("new", remaining_ms=1, last=False) is None  # nothing measured: no reason to skip
+
+
+def test_fastest_puts_a_model_whose_recipes_often_fail_last_however_fast() -> None:
+    """The write-up's fast model that often runs out of tokens: its bad answers end the job (no fallback for a
+    bad answer), so speed does not buy it the first place."""
+    steady = ModelHealth(known=True, samples=9, first_content_p90_ms=5_000, tokens_per_s_p10=30.0, valid_rate=1.0)
+    fast = ModelHealth(known=True, samples=9, first_content_p90_ms=2_000, tokens_per_s_p10=80.0, valid_rate=0.6)
+    routing = FastestFirst({"steady": steady, "fast": fast, "new": ModelHealth()}, expected_tokens=1600)
+    assert routing.order(["fast", "new", "steady"]) == ["steady", "new", "fast"]

@@ -257,6 +257,12 @@ def cmd_seed(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from chuixiang_local.commands import bench
 
+    if args.routing:
+        from chuixiang_local.commands import routing_bench
+
+        routing_bench.main(args.jobs, args.chart)
+        return 0
+
     given = parse_overrides(args.parameter_overrides)
     models = list(comma_list(args.models or ""))
     dishes = list(comma_list(args.dishes or "")) or list(bench.DEFAULT_DISHES)
@@ -434,6 +440,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=4, help="calls at once")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.add_argument("--out", default=str(WORK_DIR / "bench"), help="directory for bench.json, calls.csv, bench.png")
+    p.add_argument("--routing", action="store_true",
+                   help="compare RecipeRouting ordered and fastest and hedging over the write-up's measured models "
+                        "(off-peak, peak, a queued primary), offline, time scaled down")
+    p.add_argument("--jobs", type=int, default=20, help="with --routing: jobs per scenario and strategy")
+    p.add_argument("--chart", default="", help="with --routing: where to draw the chart (PNG)")
     common(p)
     p.set_defaults(func=cmd_bench, fake_pace_ms=3.0)
 

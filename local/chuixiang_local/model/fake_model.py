@@ -144,9 +144,14 @@ class FakeModel:
     #: Pictures answered as a URL, served by GET until the model stops.
     files: dict[str, bytes] = field(default_factory=dict)
 
+    #: Draws of the profiles that give a range (seeded, so a bench repeats).
+    seed: int = 7
+
     def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
+        self.lock = threading.Lock()
+        self.rng = random.Random(self.seed)  # nosec B311 - a simulation's draws, not a secret
 
     @property
     def time_scale(self) -> float:
@@ -362,16 +367,22 @@ class _Handler(BaseHTTPRequestHandler):
         """Play a measured model behaviour, ``time_scale`` times faster than real time, drift-free."""
         scale = self.fake.time_scale
         base = _chunk_base(body)
-        if p.kind == "length":  # the whole token budget goes to reasoning
+        with self.fake.lock:  # a range in the profile: this request's draw (seeded: a bench repeats)
+            first_s = p.first_content_s if p.first_content_s_max is None else \
+                self.fake.rng.uniform(p.first_content_s, p.first_content_s_max)
+            rate = p.tokens_per_s if p.tokens_per_s_min is None else \
+                self.fake.rng.uniform(p.tokens_per_s_min, p.tokens_per_s)
+            kind = "length" if p.length_share and self.fake.rng.random() < p.length_share else p.kind
+        if kind == "length":  # the whole token budget goes to reasoning
             budget = int(body.get("max_tokens") or body.get("max_completion_tokens") or 3000)
             pieces, key, finish = ["想"] * budget, "reasoning_content", "length"
         else:
             pieces, key, finish = token_pieces(profile_text(p, _dish(body))), "content", "stop"
         try:
             self._open_stream(base)
-            if self._keepalive_until(time.monotonic() + p.first_content_s * scale, every_s=5 * scale):
+            if self._keepalive_until(time.monotonic() + first_s * scale, every_s=5 * scale):
                 return
-            start, per_token = time.monotonic(), scale / p.tokens_per_s
+            start, per_token = time.monotonic(), scale / rate
             for i, piece in enumerate(pieces):
                 delay = start + i * per_token - time.monotonic()
                 if delay > 0 and self.fake.wait(delay):

@@ -30,6 +30,12 @@ class ModelProfile:
     kind: str = "ok"  #: ok | broken_json | length | thinker
     think_tokens: int = 0  #: reasoning written before the JSON (``thinker``)
     description: str = ""
+    #: A range instead of one figure: each request draws its first content from [first_content_s, this]…
+    first_content_s_max: float | None = None
+    #: … and its writing rate from [this, tokens_per_s]
+    tokens_per_s_min: float | None = None
+    #: the share of requests that spend ``max_tokens`` on reasoning and write no content (a ``length`` answer)
+    length_share: float = 0.0
 
 
 PROFILES: dict[str, ModelProfile] = {p.name: p for p in (

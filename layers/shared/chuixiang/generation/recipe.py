@@ -157,11 +157,16 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
     return RecipeOutcome(done.result, done.error, metrics)
 
 
+#: Fewer tokens than this say little of a writing speed (the first ones come in a burst).
+SPEED_MIN_TOKENS = 50
+
+
 def observation(c: Completion, tokens: int | None, valid: bool | None, waited_ms: float | None) -> Observation:
     """What one call says of its model: when it started writing (at least ``waited_ms`` when it gave up
-    waiting), how fast it wrote (once it wrote for a second or more), whether its answer was a recipe."""
+    waiting), how fast it wrote (once it wrote :data:`SPEED_MIN_TOKENS` or more), whether its answer was a
+    recipe."""
     speed = None
-    if tokens and c.first_content_ms is not None and c.total_ms - c.first_content_ms >= 1000:
+    if tokens and tokens >= SPEED_MIN_TOKENS and c.first_content_ms is not None and c.total_ms > c.first_content_ms:
         speed = tokens / ((c.total_ms - c.first_content_ms) / 1000)
     first = c.first_content_ms if c.first_content_ms is not None else (int(waited_ms) if waited_ms else None)
     return Observation(first_content_ms=first, tokens_per_s=speed, valid=valid)

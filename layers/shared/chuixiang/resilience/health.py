@@ -59,6 +59,14 @@ class ModelHealth:
             return None if not self.known else float("inf")
         return self.first_content_p90_ms + expected_tokens / self.tokens_per_s_p10 * 1000
 
+    def expected_ms(self, expected_tokens: int) -> float | None:
+        """The predicted time to a *valid* recipe: the prediction over the valid rate (a model that writes a
+        recipe half the time is worth half as much as its speed says)."""
+        predicted = self.predicted_ms(expected_tokens)
+        if predicted is None or self.valid_rate is None:
+            return predicted
+        return predicted / self.valid_rate if self.valid_rate > 0 else float("inf")
+
 
 def percentile_bucket(counts: Sequence[int], share: float) -> int | None:
     """The index of the bucket holding the ``share`` quantile of ``counts`` (None: no samples)."""
@@ -75,8 +83,9 @@ def percentile_bucket(counts: Sequence[int], share: float) -> int | None:
 
 def summarise(first_content: Sequence[int], speeds: Sequence[int], valid: int, answered: int,
               age_s: float | None, max_age_s: float) -> ModelHealth:
-    """The health the histograms say (the current and the previous hour, added)."""
-    if age_s is None or age_s > max_age_s:
+    """The health the histograms say (the current and the previous hour, added). Known only with a recent
+    first-content sample: a record of answers alone says nothing of speed."""
+    if age_s is None or age_s > max_age_s or not sum(first_content):
         return ModelHealth(known=False, age_s=age_s)
     fc = percentile_bucket(first_content, 0.9)
     sp = percentile_bucket(speeds, 0.1)

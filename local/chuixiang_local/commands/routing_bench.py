@@ -1,0 +1,170 @@
+"""ordered, fastest and hedging, compared over models that replay the write-up's measurements.
+
+Each scenario is three recipe candidates served by the fake model, every request drawing its figures from
+the measured ranges (seeded, so a run repeats):
+
+* ``gpt``: the production model, ~1 600 tokens in 21-34 s off-peak (first content 2-4 s), 80-92 s at the
+  evening peak (first content 6-10 s);
+* ``fast``: twice as fast, but it often (40 %) spends ``max_tokens`` on reasoning and writes no recipe;
+* ``late``: valid, but its first content comes after 57 s off-peak and 107 s at peak (past the limit);
+* ``queued``: the same three, the late-starting model configured first (57-107 s before it writes).
+
+Each strategy runs the production recipe stage (``generate_recipe``: the stream reader, retries, the
+routing, the hedge) against them with the production ladder and budget, time scaled down ``SCALE``
+times (the fake plays real seconds that much faster; every limit is divided by the same factor). The
+figures printed are in real seconds. Every model's health is first measured by three canary probes per
+model, as the hourly canary does, then by each job's calls (an in-memory store with the table's histograms).
+
+    .venv/bin/chuixiang bench --routing [--jobs 20] [--chart docs/routing-bench.png]
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from dataclasses import dataclass, field
+
+import httpx
+
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # one line per call is the product's, not the bench's
+
+from chuixiang.deadline import Budget  # noqa: E402
+from chuixiang.generation.recipe import RecipeLimits, generate_recipe
+from chuixiang.resilience.health import (
+    FIRST_CONTENT_EDGES_MS,
+    SPEED_EDGES_TPS,
+    ModelHealth,
+    Observation,
+    first_content_bucket,
+    speed_bucket,
+    summarise,
+)
+from chuixiang.resilience.retry import RetryPolicy
+from chuixiang.resilience.routing import FastestFirst, Hedge, HedgeBudget
+from chuixiang.timeouts import BY_PARAMETER
+from chuixiang.upstream.chat import StreamLimits
+from chuixiang.upstream.endpoint import ModelEndpoint
+from chuixiang_local.model.fake_model import FakeModel
+from chuixiang_local.model.profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile
+
+SCALE = 40.0  #: real seconds played this many times faster
+EXPECTED_TOKENS = 1600
+SCENARIOS: dict[str, tuple[ModelProfile, ...]] = {
+    "off-peak": (ModelProfile("bench-gpt-offpeak", 2.0, 1600 / 19, first_content_s_max=4.0,
+                              tokens_per_s_min=1600 / 32),
+                 ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4),
+                 ModelProfile("bench-late", 57.0, 30.0, first_content_s_max=58.0)),
+    "peak": (ModelProfile("bench-gpt-peak", 6.0, 1600 / 74, first_content_s_max=10.0, tokens_per_s_min=1600 / 86),
+             ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4),
+             ModelProfile("bench-late", 107.0, 30.0, first_content_s_max=110.0)),
+    "queued": (ModelProfile("bench-queued", 57.0, 30.0, first_content_s_max=107.0),
+               ModelProfile("bench-gpt-offpeak", 2.0, 1600 / 19, first_content_s_max=4.0, tokens_per_s_min=1600 / 32),
+               ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4)),
+}
+
+
+class MemoryHealth:
+    """A model's health in memory, with the same histograms the table keeps (one hour, never stale)."""
+
+    def __init__(self) -> None:
+        self.fc = [0] * (len(FIRST_CONTENT_EDGES_MS) + 1)
+        self.sp = [0] * len(SPEED_EDGES_TPS)
+        self.valid = self.answered = 0
+
+    def observe(self, o: Observation) -> None:
+        if o.first_content_ms is not None:
+            self.fc[first_content_bucket(int(o.first_content_ms * SCALE))] += 1  # back to real time
+        if o.tokens_per_s is not None:
+            self.sp[speed_bucket(o.tokens_per_s / SCALE)] += 1
+        if o.valid is not None:
+            self.answered += 1
+            self.valid += o.valid
+
+    def read(self) -> ModelHealth:
+        health = summarise(self.fc, self.sp, self.valid, self.answered, 0.0, 3600)
+        if not health.known or health.first_content_p90_ms is None:
+            return health
+        # the routing compares with the scaled budget: its figures in scaled time
+        return ModelHealth(True, health.samples, int(health.first_content_p90_ms / SCALE),
+                           (health.tokens_per_s_p10 or 0) * SCALE, health.valid_rate, 0.0)
+
+
+@dataclass
+class Result:
+    ok: int = 0
+    seconds: list[float] = field(default_factory=list)
+    tokens: int = 0
+
+
+def limits() -> RecipeLimits:
+    ms = {p: BY_PARAMETER[p].default / SCALE for p in ("RecipeFirstContentTimeoutMs", "RecipeIdleTimeoutMs",
+                                                         "RecipeTotalTimeoutMs", "RecipeRetryWindowMs",
+                                                         "RecipeMinAttemptMs")}
+    return RecipeLimits(total_ms=ms["RecipeTotalTimeoutMs"],
+                        stream=StreamLimits(first_content_s=ms["RecipeFirstContentTimeoutMs"] / 1000,
+                                            idle_s=ms["RecipeIdleTimeoutMs"] / 1000, max_chunks=10**6),
+                        retry=RetryPolicy(max_attempts=2, window_ms=ms["RecipeRetryWindowMs"],
+                                          min_attempt_ms=ms["RecipeMinAttemptMs"], base_backoff_s=0.5 / SCALE),
+                        max_tokens=3000)
+
+
+def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> Result:
+    health = {m: MemoryHealth() for m in models}
+    budget_ms = BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE
+    hedge_budget = HedgeBudget()
+    out = Result()
+    with httpx.Client() as client:
+        for model in models * 3:  # the canary's probes: every model measured before the first job
+            generate_recipe(client, ModelEndpoint(fake.base_url, model, None), limits(), "番茄炒蛋",
+                            Budget(budget_ms, None), health_for=lambda m: health[m])  # type: ignore[arg-type, return-value]
+        for _ in range(jobs):
+            fastest = FastestFirst({m: health[m].read() for m in models}, EXPECTED_TOKENS) \
+                if strategy == "fastest" else None
+            hedge = Hedge(BY_PARAMETER["RecipeHedgeAfterMs"].default / SCALE, hedge_budget) \
+                if strategy == "hedging" else None
+            endpoint = ModelEndpoint(fake.base_url, models[0], None)
+            done = generate_recipe(client, endpoint, limits(), "番茄炒蛋", Budget(budget_ms, None),
+                                   fallbacks=models[1:], health_for=lambda m: health[m],  # type: ignore[arg-type, return-value]
+                                   fastest=fastest, hedge=hedge)
+            out.tokens += done.metrics.tokensUsed
+            if done.recipe is not None:
+                out.ok += 1
+                out.seconds.append(done.metrics.totalMs * SCALE / 1000)
+    return out
+
+
+def main(jobs: int, chart: str = "") -> None:
+    rows: list[tuple[str, str, float, float, float, float]] = []
+    for scenario, profiles in SCENARIOS.items():
+        for p in profiles:
+            PROFILES[p.name] = p
+        models = tuple(p.name for p in profiles)
+        for strategy in ("ordered", "fastest", "hedging"):
+            with FakeModel(pace_s=REAL_MS_PER_TOKEN / 1000 / SCALE) as fake:
+                r = run(strategy, models, fake, jobs)
+            p50 = statistics.median(r.seconds) if r.seconds else float("nan")
+            p95 = sorted(r.seconds)[max(0, int(round(0.95 * len(r.seconds))) - 1)] if r.seconds else float("nan")
+            per = r.tokens / r.ok if r.ok else float("nan")
+            rows.append((scenario, strategy, r.ok / jobs, p50, p95, per))
+    print(f"{jobs} jobs per row, time x{SCALE:g} (figures in real seconds), production ladder and budget")
+    print(f"  {'scenario':<9} {'strategy':<8} {'success':>8} {'p50 s':>7} {'p95 s':>7} {'tokens/recipe':>14}")
+    for scenario, strategy, ok, p50, p95, per in rows:
+        print(f"  {scenario:<9} {strategy:<8} {ok:>8.0%} {p50:>7.1f} {p95:>7.1f} {per:>14.0f}")
+    if chart:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, len(SCENARIOS), figsize=(4 * len(SCENARIOS), 3.5))
+        for ax, scenario in zip(axes, SCENARIOS, strict=True):
+            mine = [r for r in rows if r[0] == scenario]
+            ax.bar([r[1] for r in mine], [r[3] for r in mine], label="p50")
+            ax.scatter([r[1] for r in mine], [r[4] for r in mine], color="black", zorder=3, label="p95")
+            ax.set_title(f"{scenario}: seconds to a recipe")
+            for i, row in enumerate(mine):
+                ax.annotate(f"{row[2]:.0%} ok", (i, row[3]), ha="center", va="bottom")
+        axes[0].legend()
+        fig.tight_layout()
+        fig.savefig(chart, dpi=80)
+        print(f"chart: {chart}")
