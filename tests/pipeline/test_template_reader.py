@@ -1,4 +1,5 @@
-"""The template reader reads every CloudFormation short-form tag as cfn-lint's decoder does."""
+"""The template reader reads every CloudFormation short-form tag as cfn-lint's decoder does (here, not in the
+unit tier: importing cfn-lint alone takes ~0.8 s)."""
 
 from __future__ import annotations
 
