@@ -20,25 +20,16 @@ model, as the hourly canary does, then by each job's calls (an in-memory store w
 
 from __future__ import annotations
 
-import os
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 
 import httpx
 
-os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")  # one line per call is the product's, not the bench's
-
-from chuixiang.deadline import Budget  # noqa: E402
+from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import RecipeLimits, generate_recipe
-from chuixiang.resilience.health import (
-    FIRST_CONTENT_EDGES_MS,
-    SPEED_EDGES_TPS,
-    ModelHealth,
-    Observation,
-    first_content_bucket,
-    speed_bucket,
-    summarise,
-)
+from chuixiang.observability import logger
+from chuixiang.resilience.health import ModelHealth, Observation, counters, health_of
 from chuixiang.resilience.retry import RetryPolicy
 from chuixiang.resilience.routing import FastestFirst, Hedge, HedgeBudget
 from chuixiang.timeouts import BY_PARAMETER
@@ -64,24 +55,19 @@ SCENARIOS: dict[str, tuple[ModelProfile, ...]] = {
 
 
 class MemoryHealth:
-    """A model's health in memory, with the same histograms the table keeps (one hour, never stale)."""
+    """A model's health in memory, with the same counters the table keeps (one hour, never stale)."""
 
     def __init__(self) -> None:
-        self.fc = [0] * (len(FIRST_CONTENT_EDGES_MS) + 1)
-        self.sp = [0] * len(SPEED_EDGES_TPS)
-        self.valid = self.answered = 0
+        self.counts: Counter[str] = Counter()
 
     def observe(self, o: Observation) -> None:
-        if o.first_content_ms is not None:
-            self.fc[first_content_bucket(int(o.first_content_ms * SCALE))] += 1  # back to real time
-        if o.tokens_per_s is not None:
-            self.sp[speed_bucket(o.tokens_per_s / SCALE)] += 1
-        if o.valid is not None:
-            self.answered += 1
-            self.valid += o.valid
+        real = Observation(  # the bench's calls run SCALE times faster: measured back in real time
+            first_content_ms=int(o.first_content_ms * SCALE) if o.first_content_ms is not None else None,
+            tokens_per_s=o.tokens_per_s / SCALE if o.tokens_per_s is not None else None, valid=o.valid)
+        self.counts.update(counters(real))
 
     def read(self) -> ModelHealth:
-        health = summarise(self.fc, self.sp, self.valid, self.answered, 0.0, 3600)
+        health = health_of([self.counts], 0.0, 3600)
         if not health.known or health.first_content_p90_ms is None:
             return health
         # the routing compares with the scaled budget: its figures in scaled time
@@ -134,6 +120,7 @@ def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> R
 
 
 def main(jobs: int, chart: str = "") -> None:
+    logger.setLevel("WARNING")  # one line per call is the product's, not the bench's
     rows: list[tuple[str, str, float, float, float, float]] = []
     for scenario, profiles in SCENARIOS.items():
         for p in profiles:

@@ -101,6 +101,32 @@ def histogram(item: Mapping[str, object], prefix: str, size: int) -> list[int]:
     return [int(str(item.get(f"{prefix}{i}", 0))) for i in range(size)]
 
 
+def counters(observation: Observation) -> list[str]:
+    """The counters of a record one call adds 1 to: its first-content bucket ``fc<i>``, its speed bucket
+    ``sp<i>``, ``answered`` and ``valid`` (every store keeps the same ones)."""
+    names = []
+    if observation.first_content_ms is not None:
+        names.append(f"fc{first_content_bucket(observation.first_content_ms)}")
+    if observation.tokens_per_s is not None:
+        names.append(f"sp{speed_bucket(observation.tokens_per_s)}")
+    if observation.valid is not None:
+        names.append("answered")
+        if observation.valid:
+            names.append("valid")
+    return names
+
+
+def health_of(records: Sequence[Mapping[str, object]], age_s: float | None, max_age_s: float) -> ModelHealth:
+    """The health of records' counters added together (the current and the previous hour)."""
+    fc = [sum(col) for col in zip(*(histogram(r, "fc", len(FIRST_CONTENT_EDGES_MS) + 1) for r in records),
+                                  strict=True)] if records else [0] * (len(FIRST_CONTENT_EDGES_MS) + 1)
+    sp = [sum(col) for col in zip(*(histogram(r, "sp", len(SPEED_EDGES_TPS)) for r in records), strict=True)] \
+        if records else [0] * len(SPEED_EDGES_TPS)
+    valid = sum(int(str(r.get("valid", 0))) for r in records)
+    answered = sum(int(str(r.get("answered", 0))) for r in records)
+    return summarise(fc, sp, valid, answered, age_s, max_age_s)
+
+
 class HealthStore(Protocol):
     """Where one model's health lives: ``observe`` adds one call, ``read`` the recent figures."""
 

@@ -16,23 +16,12 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..observability import logger
-from ..resilience.health import (
-    FIRST_CONTENT_EDGES_MS,
-    SPEED_EDGES_TPS,
-    ModelHealth,
-    Observation,
-    first_content_bucket,
-    histogram,
-    speed_bucket,
-    summarise,
-)
+from ..resilience.health import ModelHealth, Observation, counters, health_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
 KEEP_S = 2 * 24 * 3600
-_FC_BUCKETS = len(FIRST_CONTENT_EDGES_MS) + 1
-_SP_BUCKETS = len(SPEED_EDGES_TPS)
 
 
 class DynamoHealthStore:
@@ -49,15 +38,7 @@ class DynamoHealthStore:
 
     def observe(self, observation: Observation) -> None:
         now = self.clock()
-        adds = []
-        if observation.first_content_ms is not None:
-            adds.append(f"fc{first_content_bucket(observation.first_content_ms)}")
-        if observation.tokens_per_s is not None:
-            adds.append(f"sp{speed_bucket(observation.tokens_per_s)}")
-        if observation.valid is not None:
-            adds.append("answered")
-            if observation.valid:
-                adds.append("valid")
+        adds = counters(observation)
         if not adds:
             return
         try:
@@ -77,11 +58,5 @@ class DynamoHealthStore:
         except (ClientError, BotoCoreError) as exc:
             logger.warning("model health unreadable", extra={"model": self.model, "error": str(exc)})
             return ModelHealth()
-        fc = [sum(col) for col in zip(*(histogram(i, "fc", _FC_BUCKETS) for i in items), strict=True)] \
-            if items else [0] * _FC_BUCKETS
-        sp = [sum(col) for col in zip(*(histogram(i, "sp", _SP_BUCKETS) for i in items), strict=True)] \
-            if items else [0] * _SP_BUCKETS
         updated = max((float(str(i.get("updatedAt", 0))) for i in items), default=None)
-        return summarise(fc, sp, sum(int(str(i.get("valid", 0))) for i in items),
-                         sum(int(str(i.get("answered", 0))) for i in items),
-                         None if updated is None else now - updated, self.max_age_s)
+        return health_of(items, None if updated is None else now - updated, self.max_age_s)
