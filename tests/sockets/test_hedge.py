@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from chuixiang.resilience.retry import Attempt
 from chuixiang.resilience.routing import Hedge, HedgeBudget
 from chuixiang.timeouts import RECIPE_HEDGE_AFTER
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
@@ -23,6 +26,21 @@ def _run(fake: FakeModel, template: Template, budget: HedgeBudget | None = None)
     return outcome, after_ms / 1000
 
 
+@pytest.fixture
+def began(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
+    """When each model's first request began, on the router's own clock and at the instant it uses (the
+    fake model's receipt times include each connection's set-up, which differs between the two calls)."""
+    seen: dict[str, float] = {}
+    original = Attempt.begin
+
+    def begin(self: Attempt) -> None:
+        original(self)
+        seen.setdefault(self.fields["model"], self.started)
+
+    monkeypatch.setattr(Attempt, "begin", begin)
+    return seen
+
+
 def _sent(fake: FakeModel, model: str) -> float:
     return next(t for path, t, m in fake.requests if m == model)
 
@@ -31,13 +49,14 @@ def _hung_up(fake: FakeModel, model: str) -> float:
     return next(t for path, t, m in fake.hung_up if m == model)
 
 
-def test_a_primary_slow_to_write_is_hedged_and_the_hedge_wins(fake: FakeModel, scaled_template: Template) -> None:
+def test_a_primary_slow_to_write_is_hedged_and_the_hedge_wins(fake: FakeModel, scaled_template: Template,
+                                                               began: dict[str, float]) -> None:
     fake.chat_by_model[PRIMARY] = ChatBehaviour(stall_after_chunks=0, stall_s=5, keepalive_every_s=0.1)
     outcome, after_s = _run(fake, scaled_template)
     assert outcome.recipe is not None and outcome.metrics.model == FALLBACK
     assert sorted((c.model, c.outcome) for c in outcome.metrics.calls) == [(FALLBACK, "ok"), (PRIMARY, "hedge_lost")]
-    hedged_at = _sent(fake, FALLBACK) - _sent(fake, PRIMARY)
-    assert after_s <= hedged_at < after_s + LATE_S  # the hedge started at RecipeHedgeAfterMs
+    hedged_at = began[FALLBACK] - began[PRIMARY]
+    assert after_s <= hedged_at < after_s + LATE_S  # the hedge started RecipeHedgeAfterMs after the primary
     # the loser's socket closed within 300 ms of the winner's first content (which came at once)
     assert _hung_up(fake, PRIMARY) - _sent(fake, FALLBACK) < LATE_S
     assert fake.count("/chat/completions") == 2

@@ -76,6 +76,9 @@ class HedgeRace:
         self.winner: str | None = None
         self.decided = threading.Event()
         self._calls: dict[str, Cancellation] = {}
+        #: When each model's first request started (monotonic): the hedge's clock runs from the primary's.
+        self.began: dict[str, float] = {}
+        self.first_began = threading.Event()
 
     def enter(self, model: str, attempt: Attempt) -> None:
         """``attempt`` of ``model`` starts: it can be closed from now on (at once if the race went to the other)."""
@@ -84,6 +87,12 @@ class HedgeRace:
             lost = self.winner not in (None, model)
         if lost:
             attempt.cancellation.cancel(f"hedge lost: {self.winner} wrote first")
+
+    def begin(self, model: str, at: float) -> None:
+        """``model``'s request started at ``at``: the first one starts the clock the hedge is measured on."""
+        with self._lock:
+            self.began.setdefault(model, at)
+        self.first_began.set()
 
     def claim(self, model: str) -> bool:
         """``model`` wrote: True if it won (or had already), False if the other had."""
@@ -176,6 +185,8 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
                 attempt.first_text = lambda: race.claim(model)
             # The retry window judges the upstream: the breaker's DynamoDB read and write are not in it.
             attempt.begin()
+            if race is not None:
+                race.begin(model, attempt.started)
             try:
                 result = call(model, attempt)
             except UpstreamError as failure:
@@ -213,7 +224,11 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
 
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hedge") as pool:
             first = pool.submit(run, model)
-            hedge_at = time.monotonic() + hedge.after_s(model)
+            # "Written nothing for that long" counts from the model's request, not from this thread's start:
+            # the breaker's read and the connection before it are not the model's silence.
+            while not first.done() and not contest.first_began.wait(0.05):
+                pass
+            hedge_at = contest.began.get(model, time.monotonic()) + hedge.after_s(model)
             while not first.done() and not contest.decided.is_set() and (left := hedge_at - time.monotonic()) > 0:
                 contest.decided.wait(min(left, 0.05))
             if first.done() or contest.decided.is_set():
