@@ -16,6 +16,7 @@ import boto3
 import httpx
 import pytest
 
+from chuixiang_local.cloud import sam
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.template import Template
 
@@ -159,14 +160,10 @@ def test_a_job_started_before_a_release_finishes_on_the_old_code(module_fake: An
 
 # --- the template after SAM's transform --------------------------------------------------------------
 
-SAM_PYTHON = ROOT / ".venv-sam" / "bin" / "python"
-
-
-def transform(region: str) -> dict[str, Any]:
-    done = subprocess.run([str(SAM_PYTHON), str(ROOT / "tests" / "sam_transform.py"), "{}", region],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return dict(json.loads(done.stdout)["Resources"])
+def transform(region: str, code_dirs: dict[str, Path] | None = None) -> dict[str, Any]:
+    template = Template()
+    doc = sam.transformed(template.root / "template.yaml", template.doc, region=region, code_dirs=code_dirs)
+    return dict(doc["Resources"])
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +198,20 @@ def test_after_the_transform_executions_call_versions_and_start_on_the_alias(tra
     api = transformed["ApiFunction"]["Properties"]
     assert api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
     assert transformed["ApiFunctionAliaslive"]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]  # gradual rollout
+
+
+def test_a_layer_only_release_publishes_every_function_and_an_unchanged_one_none(
+        transformed: dict[str, Any], tmp_path: Path) -> None:
+    """The function zips hold only app.py: without AutoPublishAliasAllProperties and the layer's
+    PublishLambdaVersion, SAM hashes only the code location, and a release of the layer reaches no version."""
+    before = sam.version_ids(transformed)
+    assert set(before) == {lid for lid, r in transformed.items() if r["Type"] == "AWS::Lambda::Function"}
+    assert sam.version_ids(transform("cn-north-1")) == before  # the same code: no new version
+    layer = Path(shutil.copytree(ROOT / "layers" / "shared", tmp_path / "shared"))
+    (layer / "chuixiang" / "__init__.py").write_text((layer / "chuixiang" / "__init__.py").read_text() + "\n")
+    after = sam.version_ids(transform("cn-north-1", {"SharedLayer": layer}))
+    assert all(after[f] != before[f] for f in before), (before, after)
+    api = Path(shutil.copytree(ROOT / "functions" / "api", tmp_path / "api"))
+    (api / "app.py").write_text((api / "app.py").read_text() + "\n")
+    api_only = sam.version_ids(transform("cn-north-1", {"ApiFunction": api}))
+    assert {f for f in before if api_only[f] != before[f]} == {"ApiFunction"}

@@ -258,20 +258,16 @@ def test_functions_and_the_state_machine_are_published_and_called_by_version() -
         assert machine["DefinitionSubstitutions"][f"{name}FunctionArn"] == {"Ref": f"{name}Function.Version"}
     api = RESOURCES["ApiFunction"]["Properties"]
     assert api["Environment"]["Variables"]["STATE_MACHINE_ARN"] == {"Fn::Sub": "${RecipeStateMachine}:live"}
-    assert {"Effect": "Allow", "Action": "states:StartExecution",
-            "Resource": {"Fn::Sub": "${RecipeStateMachine}:live"}} in api["Policies"][-1]["Statement"]
+    # Step Functions authorises a call on an alias against the machine's own ARN, the qualifier a condition key
+    # (a Resource of "<machine>:live" matches nothing it checks: every POST would be refused on AWS).
+    assert {"Effect": "Allow", "Action": "states:StartExecution", "Resource": {"Ref": "RecipeStateMachine"},
+            "Condition": {"StringEquals": {"states:StateMachineQualifier": "live"}}} in api["Policies"][-1]["Statement"]
+    functions = [r["Properties"] for r in RESOURCES.values() if r["Type"] == "AWS::Serverless::Function"]
+    assert all(f.get("AutoPublishAliasAllProperties") is True for f in functions)  # a layer-only release publishes
+    assert RESOURCES["SharedLayer"]["Properties"]["PublishLambdaVersion"] is True
     assert api["DeploymentPreference"] == {"Type": "Canary10Percent5Minutes",
                                            "Alarms": [{"Ref": "ApiErrorsAlarm"}, {"Ref": "Api5xxAlarm"}]}
     assert api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
 
 
 # --- the template after SAM's transform --------------------------------------------------------------
-
-
-
-
-
-
-
-
-
