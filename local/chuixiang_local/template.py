@@ -21,6 +21,10 @@ ACCOUNT = "123456789012"
 REGION = "us-east-1"
 
 
+#: What ``{"Ref": "AWS::NoValue"}`` resolves to: dropped from the list or mapping that holds it.
+NO_VALUE: Any = object()
+
+
 class ConfigError(Exception):
     """Bad configuration (unknown override, wrong type, broken ladder): exit code 2."""
 
@@ -154,12 +158,19 @@ class Template:
         return out
 
     def resolve(self, value: Any) -> Any:
+        """``value`` with its intrinsics resolved; ``Fn::If`` by the template's Conditions, and what resolves to
+        ``AWS::NoValue`` left out of its list or mapping, as CloudFormation does."""
         if isinstance(value, list):
-            return [self.resolve(v) for v in value]
+            return [v for v in (self.resolve(v) for v in value) if v is not NO_VALUE]
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
             (key, arg), = value.items()
+            if key == "Ref" and arg == "AWS::NoValue":
+                return NO_VALUE
+            if key == "Fn::If":
+                name, if_true, if_false = arg
+                return self.resolve(if_true if self.condition(name) else if_false)
             if key == "Ref":
                 return self._ref(arg)
             if key == "Fn::GetAtt":
@@ -172,7 +183,25 @@ class Template:
             if key == "Fn::Join":
                 sep, items = arg
                 return sep.join(str(i) for i in self.resolve(items))
-        return {k: self.resolve(v) for k, v in value.items()}
+        return {k: v for k, v in ((k, self.resolve(v)) for k, v in value.items()) if v is not NO_VALUE}
+
+    def condition(self, name: str) -> bool:
+        """A condition of the template's ``Conditions``, with this deployment's parameters."""
+        return self._holds(self.doc.get("Conditions", {})[name])
+
+    def _holds(self, expr: Any) -> bool:
+        (key, arg), = expr.items()
+        if key == "Condition":
+            return self.condition(arg)
+        if key == "Fn::Equals":
+            return str(self.resolve(arg[0])) == str(self.resolve(arg[1]))
+        if key == "Fn::Not":
+            return not self._holds(arg[0])
+        if key == "Fn::And":
+            return all(self._holds(a) for a in arg)
+        if key == "Fn::Or":
+            return any(self._holds(a) for a in arg)
+        raise ConfigError(f"condition function {key} is not understood locally")
 
     def _ref(self, name: str) -> str:
         pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",

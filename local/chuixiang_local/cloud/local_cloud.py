@@ -34,15 +34,20 @@ from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 from chuixiang_local.cloud.eventbridge import EventBridgeStandIn
 from chuixiang_local.cloud.executions import Executions
+from chuixiang_local.cloud import sam
 from chuixiang_local.cloud.front_door import FrontDoorCallsFirst, FrontDoorPriority, SharedCount
+from chuixiang_local.cloud.iam.gate import Principal
+from chuixiang_local.cloud.iam.roles import Role, log_delivery_refused, roles
 from chuixiang_local.cloud.moto_patches import (
     ROUTES,
+    STATE_MACHINE_ACCESS_KEY_ID,
+    STATE_MACHINE_ALIASES,
     EngineError,
     asl_program,
     stopped_route,
 )
 from chuixiang_local.cloud.moto_server import MotoServer, RequestCounter
-from chuixiang_local.template import REGION, FunctionSpec, Template
+from chuixiang_local.template import REGION, ConfigError, FunctionSpec, Template
 from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 
 #: moto accepts any credentials; these are its documented dummies.
@@ -67,13 +72,15 @@ class LocalCloud:
     def __init__(self, overrides: dict[str, str] | None = None, *, model_base_url: str,
                  work_dir: Path, log: TextIO | None = None, model_api_key: str | None = None,
                  worker_nice: int = 0, front_door_first: bool = False, port: int = 0,
-                 bind: str = "127.0.0.1") -> None:
+                 bind: str = "127.0.0.1", enforce_iam: bool = True) -> None:
         """``worker_nice``: run function workers at this niceness. On AWS a function's CPU is its own;
         here sixty executions share two cores with the API and moto, and ``serve`` lowers the
         functions' priority so the front door answers first (tests keep 0: their timings are the functions').
         ``front_door_first``: hold the state machine's Lambda invocations while the API is busy, and
         serve the api function's AWS calls before the others waiting for moto
-        (:mod:`chuixiang_local.cloud.front_door`; ``serve`` sets it and hands ``api_requests`` to its API process)."""
+        (:mod:`chuixiang_local.cloud.front_door`; ``serve`` sets it and hands ``api_requests`` to its API process).
+        ``enforce_iam``: judge every call of a function or the state machine against its role
+        (:mod:`chuixiang_local.cloud.iam`); off only to show what a missing permission would do."""
         self.overrides = dict(overrides or {})
         self.port = port  #: moto's port (0: any free one); ``chuixiang cloud`` fixes it for other tools
         self.bind = bind  #: moto's address; 0.0.0.0 lets a Docker container reach it (``chuixiang cloud``)
@@ -92,6 +99,8 @@ class LocalCloud:
         self.released: dict[str, dict[str, FunctionSpec]] = {}
         self.server = MotoServer(bind=bind, port=port, calls_first_key=API_ACCESS_KEY_ID if front_door_first else None)
         self.eventbridge: EventBridgeStandIn | None = None
+        self.enforce_iam = enforce_iam
+        self.roles: dict[str, Role] = {}  #: each function's and the state machine's role (after SAM's transform)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -155,6 +164,7 @@ class LocalCloud:
         self.state_machine_arn = self.template.state_machine()[1]  # the functions' environment names it
         self._create_storage()
         self.functions = self.template.functions()
+        self._enforce_iam()
         self._start_workers()  # the zygote's imports (~1 s of CPU) overlap the rest of the deployment
         self._create_functions()
         lid, arn, definition = self.template.state_machine()
@@ -168,6 +178,35 @@ class LocalCloud:
         asl_program(asl)  # not in the first executions' time
         if created != arn:
             raise EngineError(f"state machine ARN {created} != template's {arn}")
+
+    def _enforce_iam(self) -> None:
+        """Give each function and the state machine its own access key and its role, after SAM's transform."""
+        t, gate = self.template, self.server.gate
+        gate.enforcing, gate.log = self.enforce_iam, self.log
+        for lid, res in t.of_type("AWS::DynamoDB::Table").items():
+            keys = res["Properties"]["KeySchema"]
+            self.server.partition_keys[t.physical[lid]["Ref"]] = next(k["AttributeName"] for k in keys
+                                                                      if k["KeyType"] == "HASH")
+        self.roles = roles(sam.transformed(t.root / "template.yaml", t.doc)["Resources"], t)
+        for spec in self.functions.values():
+            role = self.roles[spec.logical_id]
+            gate.register(self.access_key(spec), Principal(f"{self.prefix}{role.logical_id}", spec.name,
+                                                           role.statements))
+        lid, arn, _ = t.state_machine()
+        role = self.roles[lid]
+        refused = log_delivery_refused(role) if t.resources[lid]["Properties"].get("Logging") else []
+        if refused and self.enforce_iam:
+            raise ConfigError(f"CreateStateMachine would fail (InvalidLoggingConfiguration): the state machine's "
+                              f"role is not allowed {', '.join(refused)}, which logging to CloudWatch Logs needs")
+        gate.register(STATE_MACHINE_ACCESS_KEY_ID, Principal(f"{self.prefix}{role.logical_id}", "execution",
+                                                             role.statements))
+        alias = t.resources[lid]["Properties"].get("AutoPublishAlias")
+        if alias:
+            STATE_MACHINE_ALIASES[f"{arn}:{alias}"] = arn
+
+    def access_key(self, spec: FunctionSpec) -> str:
+        """The access key id of a function's role session (the api's is the one the front door serves first)."""
+        return API_ACCESS_KEY_ID if spec.code_dir.name == "api" else f"local-{spec.logical_id}"
 
     def _start_workers(self) -> None:
         """The zygote imports the layer with what every function's environment shares (Globals, the
@@ -220,11 +259,8 @@ class LocalCloud:
                 for res in t.of_type("AWS::Serverless::LayerVersion").values()]
 
     def function_env(self, spec: FunctionSpec) -> dict[str, str]:
-        """Extra environment of a local function process: moto endpoint, image export, and the state machine
-        itself where the template names its alias (moto has no state machine aliases; the local alias would
-        always point at the latest version, which is what the state machine's own ARN starts)."""
-        extra = {"STATE_MACHINE_ARN": self.state_machine_arn} if "STATE_MACHINE_ARN" in spec.env else {}
-        return {**self.aws_env, **extra,
+        """Extra environment of a local function process: moto endpoint, its role's access key, image export."""
+        return {**self.aws_env, "AWS_ACCESS_KEY_ID": self.access_key(spec),
                 "POWERTOOLS_METRICS_DISABLED": "false",
                 "LOCAL_IMAGE_DIR": str(self.work_dir / "images")}
 
@@ -329,8 +365,7 @@ class LocalCloud:
     def api_environment(self) -> dict[str, str]:
         spec = next(s for s in self.functions.values() if s.code_dir.name == "api")
         # Its own access key, as each function's role has in AWS: the local cloud tells its calls apart by it.
-        return {**spec.env, **self.function_env(spec), "STATE_MACHINE_ARN": self.state_machine_arn,
-                "AWS_ACCESS_KEY_ID": API_ACCESS_KEY_ID}
+        return {**spec.env, **self.function_env(spec)}
 
     def activate_api_environment(self) -> None:
         """Make this process look like the api function (its env; the layer on sys.path)."""

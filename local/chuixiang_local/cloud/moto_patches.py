@@ -32,6 +32,14 @@ ROUTES: dict[str, Callable[[str, bytes, str | None], tuple[bytes, str | None]]] 
 _PATCH_LOCK = threading.Lock()
 
 
+#: The state machine interpreter's access key id: its service integrations are judged against the state
+#: machine's role (the IAM gate, :mod:`chuixiang_local.cloud.iam.gate`), as the execution role's session is on AWS.
+STATE_MACHINE_ACCESS_KEY_ID = "local-state-machine"  # nosec B105 - an identifier, not a secret
+#: Alias ARN -> state machine ARN (the template's ``AutoPublishAlias``): an execution started on the alias
+#: runs the definition the alias points at, which in the local cloud is always the current one.
+STATE_MACHINE_ALIASES: dict[str, str] = {}
+
+
 def stopped_route(name: str, body: bytes, qualifier: str | None = None) -> tuple[bytes, str | None]:
     """The route of a stopped cloud's function: what Lambda answers for a deleted one."""
     return json.dumps({"errorType": "ResourceNotFoundException",
@@ -121,6 +129,22 @@ def _route_lambda_invoke() -> None:
     replace(LambdaSimpleBackend, "invoke", routed_invoke)
 
 
+def _start_executions_on_aliases() -> None:
+    """moto's StartExecution takes a state machine or a version ARN, not an alias ARN; the template's api
+    starts executions on the alias ``live`` (the ARN its role is written for). An alias the local cloud
+    registered starts the machine, whose definition is the one the alias points at; any other is refused
+    as AWS refuses it."""
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    original = StepFunctionsParserBackend.start_execution
+
+    @functools.wraps(original)
+    def start_execution(self: Any, state_machine_arn: str, *args: Any, **kwargs: Any) -> Any:
+        return original(self, STATE_MACHINE_ALIASES.get(state_machine_arn, state_machine_arn), *args, **kwargs)
+
+    replace(StepFunctionsParserBackend, "start_execution", start_execution)
+
+
 def _cache_module_list() -> None:
     """moto's server lists its own package directory (~200 ``stat`` calls) on every request, inside
     the dispatcher's global lock; under load that lock serialises the whole server. The list never
@@ -134,7 +158,8 @@ def _cache_module_list() -> None:
 def _share_interpreter_clients() -> None:
     """The ASL interpreter builds a new boto3 client for every Lambda and DynamoDB task (tens of ms of
     CPU each, loading service models); with dozens of executions at once that starves the moto
-    server. Clients are thread-safe: build one per (region, service, endpoint) and share it."""
+    server. Clients are thread-safe: build one per (region, service, endpoint) and share it. They sign
+    with the state machine's access key, so the IAM gate judges each task against the state machine's role."""
     from botocore.config import Config
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
@@ -153,7 +178,7 @@ def _share_interpreter_clients() -> None:
             if key not in clients:  # as moto builds it, with a connection pool for every execution at once
                 clients[key] = make_client(
                     service_name=service, region_name=region, endpoint_url=f"http://localhost:{port}",
-                    aws_access_key_id="ak", aws_secret_access_key="sk",  # nosec B106 - moto dummies
+                    aws_access_key_id=STATE_MACHINE_ACCESS_KEY_ID, aws_secret_access_key="sk",  # nosec B106
                     config=Config(parameter_validation=False, retries={"total_max_attempts": 1},
                                   connect_timeout=99999, read_timeout=99999, max_pool_connections=256))
             return clients[key]
@@ -329,6 +354,10 @@ PATCHES: tuple[Patch, ...] = (
         "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb":
             "d372827fa781e08b",
     }, _share_interpreter_clients),
+    Patch("state-machine-aliases", "StartExecution on an alias ARN (moto takes versions only)", {
+        "moto.stepfunctions.parser.models:StepFunctionsParserBackend.start_execution": "f09a7457fe0637d5",
+        "moto.stepfunctions.models:StepFunctionBackend.describe_state_machine": "72b815f5d01f4dd2",
+    }, _start_executions_on_aliases),
     Patch("asl-programs", "parse each ASL definition once, each JSONPath once", {
         "moto.stepfunctions.parser.backend.execution_worker:ExecutionWorker._get_evaluation_entrypoint":
             "e773c5ce42b6efd4",

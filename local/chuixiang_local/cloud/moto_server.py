@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chuixiang_local.cloud.front_door import FrontDoorCallsFirst
+from chuixiang_local.cloud.iam.gate import IamGate
 from chuixiang_local.cloud.keep_alive import OpenConnections, keep_alive_handler
 from chuixiang_local.cloud.moto_patches import apply_patches, without_debug_mode
 from chuixiang_local.servers import stop_server
@@ -64,6 +65,8 @@ class MotoServer:
         """``calls_first_key``: the access key whose calls are served first (None: in arrival order)."""
         self.bind, self.port, self.calls_first_key = bind, port, calls_first_key
         self.requests: RequestCounter | None = None
+        self.partition_keys: dict[str, str] = {}  #: table name -> its partition key (dynamodb:LeadingKeys)
+        self.gate = IamGate(lambda environ, start_response: [], leading_key=self.partition_keys.get)
         self.call_priority: FrontDoorCallsFirst | None = None
         self.endpoint = ""
         self._server: Any = None
@@ -81,7 +84,8 @@ class MotoServer:
         without_debug_mode(wsgi.app)
         self._connections = OpenConnections()
         wsgi.RequestHandlerClass = keep_alive_handler(wsgi.RequestHandlerClass, self._connections)
-        self.requests = RequestCounter(wsgi.app)
+        self.gate.app = wsgi.app  # IAM judges a call before moto sees it
+        self.requests = RequestCounter(self.gate)
         wsgi.app = self.requests
         if self.calls_first_key:
             self.call_priority = FrontDoorCallsFirst(wsgi.app, self.calls_first_key)

@@ -243,6 +243,16 @@ class WorkerPool:
         for worker in workers:
             self.release(worker)
 
+    def retire_idle(self) -> int:
+        """End every idle worker (as Lambda recycles sandboxes): the next invocations start cold, without what
+        a warm one kept (a secret Parameters cached, a client). Returns how many were ended."""
+        with self._lock:
+            idle = [w for workers in self._idle.values() for w in workers]
+            self._idle.clear()
+        for worker in idle:
+            self.discard(worker)
+        return len(idle)
+
     def discard(self, worker: Worker) -> None:
         worker.kill()
         with self._lock:
