@@ -75,6 +75,8 @@ class FunctionSpec:
     timeout_s: int
     memory_mb: int
     env: dict[str, str]
+    #: The layer directories this version runs with (empty: the template's, from the work tree).
+    layers: tuple[Path, ...] = ()
 
     @property
     def arn(self) -> str:

@@ -151,9 +151,40 @@ def test_a_job_started_before_a_release_finishes_on_the_old_code(module_fake: An
         module_fake.chat_script.append(ChatBehaviour(headers_delay_s=hold_s))
         before = api.post_dish("发布前的菜")[1]["jobId"]
         wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15, what="the first job's recipe call")
-        assert cloud.release({"ImageFunction": new_image}) == "2"
+        # SAM publishes a version of the image function only: nothing else changed.
+        assert cloud.release({"ImageFunction": new_image}) == {lid: "2" if lid == "ImageFunction" else "1"
+                                                                for lid in cloud.functions}
         after = api.wait(api.post_dish("发布后的菜")[1]["jobId"], give_up_s=30)
         first = api.wait(before, give_up_s=30)
+    assert first["status"] == "SUCCEEDED" and first["image"] is not None and first["imageError"] is None, first
+    assert after["status"] == "SUCCEEDED" and after["image"] is None and after["imageError"] is not None, after
+
+
+def test_a_layer_only_release_reaches_new_jobs_and_a_running_one_keeps_its_layer(
+        module_fake: Any, tmp_path: Path, scaled_template: Template) -> None:
+    """The function zips hold only app.py: a release of the layer alone must publish every function (SAM
+    does, with AutoPublishAliasAllProperties and the layer's PublishLambdaVersion), and an execution already
+    running must keep the layer its versions were published with."""
+    from chuixiang_local.cloud.local_cloud import LocalCloud
+    from chuixiang_local.model.fake_model import ChatBehaviour
+
+    from .conftest import SCALED
+
+    new_layer = Path(shutil.copytree(ROOT / "layers" / "shared", tmp_path / "layer-v2"))
+    steps = new_layer / "chuixiang" / "steps.py"
+    steps.write_text(steps.read_text() + "\n\ndef run_image(*args, **kwargs):  # the new layer: every picture fails\n"
+                     "    raise RuntimeError('layer v2')\n")
+    with open(tmp_path / "log", "w") as log, LocalCloud(SCALED, model_base_url=module_fake.base_url,
+                                                        work_dir=tmp_path, log=log) as cloud:
+        api = LocalApi(cloud)
+        hold_s = scaled_template.number("RecipeFirstContentTimeoutMs") / 1000 / 2
+        module_fake.chat_script.append(ChatBehaviour(headers_delay_s=hold_s))
+        before = api.post_dish("换层前的菜")[1]["jobId"]
+        wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15, what="the first job's recipe call")
+        assert cloud.release({"SharedLayer": new_layer}) == dict.fromkeys(cloud.functions, "2")
+        after = api.wait(api.post_dish("换层后的菜")[1]["jobId"], give_up_s=30)
+        first = api.wait(before, give_up_s=30)
+        assert cloud.release({}) == dict.fromkeys(cloud.functions, "2")  # nothing changed: nothing published
     assert first["status"] == "SUCCEEDED" and first["image"] is not None and first["imageError"] is None, first
     assert after["status"] == "SUCCEEDED" and after["image"] is None and after["imageError"] is not None, after
 

@@ -8,7 +8,6 @@ what that breaks. The state machine's log delivery statement is what CreateState
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path

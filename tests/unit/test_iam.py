@@ -7,8 +7,8 @@ from typing import Any
 
 import botocore.parsers
 import botocore.session
-from urllib3 import HTTPHeaderDict
 import pytest
+from urllib3 import HTTPHeaderDict
 
 from chuixiang_local.cloud.iam.calls import AwsCall, parse_call
 from chuixiang_local.cloud.iam.facts import COMPUTED_KEYS, UnknownAction, authorisation_of, iam_action
@@ -40,8 +40,8 @@ def _decide(statements: list[dict[str, Any]], call: AwsCall) -> Decision:
 # --- reading the request ------------------------------------------------------------------------------
 
 
-def _environ(method: str, path: str, *, query: str = "", target: str | None = None, headers: dict[str, str] | None = None,
-             service: str = "s3", body: bytes = b"") -> dict[str, Any]:
+def _environ(method: str, path: str, *, query: str = "", target: str | None = None,
+             headers: dict[str, str] | None = None, service: str = "s3", body: bytes = b"") -> dict[str, Any]:
     env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "HTTP_HOST": "127.0.0.1:5000",
            "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential=local-Fn/20261202/{REGION}/{service}/aws4_request, "
                                  "SignedHeaders=host, Signature=0", "CONTENT_LENGTH": str(len(body))}
@@ -67,8 +67,9 @@ def test_calls_are_read_by_each_protocol() -> None:
                                          "%3Afunction%3Asubmit%3A3/invocations", service="lambda"), b"{}")
     assert invoke is not None and (invoke.operation, invoke.params["FunctionName"]) == \
         ("Invoke", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:submit:3")
+    credential = f"X-Amz-Credential=local-Fn%2F20261202%2F{REGION}%2Fs3%2Faws4_request"
     presigned = parse_call({**_environ("GET", "/images/images/a.png"), "HTTP_AUTHORIZATION": "",
-                            "QUERY_STRING": f"X-Amz-Credential=local-Fn%2F20261202%2F{REGION}%2Fs3%2Faws4_request"}, b"")
+                            "QUERY_STRING": credential}, b"")
     assert presigned is not None and (presigned.access_key, presigned.operation) == ("local-Fn", "GetObject")
     assert parse_call({**_environ("GET", "/x"), "HTTP_AUTHORIZATION": ""}, b"") is None  # unsigned
 

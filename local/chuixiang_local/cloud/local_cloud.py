@@ -32,9 +32,9 @@ import boto3
 from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
+from chuixiang_local.cloud import sam
 from chuixiang_local.cloud.eventbridge import EventBridgeStandIn
 from chuixiang_local.cloud.executions import Executions
-from chuixiang_local.cloud import sam
 from chuixiang_local.cloud.front_door import FrontDoorCallsFirst, FrontDoorPriority, SharedCount
 from chuixiang_local.cloud.iam.gate import Principal
 from chuixiang_local.cloud.iam.roles import Role, log_delivery_refused, roles
@@ -94,9 +94,10 @@ class LocalCloud:
         self.log = log
         self.model_api_key = model_api_key or os.environ.get("MODEL_API_KEY") or "local-dev-key"
         self.invocations: list[tuple[str, Invocation]] = []
-        self.version = "1"  #: the published version the state machine's definition calls now
-        #: Earlier versions, each function's code as it was when the next release replaced it.
-        self.released: dict[str, dict[str, FunctionSpec]] = {}
+        #: Each function's published versions (name -> version -> what it runs: code and layer, snapshotted).
+        self.versions: dict[str, dict[str, FunctionSpec]] = {}
+        #: Each function's AWS::Lambda::Version logical id in SAM's transform of what is deployed now.
+        self.version_ids: dict[str, str] = {}
         self.server = MotoServer(bind=bind, port=port, calls_first_key=API_ACCESS_KEY_ID if front_door_first else None)
         self.eventbridge: EventBridgeStandIn | None = None
         self.enforce_iam = enforce_iam
@@ -187,7 +188,9 @@ class LocalCloud:
             keys = res["Properties"]["KeySchema"]
             self.server.partition_keys[t.physical[lid]["Ref"]] = next(k["AttributeName"] for k in keys
                                                                       if k["KeyType"] == "HASH")
-        self.roles = roles(sam.transformed(t.root / "template.yaml", t.doc)["Resources"], t)
+        transformed = sam.transformed(t.root / "template.yaml", t.doc)["Resources"]
+        self.version_ids = sam.version_ids(transformed)
+        self.roles = roles(transformed, t)
         for spec in self.functions.values():
             role = self.roles[spec.logical_id]
             gate.register(self.access_key(spec), Principal(f"{self.prefix}{role.logical_id}", spec.name,
@@ -248,9 +251,11 @@ class LocalCloud:
             zf.writestr("README", "code runs from the work tree")
         lam = self.client("lambda")
         for spec in self.functions.values():
+            spec.layers = tuple(self.layer_dirs())
             lam.create_function(FunctionName=spec.name, Runtime="python3.12", Role=role,
                                 Handler=spec.handler, Code={"ZipFile": code.getvalue()},
                                 Timeout=spec.timeout_s, MemorySize=spec.memory_mb, Publish=True)  # version 1
+            self.versions[spec.name] = {"1": spec}
             ROUTES[spec.name] = self._route
 
     def layer_dirs(self) -> list[Path]:
@@ -267,11 +272,9 @@ class LocalCloud:
     # --- invocation ----------------------------------------------------------------------
 
     def _route(self, name: str, body: bytes, qualifier: str | None = None) -> tuple[bytes, str | None]:
-        """An invocation the state machine asked for: a published version runs the code it was published
-        with (an earlier release's snapshot); the current version and ``$LATEST`` run the work tree."""
-        older = self.released.get(qualifier or "", {})
-        spec = next((s for s in older.values() if s.name == name), None) or \
-            next(s for s in self.functions.values() if s.name == name)
+        """An invocation the state machine asked for: a published version runs the code and layer it was
+        published with; ``$LATEST`` (no qualifier) runs what is deployed now."""
+        spec = self.versions[name].get(qualifier or "") or next(s for s in self.functions.values() if s.name == name)
         if self.front_door is not None:
             self.front_door.wait_quiet()
         result = self.invoke(spec, json.loads(body or b"{}"))
@@ -281,7 +284,8 @@ class LocalCloud:
         if self.log:
             self.log.write(f"\n=== {spec.logical_id} invoked ===\n")
             self.log.flush()
-        result = invoke(spec, event, pool=self.pool, layer_dirs=self.layer_dirs(), extra_env=self.function_env(spec))
+        result = invoke(spec, event, pool=self.pool, layer_dirs=list(spec.layers) or self.layer_dirs(),
+                        extra_env=self.function_env(spec))
         self.invocations.append((spec.logical_id, result))
         if self.log:
             init = f" (cold: init {result.init_ms} ms, outside the Timeout)" if result.init_ms is not None else ""
@@ -313,32 +317,49 @@ class LocalCloud:
         seed_job(self.job_store(), event)
 
 
-    def release(self, code: dict[str, Path]) -> str:
-        """A deploy in the middle of jobs, as AutoPublishAlias does it: the functions named get new code,
-        every function a new version, and the state machine a definition calling those versions. An
-        execution already running keeps the definition it started with, so its later states run the code
-        of the version it called (kept here as a snapshot of each function's directory). The layer is the
-        work tree's for every version (on AWS a version pins its layer too). Returns the new version."""
-        snapshots = self.work_dir / "versions" / self.version
-        self.released[self.version] = {
-            lid: dataclasses.replace(spec, code_dir=Path(shutil.copytree(spec.code_dir, snapshots / lid)))
-            for lid, spec in self.functions.items()}
-        for lid, directory in code.items():
-            self.functions[lid].code_dir = directory
+    def release(self, code: dict[str, Path]) -> dict[str, str]:
+        """A deploy in the middle of jobs, as SAM and CloudFormation do it. ``code``: new directories of
+        functions or of the layer, by logical id. A function gets a new version exactly when SAM's transform of
+        the new code gives its ``AWS::Lambda::Version`` a new logical id (with AutoPublishAliasAllProperties, a
+        layer change does); the others keep theirs. The state machine gets a definition calling the current
+        versions; an execution already running keeps its definition, so its later states run the versions
+        (code and layer, kept here as snapshots) it started with. Returns each function's current version."""
+        t = self.template
+        dirs = {**self._deployed_dirs(), **code}
+        after = sam.version_ids(sam.transformed(t.root / "template.yaml", t.doc, code_dirs=dirs)["Resources"])
+        layers = tuple(dirs[lid] for lid in t.of_type("AWS::Serverless::LayerVersion"))
         lam = self.client("lambda")
-        release = str(int(self.version) + 1)
-        for spec in self.functions.values():  # Lambda publishes a new version only for changed code or config
-            lam.update_function_configuration(FunctionName=spec.name, Description=f"release {release}")
+        for lid, spec in self.functions.items():
+            if after[lid] == self.version_ids[lid]:
+                continue  # SAM would not publish it: the state machine keeps calling its version
+            self._snapshot(spec)
+            spec.code_dir, spec.layers = dirs[lid], layers
+            lam.update_function_configuration(FunctionName=spec.name, Description=f"version id {after[lid]}")
             published = lam.publish_version(FunctionName=spec.name)["Version"]
-            if published != release:
-                raise EngineError(f"{spec.name}: published version {published}, expected {release}")
-        self.version = release
-        self.template.function_versions = dict.fromkeys(self.functions, self.version)
-        _, _, definition = self.template.state_machine()
+            self.versions[spec.name][published] = dataclasses.replace(spec)
+            t.function_versions[lid] = published
+        self.version_ids = after
+        _, _, definition = t.state_machine()
         asl = json.dumps(definition)
         asl_program(asl)
         self.client("stepfunctions").update_state_machine(stateMachineArn=self.state_machine_arn, definition=asl)
-        return self.version
+        return {lid: t.function_versions.get(lid, "1") for lid in self.functions}
+
+    def _deployed_dirs(self) -> dict[str, Path]:
+        """The directory of each function and layer deployed now, by logical id."""
+        t = self.template
+        layer_lids = list(t.of_type("AWS::Serverless::LayerVersion"))
+        current = next(iter(self.functions.values())).layers or tuple(self.layer_dirs())
+        code = {lid: spec.code_dir for lid, spec in self.functions.items()}
+        return {**code, **dict(zip(layer_lids, current, strict=True))}
+
+    def _snapshot(self, spec: FunctionSpec) -> None:
+        """Copy what a function's current version runs, so the work tree may change under it."""
+        version = self.template.function_versions.get(spec.logical_id, "1")
+        where = self.work_dir / "versions" / spec.logical_id / version
+        layers = tuple(Path(shutil.copytree(d, where / "layers" / str(i))) for i, d in enumerate(spec.layers))
+        self.versions[spec.name][version] = dataclasses.replace(
+            spec, code_dir=Path(shutil.copytree(spec.code_dir, where / "code")), layers=layers)
 
     # --- executions (see Executions and EventBridgeStandIn) ---------------------------------
 

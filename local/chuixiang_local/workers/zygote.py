@@ -28,6 +28,7 @@ import socket
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Any, BinaryIO
 
 #: Imported once here; every worker inherits them already loaded.
@@ -150,6 +151,12 @@ def function_zygote(first: dict[str, Any], requests: BinaryIO) -> None:
     """Become the function (environment, directory, handler module imported: its init), then fork a
     worker per request. An init that fails here is left to each worker, which reports it as Lambda
     would (``Runtime.ImportModuleError``)."""
+    layer = sys.modules.get("chuixiang")
+    layer_dir = str(Path(layer.__file__ or "").parent.parent) if layer is not None else None
+    if layer_dir is not None and layer_dir not in first["sys_path"]:  # a version with another layer
+        for name in [n for n in sys.modules if n == "chuixiang" or n.startswith("chuixiang.")]:
+            del sys.modules[name]
+        sys.path[:] = [p for p in sys.path if p != layer_dir]
     os.environ.clear()
     os.environ.update(first["env"])
     os.chdir(first["cwd"])

@@ -50,6 +50,9 @@ class _Route:
         return all((name.lower() in headers) if where == "header" else (name in query) for where, name in self.needs)
 
 
+_NEEDED_LOCATIONS = ("header", "querystring")
+
+
 @functools.cache
 def _routes(service: str) -> list[_Route]:
     """Each REST operation's route, most specific first: several share one URI (PutObject, CopyObject and
@@ -62,9 +65,9 @@ def _routes(service: str) -> list[_Route]:
                        re.escape(path))
         literal = {k: v[0] if v else "" for k, v in parse_qs(query, keep_blank_values=True).items()}
         shape = op.input_shape
-        needs = frozenset((s.serialization["location"], s.serialization.get("name", m))
-                          for m, s in (shape.members.items() if shape is not None else ())
-                          if m in shape.required_members and s.serialization.get("location") in ("header", "querystring"))
+        members = shape.members.items() if shape is not None else ()
+        needs = frozenset((s.serialization["location"], s.serialization.get("name", m)) for m, s in members
+                          if m in shape.required_members and s.serialization.get("location") in _NEEDED_LOCATIONS)
         routes.append(_Route(op.http["method"], re.compile(regex + "/?"), literal, needs, op))
     routes.sort(key=lambda r: (-len(r.query), -len(r.needs), -len(r.path.pattern)))
     return routes
