@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import Stubber
 
 from chuixiang_local.commands.ladder import account_concurrency, build_ladder, reservation_problems
-from chuixiang_local.template import Template
+from chuixiang_local.template import ConfigError, Template
 
 from ..serve_helper import ROOT
 from ..template_doc import DOC, RESOURCES, walk
@@ -39,10 +39,27 @@ def test_reserved_concurrency_is_checked_against_admission_and_the_account_quota
     below = build_ladder(Template({"RecipeReservedConcurrency": "5"}))
     assert not below.ok and any("below RecipeConcurrency" in f for f in below.failures())
     new_account = reservation_problems(Template({"RecipeReservedConcurrency": "20"}), account_limit=50)
-    assert len(new_account) == 1 and "leaves 10 of the account's concurrency quota 50" in new_account[0]
+    assert len(new_account) == 2 and "leaves 10 of the account's concurrency quota 50" in new_account[0]
+    assert "cannot hold 32 at the peak" in new_account[1]  # the API's peak alone: (20 + 300)/s x 0.1 s
     twenty = Template({"RecipeReservedConcurrency": "20"})
     assert reservation_problems(twenty, 1000, already_reserved=870) != []  # 90 left unreserved
     assert reservation_problems(twenty, 1000, already_reserved=860) == []  # 100 left
+    # Unreserved, the quota holds the admitted jobs and the API's peak together: 20 + 32 on the defaults.
+    assert reservation_problems(Template(), 52) == [] and len(reservation_problems(Template(), 51)) == 1
+    assert "cannot hold 52 at the peak: 20 admitted jobs" in reservation_problems(Template(), 10)[0]
+
+
+def test_the_account_quota_throttles_as_lambda_does() -> None:
+    from chuixiang_local.cloud.concurrency import AccountConcurrency
+
+    account = AccountConcurrency(quota=200, reserved={"recipe": 50}, outside=lambda: 30)
+    assert [account.acquire("recipe") for _ in range(51)].count(True) == 50  # its reservation, no more
+    assert [account.acquire("submit") for _ in range(121)].count(True) == 120  # 150 unreserved, 30 for the api
+    assert account.throttles == {"recipe": 1, "submit": 1}
+    account.release("submit")
+    assert account.acquire("image")  # one freed: the unreserved pool is shared
+    with pytest.raises(ConfigError, match="minimum value"):
+        AccountConcurrency(quota=10, reserved={"recipe": 1})  # a new account cannot reserve at all
 
 
 def test_the_account_quota_is_read_as_lambda_reports_it() -> None:

@@ -33,6 +33,7 @@ from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 from chuixiang_local.cloud import sam
+from chuixiang_local.cloud.concurrency import DEFAULT_QUOTA, AccountConcurrency
 from chuixiang_local.cloud.eventbridge import EventBridgeStandIn
 from chuixiang_local.cloud.executions import Executions
 from chuixiang_local.cloud.front_door import FrontDoorCallsFirst, FrontDoorPriority, SharedCount
@@ -44,10 +45,11 @@ from chuixiang_local.cloud.moto_patches import (
     STATE_MACHINE_ALIASES,
     EngineError,
     asl_program,
+    lambda_throttled,
     stopped_route,
 )
 from chuixiang_local.cloud.moto_server import MotoServer, RequestCounter
-from chuixiang_local.template import REGION, ConfigError, FunctionSpec, Template
+from chuixiang_local.template import NO_VALUE, REGION, ConfigError, FunctionSpec, Template
 from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 
 #: moto accepts any credentials; these are its documented dummies.
@@ -72,7 +74,8 @@ class LocalCloud:
     def __init__(self, overrides: dict[str, str] | None = None, *, model_base_url: str,
                  work_dir: Path, log: TextIO | None = None, model_api_key: str | None = None,
                  worker_nice: int = 0, front_door_first: bool = False, port: int = 0,
-                 bind: str = "127.0.0.1", enforce_iam: bool = True) -> None:
+                 bind: str = "127.0.0.1", enforce_iam: bool = True,
+                 account_concurrency: int = DEFAULT_QUOTA) -> None:
         """``worker_nice``: run function workers at this niceness. On AWS a function's CPU is its own;
         here sixty executions share two cores with the API and moto, and ``serve`` lowers the
         functions' priority so the front door answers first (tests keep 0: their timings are the functions').
@@ -80,7 +83,9 @@ class LocalCloud:
         serve the api function's AWS calls before the others waiting for moto
         (:mod:`chuixiang_local.cloud.front_door`; ``serve`` sets it and hands ``api_requests`` to its API process).
         ``enforce_iam``: judge every call of a function or the state machine against its role
-        (:mod:`chuixiang_local.cloud.iam`); off only to show what a missing permission would do."""
+        (:mod:`chuixiang_local.cloud.iam`); off only to show what a missing permission would do.
+        ``account_concurrency``: the account's concurrent-executions quota; the state machine's invocations
+        beyond it (or beyond a function's reservation) are throttled as Lambda throttles them."""
         self.overrides = dict(overrides or {})
         self.port = port  #: moto's port (0: any free one); ``chuixiang cloud`` fixes it for other tools
         self.bind = bind  #: moto's address; 0.0.0.0 lets a Docker container reach it (``chuixiang cloud``)
@@ -101,6 +106,7 @@ class LocalCloud:
         self.server = MotoServer(bind=bind, port=port, calls_first_key=API_ACCESS_KEY_ID if front_door_first else None)
         self.eventbridge: EventBridgeStandIn | None = None
         self.enforce_iam = enforce_iam
+        self.account_concurrency = account_concurrency
         self.roles: dict[str, Role] = {}  #: each function's and the state machine's role (after SAM's transform)
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -121,7 +127,11 @@ class LocalCloud:
         self.endpoint = self.server.start()
         self.call_priority = self.server.call_priority
         self.aws_env = {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint}
-        self._deploy()
+        try:
+            self._deploy()
+        except BaseException:
+            self.stop()  # a deploy AWS would refuse leaves no server or worker behind
+            raise
         self.executions = Executions(self.state_machine_arn, lambda: self.client("stepfunctions"))
         reconcile = next((s for s in self.functions.values() if self._subscribes_to_sfn(s)), None)
         self.eventbridge = EventBridgeStandIn(
@@ -168,6 +178,8 @@ class LocalCloud:
         self._enforce_iam()
         self._start_workers()  # the zygote's imports (~1 s of CPU) overlap the rest of the deployment
         self._create_functions()
+        self.concurrency = AccountConcurrency(self.account_concurrency, self._reservations(),
+                                              outside=self.api_requests.value if self.api_requests else lambda: 0)
         lid, arn, definition = self.template.state_machine()
         iam = self.client("iam")
         role = iam.create_role(RoleName=f"{self.prefix}sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
@@ -258,6 +270,16 @@ class LocalCloud:
             self.versions[spec.name] = {"1": spec}
             ROUTES[spec.name] = self._route
 
+    def _reservations(self) -> dict[str, int]:
+        """Each function's reserved concurrency (``ReservedConcurrentExecutions``), by function name."""
+        out = {}
+        for spec in self.functions.values():
+            value = self.template.resolve(self.template.resources[spec.logical_id]["Properties"]
+                                          .get("ReservedConcurrentExecutions", {"Ref": "AWS::NoValue"}))
+            if value is not NO_VALUE:
+                out[spec.name] = int(value)
+        return out
+
     def layer_dirs(self) -> list[Path]:
         t = self.template
         return [t.root / res["Properties"]["ContentUri"]
@@ -277,7 +299,14 @@ class LocalCloud:
         spec = self.versions[name].get(qualifier or "") or next(s for s in self.functions.values() if s.name == name)
         if self.front_door is not None:
             self.front_door.wait_quiet()
-        result = self.invoke(spec, json.loads(body or b"{}"))
+        if not self.concurrency.acquire(name):
+            if self.log:
+                self.log.write(f"=== {spec.logical_id} throttled: the account's concurrency is used up ===\n")
+            raise lambda_throttled(name)
+        try:
+            result = self.invoke(spec, json.loads(body or b"{}"))
+        finally:
+            self.concurrency.release(name)
         return json.dumps(result.payload).encode(), result.error_type
 
     def invoke(self, spec: FunctionSpec, event: Any) -> Invocation:

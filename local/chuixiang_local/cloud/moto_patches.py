@@ -56,6 +56,19 @@ def _name_and_qualifier(function_name: str, qualifier: str | None) -> tuple[str,
     return parts[6], parts[7] if len(parts) > 7 else qualifier
 
 
+def lambda_throttled(function: str) -> Exception:
+    """What Lambda's Invoke answers when the account's or the function's concurrency is used up: 429
+    ``TooManyRequestsException`` (moto turns the error into that response; Step Functions names it
+    ``Lambda.TooManyRequestsException``)."""
+    from moto.core.exceptions import JsonRESTError
+
+    class TooManyRequests(JsonRESTError):
+        code = 429
+
+    return TooManyRequests("TooManyRequestsException", f"Rate Exceeded. (function {function}: concurrency limit)",
+                           Reason="ReservedFunctionConcurrentInvocationLimitExceeded")
+
+
 class EngineError(RuntimeError):
     """The local engine itself is broken (e.g. moto changed and the hook no longer works)."""
 

@@ -21,9 +21,10 @@ from typing import Any, TextIO
 
 from chuixiang.observability import logger
 from chuixiang.settings import comma_list
+from chuixiang_local.cloud.concurrency import DEFAULT_QUOTA
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.cloud.moto_patches import EngineError
-from chuixiang_local.commands.ladder import build_ladder, check_or_raise, markdown_table
+from chuixiang_local.commands.ladder import build_ladder, check_or_raise, markdown_table, reservation_problems
 from chuixiang_local.commands.watch import JobWatch
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.gateway.api_server import function_argument
@@ -58,7 +59,8 @@ def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalC
     cloud = LocalCloud(overrides, model_base_url=base_url, work_dir=WORK_DIR, log=log,
                        worker_nice=SERVE_WORKER_NICE if args.command == "serve" else 0,
                        front_door_first=args.command == "serve" and args.front_door_first,
-                       port=getattr(args, "cloud_port", 0), bind=bind)
+                       port=getattr(args, "cloud_port", 0), bind=bind,
+                       account_concurrency=getattr(args, "account_concurrency", DEFAULT_QUOTA))
     try:
         cloud.start()
         yield cloud
@@ -339,6 +341,8 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     ladder = build_ladder(template)
     if args.account:
         ladder.problems += _account_problems(template)
+    if args.account_concurrency is not None:
+        ladder.problems += [p for p in reservation_problems(template, args.account_concurrency) if "quota" in p]
     print(markdown_table(template) if args.markdown else ladder.render())
     if not ladder.ok:
         for line in ladder.failures():
@@ -376,7 +380,7 @@ def _account_problems(template: Template) -> list[str]:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from chuixiang_local.commands.ladder import account_concurrency, reservation_problems
+    from chuixiang_local.commands.ladder import account_concurrency
 
     try:
         limit, reserved = account_concurrency(boto3.client("lambda"))
@@ -393,6 +397,12 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="chuixiang", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
+
+    def account_quota(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--account-concurrency", type=int, default=DEFAULT_QUOTA, metavar="N",
+                       help=f"the AWS account's Lambda concurrent-executions quota (default {DEFAULT_QUOTA}; some "
+                            "new accounts get 10): the state machine's invocations beyond it are throttled as Lambda "
+                            "throttles them")
 
     def common(p: argparse.ArgumentParser, model: bool = True) -> None:
         p.add_argument("--parameter-overrides", nargs="+", metavar="KEY=VALUE",
@@ -423,6 +433,7 @@ def parser() -> argparse.ArgumentParser:
                    help="do not hold the state machine's invocations while API calls are in flight, nor "
                         "serve the api function's AWS calls first in moto (on by default: on AWS the API "
                         "never shares a CPU or a DynamoDB server with the functions)")
+    account_quota(p)
     common(p)
     p.set_defaults(func=cmd_serve)
 
@@ -466,6 +477,7 @@ def parser() -> argparse.ArgumentParser:
                    help="how a container reaches this machine (written into the env-vars file)")
     p.add_argument("--env-vars", default=str(WORK_DIR / "sam-env.json"), help="where to write SAM's env-vars file")
     p.add_argument("--state", default=str(CLOUD_STATE), help="where to say where the cloud runs (for `seed`)")
+    account_quota(p)
     common(p)
     p.set_defaults(func=cmd_cloud)
 
@@ -477,7 +489,10 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ladder", help="print and check the timeout ladder")
     p.add_argument("--markdown", action="store_true", help="print the ladder as the README's table")
     p.add_argument("--account", action="store_true",
-                   help="also check RecipeReservedConcurrency against the AWS account's concurrency quota")
+                   help="also check the reservation, the admitted jobs and the API's peak against the AWS account's "
+                        "concurrency quota (read with your credentials)")
+    p.add_argument("--account-concurrency", type=int, metavar="N",
+                   help="the same check against a quota of N, without AWS (a new account may have 10)")
     p.add_argument("--deployed", action="store_true",
                    help="check what `sam deploy` will deploy: the stack's current values, then samconfig.toml's "
                         "parameter_overrides, then --parameter-overrides")

@@ -10,6 +10,7 @@ Which limit encloses which is declared once, in :mod:`chuixiang.timeouts`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ from chuixiang.timeouts import (  # the layer package is the one source of these
     state_timeout_seconds,
 )
 from chuixiang.upstream.dialects import DialectError, parse_dialects
+from chuixiang_local.cloud.concurrency import min_unreserved
 from chuixiang_local.template import ConfigError, FunctionSpec, Template, unqualified
 
 #: Limits whose value the ladder reads from the ASL itself (after substitution), and how it names them.
@@ -251,32 +253,48 @@ def _worst_path(asl: dict[str, Any], states: dict[str, StateLimit]) -> tuple[lis
     return path, total
 
 
-#: Lambda refuses a reservation that would leave the account fewer unreserved concurrent executions than this.
-MIN_UNRESERVED = 100
 #: The functions that reserve ``RecipeReservedConcurrency`` each.
 RESERVING_FUNCTIONS = ("RecipeFunction", "ImageFunction")
+#: How long one api invocation holds a unit of concurrency (a DynamoDB read or two and a StartExecution on
+#: AWS): an assumption, stated where it is used. The API's throttle rates times this is its peak concurrency.
+API_INVOCATION_S = 0.1
+
+
+def api_peak(template: Template) -> int:
+    """Concurrent api invocations at the stage's throttle rates (Little's law: rate x duration)."""
+    rate = template.number("ApiThrottleRateLimit") + template.number("ApiPollRateLimit")
+    return math.ceil(rate * API_INVOCATION_S)
 
 
 def reservation_problems(template: Template, account_limit: int | None = None,
                          already_reserved: int = 0) -> list[str]:
     """A reservation below the admission limit throttles admitted jobs; one the account cannot give fails
-    the deploy (new accounts have a concurrency quota of 10 or 50, and 100 must stay unreserved)."""
+    the deploy; a quota that cannot hold the admitted jobs and the API's peak throttles jobs (new accounts
+    have a quota of 10 or 50)."""
     reserved = int(template.number("RecipeReservedConcurrency"))
-    if reserved == 0:
-        return []
-    problems = []
     admitted = int(template.number("RecipeConcurrency"))
-    if reserved < admitted:
+    problems = []
+    if 0 < reserved < admitted:
         problems.append(f"RecipeReservedConcurrency = {reserved} is below RecipeConcurrency = {admitted}: "
                         f"admitted jobs would be throttled")
-    if account_limit is not None:
-        wanted = reserved * len(RESERVING_FUNCTIONS)
-        left = account_limit - already_reserved - wanted
-        if left < MIN_UNRESERVED:
-            problems.append(f"reserving {wanted} (RecipeReservedConcurrency = {reserved} for each of "
-                            f"{len(RESERVING_FUNCTIONS)} functions) leaves {left} of the account's concurrency "
-                            f"quota {account_limit} unreserved; Lambda requires {MIN_UNRESERVED}: set "
-                            f"RecipeReservedConcurrency=0 or ask for a higher quota")
+    if account_limit is None:
+        return problems
+    wanted = reserved * len(RESERVING_FUNCTIONS)
+    left = account_limit - already_reserved - wanted
+    if reserved and left < min_unreserved(account_limit):
+        problems.append(f"reserving {wanted} (RecipeReservedConcurrency = {reserved} for each of "
+                        f"{len(RESERVING_FUNCTIONS)} functions) leaves {left} of the account's concurrency "
+                        f"quota {account_limit} unreserved; Lambda requires {min_unreserved(account_limit)}: set "
+                        f"RecipeReservedConcurrency=0 or ask for a higher quota")
+    # Each admitted job runs one function at a time (submit, recipe or image); the api's invocations beside them.
+    jobs = 0 if reserved else admitted
+    need = jobs + api_peak(template)
+    if need > left:
+        problems.append(f"the account's concurrency quota {account_limit} ({left} unreserved) cannot hold "
+                        f"{need} at the peak: {jobs} admitted jobs (RecipeConcurrency) + {api_peak(template)} api "
+                        f"invocations ((ApiThrottleRateLimit + ApiPollRateLimit) x {API_INVOCATION_S} s); stage "
+                        f"invocations beyond it are throttled and those jobs fail: ask for a higher quota or lower "
+                        f"RecipeConcurrency and the API's rates")
     return problems
 
 

@@ -44,8 +44,6 @@ def env_vars(cloud: LocalCloud, host_address: str = DEFAULT_HOST_ADDRESS) -> dic
             values["AWS_ENDPOINT_URL"] = _from_container(cloud.endpoint, host_address)
         if "MODEL_BASE_URL" in values:
             values["MODEL_BASE_URL"] = _from_container(values["MODEL_BASE_URL"], host_address)
-        if logical_id == "ApiFunction":
-            values["STATE_MACHINE_ARN"] = cloud.state_machine_arn
         out[logical_id] = values
     return out
 
