@@ -6,7 +6,6 @@ local cloud that module shares between its tests lives in the same process.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import boto3
@@ -15,58 +14,66 @@ import pytest
 
 def test_a_jobs_image_url_is_signed_with_sigv4_and_stable_across_polls_until_near_expiry(table: Any) -> None:
     from chuixiang.settings import Settings
+    from chuixiang.stores import images as images_module
     from chuixiang.stores.images import REUSE_WHILE_LEFT, ImageStore, _s3
 
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="images")
     settings = Settings.model_validate({"IMAGES_BUCKET": "images", "IMAGE_URL_TTL_SECONDS": "3600",
                                         "LOCAL_IMAGE_DIR": ""})  # presigned, whatever an earlier test exported
     _s3.cache_clear()
+    images_module._SIGNED.clear()
     images = ImageStore(settings)
-    first, until, fresh = images.stable_url("images/job.png", None, None, now=1_000_000.0)
-    assert fresh and until == 1_000_000 + 3600 and "X-Amz-Algorithm=AWS4-HMAC-SHA256" in first
+    first, until = images.stable_url("images/job.png", now=1_000_000.0)
+    assert until == 1_000_000 + 3600 and "X-Amz-Algorithm=AWS4-HMAC-SHA256" in first
     later = 1_000_000.0 + 3600 * (1 - REUSE_WHILE_LEFT) - 1  # a poll while a third of its life is left
-    assert images.stable_url("images/job.png", first, until, now=later) == (first, until, False)
+    assert images.stable_url("images/job.png", now=later) == (first, until)
     near = 1_000_000.0 + 3600 * (1 - REUSE_WHILE_LEFT) + 1
-    renewed, renewed_until, fresh = images.stable_url("images/job.png", first, until, now=near)
-    assert fresh and renewed_until == int(near) + 3600
+    assert images.stable_url("images/job.png", now=near)[1] == int(near) + 3600  # signed anew
     _s3.cache_clear()
 
 
-def test_polls_of_a_finished_job_see_one_image_url(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+def _credentials(monkeypatch: pytest.MonkeyPatch, region: str) -> None:
+    """A sandbox's environment: its credentials and region (presigning calls nothing)."""
+    for name, value in (("AWS_ACCESS_KEY_ID", "ASIATEST"), ("AWS_SECRET_ACCESS_KEY", "secret"),
+                        ("AWS_SESSION_TOKEN", "token"), ("AWS_DEFAULT_REGION", region), ("AWS_REGION", region)):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
 
-    from chuixiang import api as api_module
-    from chuixiang.job_status import JobStatus
-    from chuixiang.settings import get_settings
-    from chuixiang.stores.images import _s3
-    from chuixiang.stores.jobs import JobStore
-    from chuixiang_local.gateway.api_client import http_event
 
-    from ..api_on_moto import api_on_moto
+def test_a_url_is_reused_only_under_the_credentials_that_signed_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A URL signed with temporary credentials dies with them: new credentials (a new sandbox, a SnapStart
+    restore) sign anew, and nothing is kept on the job for another sandbox to hand out."""
+    from chuixiang.api import forget_clients
+    from chuixiang.settings import Settings
+    from chuixiang.stores import images as images_module
+    from chuixiang.stores.images import ImageStore, _s3
 
-    monkeypatch.setenv("LOCAL_IMAGE_DIR", "")  # the presigned path, as in AWS
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    settings = Settings.model_validate({"IMAGES_BUCKET": "images", "LOCAL_IMAGE_DIR": ""})
+    images_module._SIGNED.clear()
+    _credentials(monkeypatch, "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ASIAFIRSTSANDBOX")
     _s3.cache_clear()
-    with api_on_moto(max_jobs=20, name="stable-url") as app:
-        assert isinstance(app, APIGatewayHttpResolver)
-        job_id = "0badc0de-0000-4000-8000-00000000000b"
-        store = JobStore(get_settings())
-        store.create(job_id, "番茄炒蛋")
-        store.update(job_id, status=JobStatus.SUCCEEDED, stage="done", imageKey=f"images/{job_id}.png")
+    first, _ = ImageStore(settings).stable_url("images/job.png", now=1_000_000.0)
+    assert "ASIAFIRSTSANDBOX" in first
+    assert ImageStore(settings).stable_url("images/job.png", now=1_000_001.0)[0] == first
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ASIASECONDSANDBOX")  # another sandbox, or a SnapStart restore
+    forget_clients()
+    second, _ = ImageStore(settings).stable_url("images/job.png", now=1_000_002.0)
+    assert "ASIASECONDSANDBOX" in second and "ASIAFIRSTSANDBOX" not in second
+    _s3.cache_clear()
 
-        def poll() -> tuple[str, str]:
-            answer = api_module.handle(app, http_event("GET", f"/recipes/{job_id}"), None)
-            doc = json.loads(answer["body"])
-            return doc["image"]["url"], doc["updatedAt"]
 
-        first, updated = poll()
-        item = store.get(job_id)
-        assert item is not None and item["imageUrl"] == first and "X-Amz-Signature=" in first
-        # The next poll hands out what the job holds (not a new signature): shown by planting one.
-        planted = first + "&planted=1"
-        store.remember_image_url(job_id, planted, int(item["imageUrlUntil"]))
-        second, updated_again = poll()
-        assert second == planted
-        assert updated == updated_again  # remembering the URL is not a change of the job
+def test_urls_are_signed_for_the_regional_virtual_hosted_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore's default outside us-east-1 is the global host, where a new bucket answers 307 for hours."""
+    from chuixiang.settings import Settings
+    from chuixiang.stores.images import ImageStore, _s3
+
+    _credentials(monkeypatch, "ap-northeast-1")
+    _s3.cache_clear()
+    settings = Settings.model_validate({"IMAGES_BUCKET": "images", "LOCAL_IMAGE_DIR": ""})
+    url = ImageStore(settings, _s3(None)).url("images/a.png")
+    assert url.startswith("https://images.s3.ap-northeast-1.amazonaws.com/images/a.png?"), url
     _s3.cache_clear()
 
 

@@ -17,6 +17,7 @@ import re
 from functools import lru_cache
 from typing import Annotated, Any, TypeVar
 
+import boto3
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, CORSConfig
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
@@ -313,6 +314,7 @@ def forget_clients() -> None:
     for cached in (_table, _s3):
         cached.cache_clear()
     job_start.forget_clients()
+    boto3.DEFAULT_SESSION = None  # it keeps the credentials it resolved: a new one resolves them again
 
 
 def warm_up(app: ApiGatewayResolver) -> None:

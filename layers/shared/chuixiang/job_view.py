@@ -1,4 +1,4 @@
-"""Reading a job for a poll: the deadline reconciled, the admission slot freed, the picture's URL kept stable."""
+"""Reading a job for a poll: the deadline reconciled, the admission slot freed, the picture's URL signed."""
 
 from __future__ import annotations
 
@@ -23,11 +23,5 @@ def load_job_document(job_id: str) -> JobDocument | None:
         item = store.get(job_id) or item
     if is_terminal(item.get("status")):
         store.release(job_id, item.get("slot"))  # its admission slot (the client stops polling now)
-    url = None
-    if item.get("imageKey"):
-        until = item.get("imageUrlUntil")
-        url, valid_until, fresh = ImageStore(settings).stable_url(item["imageKey"], item.get("imageUrl"),
-                                                                  int(until) if until is not None else None)
-        if fresh and not settings.local_image_dir:
-            store.remember_image_url(job_id, url, valid_until)
+    url = ImageStore(settings).stable_url(item["imageKey"])[0] if item.get("imageKey") else None
     return render(item, url)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -20,9 +20,14 @@ from ..settings import Settings, aws_endpoint
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
 
-#: A cached URL is handed out again while more than this share of its lifetime is left: clients can
-#: cache the picture by URL for most of an hour, and nobody gets one about to expire.
+#: A URL is handed out again while more than this share of its lifetime is left: clients can cache the
+#: picture by URL for most of its life, and nobody gets one about to expire.
 REUSE_WHILE_LEFT = 1 / 3
+
+#: The URLs this sandbox signed: (object key, the access key that signed) -> (url, valid until). Kept in the
+#: sandbox, never on the job: a URL signed with temporary credentials dies with them ("the URL expires when
+#: the token expires", S3's presigned URL guide), and another sandbox's credentials are not ours to vouch for.
+_SIGNED: dict[tuple[str, str], tuple[str, int]] = {}
 
 
 def image_key(job_id: str, extension: str) -> str:
@@ -32,8 +37,19 @@ def image_key(job_id: str, extension: str) -> str:
 
 @lru_cache(maxsize=4)
 def _s3(endpoint: str | None) -> S3Client:
-    # SigV4 always (never the legacy SigV2 some old client configurations pick for presigned URLs).
-    return boto3.client("s3", endpoint_url=endpoint, config=Config(signature_version="s3v4"))
+    """SigV4 always (never the legacy SigV2 some old client configurations pick for presigned URLs), and on AWS
+    the regional virtual-hosted host: by default botocore signs for the global ``bucket.s3.amazonaws.com``
+    outside us-east-1, where a new bucket answers 307 for its first hours and the redirected request fails."""
+    config = Config(signature_version="s3v4") if endpoint else \
+        Config(signature_version="s3v4", s3={"addressing_style": "virtual"})
+    return boto3.client("s3", endpoint_url=endpoint, config=config)
+
+
+def _signer_key(s3: S3Client) -> str:
+    """The access key id the client signs with now (a SnapStart restore or a new sandbox brings new ones)."""
+    signer: Any = getattr(s3, "_request_signer")  # noqa: B009 - botocore has no public accessor for it
+    credentials = signer._credentials
+    return str(credentials.get_frozen_credentials().access_key) if credentials is not None else ""
 
 
 class ImageStore:
@@ -46,16 +62,22 @@ class ImageStore:
             Bucket=self.settings.images_bucket, Key=key, Body=data, ContentType=content_type
         )
 
-    def stable_url(self, key: str, cached: str | None, cached_until: int | None,
-                   now: float | None = None) -> tuple[str, int, bool]:
-        """``(url, valid until, fresh)``: the job's cached URL while it has more than a third of its life
-        left, else a new one (``fresh``: the caller keeps it on the job), so polls see one URL, not a new
-        signature each time."""
+    def stable_url(self, key: str, now: float | None = None) -> tuple[str, int]:
+        """``(url, valid until)``: the one this sandbox signed with its current credentials while it has more
+        than a third of its life left, else a new one, so polls see one URL, not a new signature each time."""
         now = time.time() if now is None else now
         ttl = self.settings.image_url_ttl_s
-        if cached and cached_until and cached_until - now > ttl * REUSE_WHILE_LEFT:
-            return cached, int(cached_until), False
-        return self.url(key), int(now) + ttl, True
+        if self.settings.local_image_dir:
+            return self.url(key), int(now) + ttl
+        signer = _signer_key(self.s3)
+        cached = _SIGNED.get((key, signer))
+        if cached and cached[1] - now > ttl * REUSE_WHILE_LEFT:
+            return cached
+        signed = self.url(key), int(now) + ttl
+        _SIGNED[(key, signer)] = signed
+        if len(_SIGNED) > 1024:  # a warm sandbox serves many jobs: keep the newest
+            del _SIGNED[next(iter(_SIGNED))]
+        return signed
 
     def url(self, key: str) -> str:
         if self.settings.local_image_dir:

@@ -133,11 +133,6 @@ class JobStore:
         return applied(self.table.update_item, Key=job_key(job_id), UpdateExpression=expr,
                        ExpressionAttributeNames=names, ExpressionAttributeValues=values, **kwargs)
 
-    def remember_image_url(self, job_id: str, url: str, until: int) -> None:
-        """Keep the presigned URL handed out, so later polls reuse it (no ``updatedAt``: nothing changed)."""
-        applied(self.table.update_item, Key=job_key(job_id), UpdateExpression="SET imageUrl = :u, imageUrlUntil = :t",
-                ConditionExpression="attribute_exists(pk)", ExpressionAttributeValues={":u": url, ":t": until})
-
     def record_progress(self, job_id: str, progress: Progress, partial: Mapping[str, Any] | None) -> bool:
         """SET ``progress`` (and ``partial``) only while the job is RUNNING in the recipe stage, so a
         late write can never touch a job that moved on; False when it no longer applies."""
