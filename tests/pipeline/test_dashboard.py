@@ -78,9 +78,8 @@ def from_row(row: list[Any], previous: list[Any]) -> Metric | None:
 
 
 def dashboard(template: Template) -> dict[str, Any]:
-    body = template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
-    text = re.sub(r"\$\{([\w.:]+)\}", lambda m: template.parameters.get(m.group(1), f"ref-{m.group(1)}"), body)
-    doc: dict[str, Any] = json.loads(text)
+    body = template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]
+    doc: dict[str, Any] = json.loads(template.resolve(body))
     return doc
 
 

@@ -214,7 +214,8 @@ def test_after_the_transform_no_partition_no_fixed_name_and_the_key_alarms_can_u
     topic = next(r for r in transformed.values() if r["Type"] == "AWS::SNS::Topic")
     assert topic["Properties"]["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
     for lid in ("JobsTable", "ImagesBucket"):
-        assert transformed[lid]["DeletionPolicy"] == transformed[lid]["UpdateReplacePolicy"] == "Retain"
+        assert transformed[lid]["UpdateReplacePolicy"] == "Retain"
+        assert transformed[lid]["DeletionPolicy"] in ("Retain", "RetainExceptOnCreate")
 
 
 def test_after_the_transform_executions_call_versions_and_start_on_the_alias(transformed: dict[str, Any]) -> None:

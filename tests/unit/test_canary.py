@@ -4,7 +4,8 @@ every model at once with production's generation code and emits the per-model me
 from __future__ import annotations
 
 import json
-import re
+
+import pytest
 
 from chuixiang_local.template import Template
 
@@ -33,8 +34,8 @@ def test_canary_resources_are_conditional_and_least_privilege() -> None:
 
 
 def test_models_by_hour_on_the_dashboard() -> None:
-    body = Template().doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
-    doc = json.loads(re.sub(r"\$\{[^}]+\}", "1", body))
+    template = Template()
+    doc = json.loads(template.resolve(template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]))
     searches = [m[0]["expression"] for w in doc["widgets"] if w["type"] == "metric"
                 for m in w["properties"]["metrics"] if isinstance(m[0], dict)]
     for name in ("RecipeFirstContentMs", "RecipeTotalMs", "RecipeValid"):
@@ -42,3 +43,14 @@ def test_models_by_hour_on_the_dashboard() -> None:
                    for s in searches), name
 
 
+
+
+@pytest.mark.parametrize("canary_models", ["", "m1,m2"])
+def test_every_alarm_is_on_the_dashboards_alarm_widget(canary_models: str) -> None:
+    template = Template({"CanaryModels": canary_models})
+    doc = json.loads(template.resolve(template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]))
+    [widget] = [w for w in doc["widgets"] if w["type"] == "alarm"]
+    alarms = {lid for lid, r in template.resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"
+              and (not r.get("Condition") or template.condition(r["Condition"]))}
+    assert sorted(widget["properties"]["alarms"]) == sorted(template.physical[lid]["Arn"] for lid in alarms)
+    assert ("CanaryErrorsAlarm" in alarms) == bool(canary_models)

@@ -156,7 +156,11 @@ def test_no_partition_is_hard_coded() -> None:
 
 def test_the_table_and_the_bucket_survive_a_stack_deletion() -> None:
     for name in ("JobsTable", "ImagesBucket"):
-        assert RESOURCES[name]["DeletionPolicy"] == "Retain" and RESOURCES[name]["UpdateReplacePolicy"] == "Retain"
+        assert RESOURCES[name]["UpdateReplacePolicy"] == "Retain"
+        assert "TableName" not in RESOURCES[name]["Properties"] and "BucketName" not in RESOURCES[name]["Properties"]
+    # The bucket of a failed first create is deleted; the table keeps deletion protection, which would refuse that.
+    assert RESOURCES["ImagesBucket"]["DeletionPolicy"] == "RetainExceptOnCreate"
+    assert RESOURCES["JobsTable"]["DeletionPolicy"] == "Retain"
     assert RESOURCES["JobsTable"]["Properties"]["DeletionProtectionEnabled"] is True
 
 
@@ -288,3 +292,16 @@ def test_functions_and_the_state_machine_are_published_and_called_by_version() -
 
 
 # --- the template after SAM's transform --------------------------------------------------------------
+
+
+def test_the_execution_input_is_what_both_definitions_of_a_rollout_read() -> None:
+    """The api rolls out 10 % for 5 minutes: old api code starts the new definition, new code the old one. The
+    input is pinned: what the api sends is exactly what the first states read; a new field must be optional
+    in the definition (a Choice with IsPresent) before the api sends it, and stay so for one release."""
+    from chuixiang.models import ExecutionInput
+
+    asl = json.loads((ROOT / "statemachine" / "recipe.asl.json").read_text().replace(
+        "${StateMachineTimeout}", "1"))
+    first = asl["States"][asl["StartAt"]]
+    read = {m.group(1) for m in re.finditer(r'"\$\.(\w+)"', json.dumps(first["Parameters"]))}
+    assert set(ExecutionInput.model_fields) == read == {"jobId", "dish"}

@@ -6,7 +6,6 @@ to answers (202, 429 with ``Retry-After``, 503, 409, 422).
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import timedelta
 from functools import lru_cache
@@ -23,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from .clock import iso, now_utc, parse_iso
 from .errors import ErrorCode
 from .job_status import JobStatus
-from .models import CreateRecipeResponse
+from .models import CreateRecipeResponse, ExecutionInput
 from .observability import logger
 from .settings import aws_endpoint, get_settings
 from .stores.jobs import JobStore
@@ -83,7 +82,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
         started = _sfn(aws_endpoint()).start_execution(
             stateMachineArn=settings.state_machine_arn,
             name=job_id,
-            input=json.dumps({"jobId": job_id, "dish": job["dish"]}, ensure_ascii=False),
+            input=ExecutionInput(jobId=job_id, dish=job["dish"]).model_dump_json(),
         )
     except (ClientError, BotoCoreError) as exc:
         logger.exception("StartExecution failed")

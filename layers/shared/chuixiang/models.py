@@ -43,6 +43,15 @@ class ErrorBody(BaseModel):
 # --- stage events (what the state machine passes between Lambdas) -------------------------
 
 
+class ExecutionInput(BaseModel):
+    """What the api starts an execution with. During the api's gradual rollout (10 % for 5 minutes) the old
+    api code starts the new state machine definition and the new code the old one: a change here must be one
+    both definitions run (``tests/unit/test_first_deploy.py`` pins it)."""
+
+    jobId: str
+    dish: str
+
+
 class SubmitEvent(BaseModel):
     jobId: str = Field(min_length=1, max_length=80)
     dish: Any
