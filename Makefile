@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-run: $(STAMP)
+# The local cloud reads the roles and versions from SAM's own transform: aws-sam-cli's venv comes first.
+run: $(STAMP) $(SAM_STAMP)
 	$(BIN)/chuixiang cook "$(DISH)" --json
 
 # The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
@@ -61,7 +62,7 @@ openapi: $(STAMP)
 readme-ladder: $(STAMP)
 	$(BIN)/python -m chuixiang_local.commands.readme
 
-serve: $(STAMP)
+serve: $(STAMP) $(SAM_STAMP)
 	$(BIN)/chuixiang serve
 
 # python3.12 (the Lambda runtime's) from pyenv, as for sam build.

@@ -30,6 +30,7 @@ def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Pa
     assert generated.calls["s3:PutObject"] == 1 and cached.calls["s3:PutObject"] == 0
     assert generated.invocations["RecipeFunction"] == 1 and "RecipeFunction" not in cached.invocations
     assert generated.transitions > cached.transitions > 0
+    assert generated.transitions == 10  # docs/capacity.md: "1 execution of 10 state transitions" per job
     assert poll.calls["dynamodb:GetItem"] >= 1
 
     assume = Assumptions()
