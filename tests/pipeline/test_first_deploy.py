@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -130,32 +131,38 @@ def test_an_idempotency_key_is_scoped_to_its_caller(api: LocalApi) -> None:
 # --- releases never break jobs in flight -------------------------------------------------------------
 
 
-def test_a_job_started_before_a_release_finishes_on_the_old_code(module_fake: Any, tmp_path: Path,
-                                                                  scaled_template: Template) -> None:
-    """A deploy in the middle of a job: the job keeps the versions it started with (its recipe is held at
-    the model while the image function is released with new code); a job started after runs the new code."""
+def _release_mid_job(fake: Any, tmp_path: Path, template: Template, code: dict[str, Path],
+                     published: Callable[[str], str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(a job started before the release, one started after): the first job's recipe is held at the model (half
+    its first-content limit) while ``code`` is released; each function must be at version ``published(lid)``."""
     from chuixiang_local.cloud.local_cloud import LocalCloud
     from chuixiang_local.model.fake_model import ChatBehaviour
 
     from .conftest import SCALED
 
+    with open(tmp_path / "log", "w") as log, LocalCloud(SCALED, model_base_url=fake.base_url,
+                                                        work_dir=tmp_path, log=log) as cloud:
+        api = LocalApi(cloud)
+        fake.chat_script.append(ChatBehaviour(headers_delay_s=template.number("RecipeFirstContentTimeoutMs") / 2000))
+        before = api.post_dish(f"发布前的菜{len(code)}")[1]["jobId"]
+        wait_until(lambda: fake.count("/chat/completions"), timeout_s=15, what="the first job's recipe call")
+        assert cloud.release(code) == {lid: published(lid) for lid in cloud.functions}
+        after = api.wait(api.post_dish(f"发布后的菜{len(code)}")[1]["jobId"], give_up_s=30)
+        first = api.wait(before, give_up_s=30)
+        assert cloud.release({}) == {lid: published(lid) for lid in cloud.functions}  # nothing changed: no version
+    return first, after
+
+
+def test_a_job_started_before_a_release_finishes_on_the_old_code(module_fake: Any, tmp_path: Path,
+                                                                  scaled_template: Template) -> None:
+    """A deploy in the middle of a job: the job keeps the versions it started with; a job started after runs
+    the new code. SAM publishes a version of the image function only: nothing else changed."""
     new_image = tmp_path / "image-v2"
     shutil.copytree(ROOT / "functions" / "image", new_image)
     (new_image / "app.py").write_text(  # the new release's image function: it fails every picture
         "def lambda_handler(event, context):\n    raise RuntimeError('image function v2')\n")
-    with open(tmp_path / "log", "w") as log, LocalCloud(SCALED, model_base_url=module_fake.base_url,
-                                                        work_dir=tmp_path, log=log) as cloud:
-        api = LocalApi(cloud)
-        # The first job's recipe is held at the model (half its first-content limit) while the release happens.
-        hold_s = scaled_template.number("RecipeFirstContentTimeoutMs") / 1000 / 2
-        module_fake.chat_script.append(ChatBehaviour(headers_delay_s=hold_s))
-        before = api.post_dish("发布前的菜")[1]["jobId"]
-        wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15, what="the first job's recipe call")
-        # SAM publishes a version of the image function only: nothing else changed.
-        assert cloud.release({"ImageFunction": new_image}) == {lid: "2" if lid == "ImageFunction" else "1"
-                                                                for lid in cloud.functions}
-        after = api.wait(api.post_dish("发布后的菜")[1]["jobId"], give_up_s=30)
-        first = api.wait(before, give_up_s=30)
+    first, after = _release_mid_job(module_fake, tmp_path, scaled_template, {"ImageFunction": new_image},
+                                     lambda lid: "2" if lid == "ImageFunction" else "1")
     assert first["status"] == "SUCCEEDED" and first["image"] is not None and first["imageError"] is None, first
     assert after["status"] == "SUCCEEDED" and after["image"] is None and after["imageError"] is not None, after
 
@@ -165,26 +172,12 @@ def test_a_layer_only_release_reaches_new_jobs_and_a_running_one_keeps_its_layer
     """The function zips hold only app.py: a release of the layer alone must publish every function (SAM
     does, with AutoPublishAliasAllProperties and the layer's PublishLambdaVersion), and an execution already
     running must keep the layer its versions were published with."""
-    from chuixiang_local.cloud.local_cloud import LocalCloud
-    from chuixiang_local.model.fake_model import ChatBehaviour
-
-    from .conftest import SCALED
-
     new_layer = Path(shutil.copytree(ROOT / "layers" / "shared", tmp_path / "layer-v2"))
     steps = new_layer / "chuixiang" / "steps.py"
     steps.write_text(steps.read_text() + "\n\ndef run_image(*args, **kwargs):  # the new layer: every picture fails\n"
                      "    raise RuntimeError('layer v2')\n")
-    with open(tmp_path / "log", "w") as log, LocalCloud(SCALED, model_base_url=module_fake.base_url,
-                                                        work_dir=tmp_path, log=log) as cloud:
-        api = LocalApi(cloud)
-        hold_s = scaled_template.number("RecipeFirstContentTimeoutMs") / 1000 / 2
-        module_fake.chat_script.append(ChatBehaviour(headers_delay_s=hold_s))
-        before = api.post_dish("换层前的菜")[1]["jobId"]
-        wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15, what="the first job's recipe call")
-        assert cloud.release({"SharedLayer": new_layer}) == dict.fromkeys(cloud.functions, "2")
-        after = api.wait(api.post_dish("换层后的菜")[1]["jobId"], give_up_s=30)
-        first = api.wait(before, give_up_s=30)
-        assert cloud.release({}) == dict.fromkeys(cloud.functions, "2")  # nothing changed: nothing published
+    first, after = _release_mid_job(module_fake, tmp_path, scaled_template, {"SharedLayer": new_layer},
+                                     lambda lid: "2")
     assert first["status"] == "SUCCEEDED" and first["image"] is not None and first["imageError"] is None, first
     assert after["status"] == "SUCCEEDED" and after["image"] is None and after["imageError"] is not None, after
 

@@ -10,6 +10,7 @@ raises the same ``ClientError`` it raises on AWS, and it is logged with the role
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import logging
@@ -17,7 +18,6 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
-from xml.sax.saxutils import escape
 
 from .calls import AwsCall, parse_call
 from .facts import Authorisation, UnknownAction, authorisation_of
@@ -150,9 +150,10 @@ _JSON_SERVICES = frozenset({"dynamodb", "states", "secretsmanager", "kms", "logs
 
 
 def denied_response(call: AwsCall, message: str) -> tuple[str, list[tuple[str, str]], bytes]:
+    text = html.escape(message, quote=False)
     if call.service == "s3":
         xml = (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>"
-               f"<Message>{escape(message)}</Message></Error>").encode()
+               f"<Message>{text}</Message></Error>").encode()
         return "403 Forbidden", [("Content-Type", "application/xml"), ("Content-Length", str(len(xml)))], xml
     if call.service in _JSON_SERVICES:
         doc = json.dumps({"__type": "AccessDeniedException", "message": message}).encode()
@@ -162,6 +163,6 @@ def denied_response(call: AwsCall, message: str) -> tuple[str, list[tuple[str, s
         doc = json.dumps({"Type": "User", "Message": message}).encode()
         return "403 Forbidden", [("Content-Type", "application/json"), ("x-amzn-ErrorType", "AccessDeniedException"),
                                  ("Content-Length", str(len(doc)))], doc
-    xml = (f"<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>{escape(message)}"
+    xml = (f"<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>{text}"
            f"</Message></Error></ErrorResponse>").encode()  # the query protocol (STS, SNS, SQS…)
     return "403 Forbidden", [("Content-Type", "text/xml"), ("Content-Length", str(len(xml)))], xml
