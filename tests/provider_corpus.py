@@ -131,6 +131,7 @@ class Replay:
     body: bytes
     writes: Callable[[bytes], list[bytes]] = events
     content_type: str | None = "text/event-stream"
+    status: int = 200
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -169,7 +170,7 @@ class ReplayServer:
                     return
                 server.chat_requests.append(request)
                 replay = server.replay
-                self.send_response(200)
+                self.send_response(replay.status)
                 if replay.content_type:
                     self.send_header("Content-Type", replay.content_type)
                 self.send_header("Transfer-Encoding", "chunked")

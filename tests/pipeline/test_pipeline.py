@@ -137,9 +137,11 @@ def test_direct_start_with_invalid_dish_fails_with_invalid_dish(cloud: LocalClou
 
 def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(cloud: LocalCloud, api: LocalApi,
                                                                       module_fake: FakeModel) -> None:
-    """Stopped mid-stream: the reconciler fails the job, the recipe Lambda's next progress write does not apply,
-    and it closes the model's connection within one progress interval and a second of that (before: it
-    streamed the rest of the recipe, then wrote and cached it)."""
+    """Stopped mid-stream, through what really happens: the execution is ABORTED at once (the task it ran
+    goes on, as on AWS), EventBridge's rule hands the status change to the reconciler, which fails the job;
+    the recipe Lambda's next progress write does not apply, and it closes the model's connection within one
+    progress interval and a second of that. Nothing is written or cached (before: the execution said
+    RUNNING until the stream ended, and the recipe was written and cached)."""
     interval_s = cloud.template.number("ProgressIntervalMs") / 1000
     module_fake.chat_script.append(ChatBehaviour(chunk_delay_s=0.05))  # ~30 s of recipe
     job_id = api.post_dish("写到一半的菜")[1]["jobId"]
@@ -147,17 +149,15 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(cloud: Loc
                what="the model is writing")
     arn = _execution(cloud, job_id)["executionArn"]
     cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
-    # What the reconciler does once EventBridge tells it (here at once: with the scaled ladder the recipe's
-    # total limit is 3 s, and the event's delivery and a cold reconciler take seconds on a busy machine;
-    # test_aborted_execution_fails_the_job covers that path). The Lambda keeps running, as on AWS.
-    from chuixiang.errors import ErrorCode
-
-    assert cloud.job_store().fail(job_id, ErrorCode.INTERNAL, "execution ABORTED")
+    assert cloud.describe_execution(arn)["status"] == "ABORTED"  # at once, while the recipe task still runs
+    assert not module_fake.hung_up
+    _wait_reconciled(cloud, arn)
     reconciled_at = time.monotonic()
+    assert (cloud.job_store().get(job_id) or {}).get("status") == "FAILED"
     wait_until(lambda: bool(module_fake.hung_up), timeout_s=interval_s + 5, what="the model call was closed")
     assert module_fake.hung_up[0][1] - reconciled_at < interval_s + 1.0
     doc = api.get(job_id)[1]
-    assert doc["status"] == "FAILED" and doc["recipe"] is None
+    assert doc["status"] == "FAILED" and doc["recipe"] is None and doc["stage"] == "recipe"
     wait_until(lambda: (api.get(job_id)[1]["metrics"].get("recipe") or {}).get("calls"), timeout_s=10,
                what="the recipe stage recorded its call")
     assert api.get(job_id)[1]["metrics"]["recipe"]["calls"][-1]["outcome"] == "cancelled", api.get(job_id)[1]["metrics"]

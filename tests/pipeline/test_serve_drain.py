@@ -29,7 +29,7 @@ def test_sigterm_refuses_new_jobs_answers_polls_and_lets_the_running_ones_finish
         wait_until(lambda: "draining" in serve.output(), timeout_s=10, what="serve started draining")
         refused = httpx.post(f"{serve.base}/recipes", json={"dish": "来晚的菜"}, timeout=10)
         assert refused.status_code == 503, refused.text
-        assert refused.json()["error"]["code"] == "INTERNAL" and int(refused.headers["retry-after"]) > 0
+        assert refused.json()["error"]["code"] == "SERVICE_UNAVAILABLE" and int(refused.headers["retry-after"]) > 0
         polled = httpx.get(f"{serve.base}/recipes/{jobs[0]}", timeout=10)  # a client still sees its job
         assert polled.status_code == 200 and polled.json()["jobId"] == jobs[0]
         assert serve.proc.wait(timeout=90) == 0
@@ -84,3 +84,30 @@ def test_a_client_stalled_mid_body_gets_a_json_408_and_holds_nothing_meanwhile()
         assert head.split()[1] == b"408", answer
         assert json.loads(body)["error"]["code"] == "BAD_REQUEST"
         assert 4 <= waited < 4 + 3
+
+
+def test_slowloris_connections_get_a_json_408_at_the_header_limit() -> None:
+    """Eighty connections that send their headers a byte at a time: each is answered 408 in the one error
+    shape and closed at --body-idle-seconds (before, they stayed open for more than a minute), and a job runs
+    meanwhile."""
+    with Serve({}, serve_args=["--body-idle-seconds", "3"]) as serve:
+        host, port = serve.base.removeprefix("http://").split(":")
+        slow = [socket.create_connection((host, int(port)), timeout=30) for _ in range(80)]
+        try:
+            sent = time.monotonic()
+            for conn in slow:
+                conn.sendall(b"POST /recipes HTTP/1.1\r\nHost: x\r\nX-Slow: a")  # never the blank line
+            assert serve.cook("慢连接旁边的菜")["status"] == "SUCCEEDED"
+            answers = []
+            for conn in slow:
+                answer = b""
+                while chunk := conn.recv(65536):
+                    answer += chunk
+                answers.append(answer)
+            waited = time.monotonic() - sent
+        finally:
+            for conn in slow:
+                conn.close()
+    assert all(a.split()[1] == b"408" and json.loads(a.partition(b"\r\n\r\n")[2])["error"]["code"] == "BAD_REQUEST"
+               for a in answers), answers[0]
+    assert 3 <= waited < 3 + 10

@@ -64,6 +64,25 @@ def test_a_killed_zygote_is_replaced_and_the_next_cold_start_works(pool: WorkerP
     assert pool.zygotes_started == 2 and pool._zygote.pid != zygote
 
 
+def _parent(pid: int) -> int:
+    """A process's parent, from /proc (a worker's is its function's zygote)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_killed_function_zygote_is_replaced_and_the_main_zygote_lives(pool: WorkerPool) -> None:
+    """Before, the main zygote wrote the next request into the dead function zygote's pipe, died of the broken
+    pipe, and every later cold start of every function failed (after the 10 s init limit each)."""
+    first, _ = _echo(pool, 1)
+    function_zygote = _parent(first)
+    assert function_zygote != pool._zygote.pid
+    os.kill(function_zygote, signal.SIGKILL)
+    os.kill(first, signal.SIGKILL)  # and its warm worker: the next invocation is a cold start
+    wait_until(lambda: _dead(first) and _dead(function_zygote), timeout_s=5, what="the zygote and worker to die")
+    cold, init = _echo(pool, 2)
+    assert init is not None and cold != first and _parent(cold) != function_zygote
+    assert pool._zygote.poll() is None and pool.zygotes_started == 1  # the main zygote lived on
+
+
 def test_a_worker_that_died_idle_is_never_handed_a_request(pool: WorkerPool) -> None:
     first, _ = _echo(pool, 1)
     os.kill(first, signal.SIGKILL)

@@ -19,3 +19,82 @@ def test_known_shapes_and_the_configured_key() -> None:
     assert "sk-live-0123456789" not in clip_detail("upstream said sk-live-0123456789")
 
 
+
+
+# --- by construction: any encoding, any piece, before any cut ------------------------------------------
+
+DOTTED = "team.key-7f3a9c2e/0b1d.A9"  # a '.', a '/', upper case: what JSON producers escape differently
+
+
+def _escaped(secret: str, *, upper: bool) -> str:
+    """``secret`` as a JSON producer may write it: its '.' as ``\\u002e`` (or ``\\u002E``), '/' as ``\\/``."""
+    dot = "\\u002E" if upper else "\\u002e"
+    return secret.replace(".", dot).replace("/", "\\/")
+
+
+def _pieces(secret: str) -> list[str]:
+    return [secret[i:i + 8] for i in range(len(secret) - 7)]
+
+
+def _leaks(text: str, secret: str = DOTTED) -> list[str]:
+    return [p for p in _pieces(secret) if p in text]
+
+
+def test_a_key_in_json_escapes_is_caught_in_the_raw_text_and_decoded() -> None:
+    from chuixiang.redaction import register_secret
+
+    register_secret(DOTTED)
+    for upper in (False, True):
+        raw = '{"summary": "echo ' + _escaped(DOTTED, upper=upper) + ' done"}'
+        assert _leaks(redact(raw)) == [] and REDACTED in redact(raw)
+
+
+def test_any_piece_of_the_key_is_removed_as_a_chunk_or_a_cut_leaves_it() -> None:
+    from chuixiang.redaction import register_secret
+
+    register_secret(DOTTED)
+    for cut in (8, 13, len(DOTTED) - 1):
+        head, tail = DOTTED[:cut], DOTTED[cut:]
+        assert _leaks(redact(f"...{head}")) == [] and _leaks(redact(f"{tail} 番茄")) == [] or len(tail) < 8
+    assert redact("番茄炒蛋 team.ke") == "番茄炒蛋 team.ke"  # fewer than 8 characters: ordinary text
+
+
+def test_a_detail_is_redacted_before_it_is_cut() -> None:
+    """The error body echoes the key across the 300th character: the cut would have kept 8-21 of its first
+    characters, unrecognisable as the key once alone."""
+    import httpx
+
+    from chuixiang.redaction import register_secret
+    from chuixiang.upstream.failures import StatusError
+
+    register_secret(DOTTED)
+    for at in range(280, 300):
+        body = ("x" * (at - len('HTTP 500: '))) + _escaped(DOTTED, upper=True) + "tail"
+        failure = StatusError.from_response(httpx.Response(500), body.encode())
+        assert _leaks(failure.detail) == [], (at, failure.detail[-40:])
+
+
+def test_a_recipe_is_redacted_string_by_string_after_decoding() -> None:
+    import json
+
+    from chuixiang.generation.recipe_format import parse_recipe
+    from chuixiang.redaction import register_secret
+    from chuixiang_local.model.fake_model import recipe_for
+
+    register_secret(DOTTED)
+    recipe = recipe_for("番茄炒蛋")
+    recipe["summary"] = "密钥是 " + DOTTED
+    recipe["imagePrompt"] = "An overhead photo, key " + DOTTED
+    text = json.dumps(recipe, ensure_ascii=False).replace(DOTTED, _escaped(DOTTED, upper=False))
+    assert DOTTED not in text and json.loads(text)["summary"].endswith(DOTTED)  # escaped in the text only
+    parsed = parse_recipe(text)
+    assert _leaks(parsed.model_dump_json()) == [] and REDACTED in parsed.summary and REDACTED in parsed.imagePrompt
+
+
+def test_a_key_too_short_to_redact_is_refused() -> None:
+    import pytest
+
+    from chuixiang.redaction import SecretTooShort, register_secret
+
+    with pytest.raises(SecretTooShort):
+        register_secret("short-1")

@@ -111,6 +111,12 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
+def media_type(header: str | None) -> str:
+    """The media type of a ``Content-Type`` header, without parameters, lower-cased (RFC 9110: media types
+    are case-insensitive); empty when there is none."""
+    return (header or "").split(";")[0].strip().lower()
+
+
 def gate(event: dict[str, Any]) -> dict[str, Any] | None:
     """Refuse, in the one error shape, what would otherwise reach the resolver as an exception:
     an unknown method on a known path (405), a POST body that is not JSON (415), not UTF-8 or nested
@@ -129,9 +135,13 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
     if method != "POST":
         return None
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-    content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
-    if content_type not in ("application/json", ""):
-        return _proxy_error(415, HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, f"content-type {content_type!r} is not JSON")
+    content_type = media_type(headers.get("content-type"))
+    if content_type != "application/json":
+        # A body without it is what a page on any origin can send with no preflight (a no-cors fetch, a
+        # beacon, a form): refusing it is what keeps other sites from starting jobs with a visitor's browser.
+        said = f"content-type {content_type!r}" if content_type else "no content-type"
+        return _proxy_error(415, HttpErrorCode.UNSUPPORTED_MEDIA_TYPE,
+                            f"{said}: the body must be sent as application/json")
     key = headers.get("idempotency-key")
     if key is not None and not IDEMPOTENCY_KEY.match(key):
         return _proxy_error(400, HttpErrorCode.INVALID_IDEMPOTENCY_KEY,
@@ -163,6 +173,7 @@ def handle(app: ApiGatewayResolver, event: dict[str, Any], context: Any) -> dict
         origin = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}.get("origin")
         cors = cors_config()
         return {**refused, "headers": {**refused.get("headers", {}), **(cors.to_dict(origin) if cors else {})}}
+    event = _with_media_type_lowered(event)
     http = (event.get("requestContext") or {}).get("http") or {}
     head = str(http.get("method", "")).upper() == "HEAD"
     if head:
@@ -173,6 +184,17 @@ def handle(app: ApiGatewayResolver, event: dict[str, Any], context: Any) -> dict
     except Exception:  # noqa: BLE001 - the last line of defence: log it, answer in the one error shape
         logger.exception("unhandled error in the API")
         return _proxy_error(500, ErrorCode.INTERNAL, "unexpected error")
+
+
+def _with_media_type_lowered(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its ``Content-Type`` as the resolver compares it (``Application/Json`` is JSON too)."""
+    headers = event.get("headers") or {}
+    name = next((k for k in headers if str(k).lower() == "content-type"), None)
+    if name is None:
+        return event
+    value = str(headers[name])
+    lowered = media_type(value) + value[len(value.split(";")[0]):]
+    return {**event, "headers": {**headers, name: lowered}}
 
 
 # --- the routes -------------------------------------------------------------------------------------
@@ -256,7 +278,7 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
                                           "caller": caller_of(app.current_event.raw_event)},
                                          getattr(app, "lambda_context", None))
             else:
-                created = start_job({"dish": request.dish})
+                created = start_job({"dish": request.dish, "caller": caller_of(app.current_event.raw_event)})
         except JobStartError:
             return error_response(503, ErrorCode.INTERNAL, "could not start the job")
         except TooManyJobs as busy:
@@ -277,7 +299,7 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
     def get_recipe(jobId: Annotated[str, Path()]) -> Response[Any]:  # noqa: N803
         if not JOB_ID.match(jobId):
             return error_response(404, HttpErrorCode.JOB_NOT_FOUND, "no such job")
-        doc = load_job_document(jobId)
+        doc = load_job_document(jobId, caller_of(app.current_event.raw_event))
         if doc is None:
             return error_response(404, HttpErrorCode.JOB_NOT_FOUND, "no such job")
         return Response(status_code=200, content_type=content_types.APPLICATION_JSON,

@@ -21,8 +21,8 @@ def normalize_dish(raw: object) -> str:
     if not isinstance(raw, str):
         raise InvalidDish("dish must be a string")
     text = unicodedata.normalize("NFKC", raw)
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") for ch in text if ch not in " \t"):
-        raise InvalidDish("dish contains control or invisible characters")
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn") for ch in text if ch not in " \t"):
+        raise InvalidDish("dish contains control, invisible or unassigned characters")
     text = " ".join(text.split())
     if not text:
         raise InvalidDish("dish is empty")

@@ -55,6 +55,8 @@ class HttpErrorCode(StrEnum):
     REQUEST_IN_PROGRESS = "REQUEST_IN_PROGRESS"
     TOO_MANY_JOBS = "TOO_MANY_JOBS"
     UNAUTHORIZED = "UNAUTHORIZED"
+    #: The server takes no new jobs for now (a local ``serve`` draining on SIGTERM); retry after ``Retry-After``.
+    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
 
 
 HTTP_MESSAGES: dict[HttpErrorCode, str] = {
@@ -68,6 +70,7 @@ HTTP_MESSAGES: dict[HttpErrorCode, str] = {
     HttpErrorCode.REQUEST_IN_PROGRESS: "上一次提交还在处理中，请稍后再查。",
     HttpErrorCode.TOO_MANY_JOBS: "现在做菜的人太多了，请稍后再试。",
     HttpErrorCode.UNAUTHORIZED: "请先登录。",
+    HttpErrorCode.SERVICE_UNAVAILABLE: "服务正在更新，请稍后再试。",
 }
 
 

@@ -62,22 +62,22 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     request a moment ahead gives its slot back, drops its item and joins that job."""
     settings = get_settings()
     store = JobStore(settings)
-    dish = job["dish"]
+    dish, caller = job["dish"], job.get("caller", "")
     leader = store.dish_leader(dish)
     if leader is not None:
-        return _joined(store, leader)
+        return _joined(store, leader, caller)
     job_id = str(uuid.uuid4())
     logger.append_keys(jobId=job_id)
     until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
     slot, retry_after = store.admit(job_id, until, settings.max_jobs_in_flight)
     if slot is None:
         raise TooManyJobs(retry_after)
-    store.create(job_id, dish, slot=slot)
+    store.create(job_id, dish, slot=slot, **({"owners": {caller}} if caller else {}))
     leader = store.claim_dish(dish, job_id, until)
     if leader != job_id:
         store.release(job_id, slot)
         store.delete(job_id)
-        return _joined(store, leader)
+        return _joined(store, leader, caller)
     try:
         started = _sfn(aws_endpoint()).start_execution(
             stateMachineArn=settings.state_machine_arn,
@@ -96,9 +96,11 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
                                 deadlineAt=deadline_at).model_dump()
 
 
-def _joined(store: JobStore, leader: str) -> dict[str, Any]:
-    """The 202 of a request that joins the job generating its dish."""
+def _joined(store: JobStore, leader: str, caller: str) -> dict[str, Any]:
+    """The 202 of a request that joins the job generating its dish; the job is the caller's too from now."""
     logger.info("joined the job already generating this dish", extra={"leader": leader})
+    if caller:
+        store.add_owner(leader, caller)
     joined = store.get(leader) or {}
     deadline = joined.get("deadlineAt") or iso(  # not submitted yet: at the latest its timeout after creation
         parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(get_settings())))
@@ -114,12 +116,16 @@ def _idempotency_store(table: str, endpoint: str | None) -> DynamoDBPersistenceL
 
 
 def caller_of(event: dict[str, Any]) -> str:
-    """Who is calling: the JWT's ``sub`` when the stack has an authorizer, else ``""`` (a public API has no
-    caller identity, so its Idempotency-Keys are global: clients should make them UUIDs)."""
+    """Who is calling, as far as the API can tell: the JWT's ``sub``; for a token without one (a
+    client-credentials token, accepted through ``client_id``), the client itself, ``client:<client_id>``:
+    every request of that client shares its jobs and its Idempotency-Keys, as one caller. ``""``: no
+    authorizer (a public API has no caller identity; its Idempotency-Keys are global, its jobs readable by
+    whoever holds their unguessable id)."""
     context = event.get("requestContext") or {}
     claims = ((context.get("authorizer") or {}).get("jwt") or {}).get("claims") or {}
-    sub = claims.get("sub")
-    return str(sub) if sub else ""
+    if claims.get("sub"):
+        return str(claims["sub"])
+    return f"client:{claims['client_id']}" if claims.get("client_id") else ""
 
 
 def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str, Any]:

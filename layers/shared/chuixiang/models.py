@@ -15,7 +15,7 @@ class CreateRecipeRequest(BaseModel):
     """Body of ``POST /recipes``."""
 
     model_config = ConfigDict(extra="forbid")
-    dish: str = Field(max_length=400, description="Dish name, 1-40 characters after normalisation")
+    dish: str = Field(min_length=1, max_length=400, description="Dish name, 1-40 characters after normalisation")
 
     @field_validator("dish")
     @classmethod

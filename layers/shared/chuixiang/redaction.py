@@ -1,12 +1,23 @@
-"""Keep credentials out of logs, job items and the workflow's history: an upstream may echo the
-request's headers anywhere it answers (an error body, an SSE error event, a 200 body that is not
-JSON, an undecodable stream line, an images answer).
+"""Keep credentials out of logs, job items, the recipe cache, the job document and the workflow's history:
+a model may echo the request's headers anywhere it answers (its text, a finish reason, an error body of
+any status, an SSE error event, a body that is not JSON, an images answer), in any encoding a JSON or SSE
+producer uses.
 
-One redactor, applied at the boundary: every :class:`~chuixiang.upstream.failures.UpstreamError`
-redacts its detail when it is made, and the model's text is redacted before a stage keeps it. The
-configured key is registered when its endpoint is built (:func:`register_secret`), so no caller has
-to carry it to the place an upstream string turns into a detail; the patterns catch keys we were
-never told about (bearer tokens, ``sk-…`` keys, ``api_key=…`` values).
+Held by construction, not by listing echo paths:
+
+* one redactor, applied where model text becomes ours: every :class:`~chuixiang.upstream.failures.
+  UpstreamError` redacts its detail when it is made; a recipe is redacted string by string after its JSON
+  is decoded (so a key written ``\\u002e``-escaped is caught decoded); the finish reason and the text a
+  progress write shows go through it too;
+* it reads JSON escapes of ASCII (``\\u0041``, any hex case, ``\\/``) as the characters they stand for, and
+  replaces every run of :data:`MIN_SECRET_CHARS` or more characters of a registered secret, so a key cut
+  by a chunk boundary or a length limit leaves no piece behind;
+* it runs before any cut to length (a detail, a snippet), never after;
+* a key too short to be told apart from ordinary text is refused when it is registered: the function's
+  init fails, loudly, instead of storing what it cannot hide.
+
+The configured key is registered when its endpoint is built (:func:`register_secret`), so no caller has to
+carry it; the patterns catch keys we were never told about (bearer tokens, ``sk-…`` keys, ``api_key=…``).
 """
 
 from __future__ import annotations
@@ -14,33 +25,87 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "[REDACTED]"
-#: Shorter values are not secrets worth hiding, and replacing them would mangle ordinary text.
+#: The shortest secret the redactor accepts, and the shortest piece of one it removes: a shorter run of a
+#: key's characters is ordinary text (a word, a number), and removing it would mangle recipes.
 MIN_SECRET_CHARS = 8
 _PATTERNS = (
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}"),  # an Authorization header's value
     re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),  # OpenAI-style keys (sk-…, sk-proj-…, sk-ant-…)
     re.compile(r"(?i)(api[_-]?key|x-api-key|authorization)([\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
 )
+#: A JSON escape of a printable ASCII character (a key is ASCII), or of the solidus.
+_ASCII_ESCAPE = re.compile(r"\\u00([2-7][0-9a-fA-F])|\\/")
 _known: set[str] = set()
+_pieces: set[str] = set()
 _lock = threading.Lock()
 
 
+class SecretTooShort(ValueError):
+    """A secret shorter than :data:`MIN_SECRET_CHARS`: it could not be redacted without mangling text."""
+
+
 def register_secret(secret: str | None) -> None:
-    """Every later :func:`redact` replaces ``secret`` (the configured model key)."""
-    if secret and len(secret) >= MIN_SECRET_CHARS:
-        with _lock:
-            _known.add(secret)
+    """Every later :func:`redact` removes ``secret`` (the configured model key) and any piece of it."""
+    if not secret:
+        return
+    if len(secret) < MIN_SECRET_CHARS:
+        raise SecretTooShort(f"the model key has {len(secret)} characters; at least {MIN_SECRET_CHARS} are needed "
+                             "to keep it out of logs and job documents")
+    with _lock:
+        _known.add(secret)
+        _pieces.update(secret[i:i + MIN_SECRET_CHARS] for i in range(len(secret) - MIN_SECRET_CHARS + 1))
+
+
+def _unescape_ascii(text: str) -> str:
+    if "\\" not in text:
+        return text
+    return _ASCII_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else "/", text)
+
+
+def _without_pieces(text: str, pieces: set[str]) -> str:
+    """``text`` with every run made of overlapping secret pieces replaced by one :data:`REDACTED`."""
+    spans: list[list[int]] = []
+    for i in range(len(text) - MIN_SECRET_CHARS + 1):
+        if text[i:i + MIN_SECRET_CHARS] in pieces:
+            end = i + MIN_SECRET_CHARS
+            if spans and i <= spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], end)
+            else:
+                spans.append([i, end])
+    for start, end in reversed(spans):
+        text = text[:start] + REDACTED + text[end:]
+    return text
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with each registered secret and each of ``secrets``, bearer tokens, ``sk-`` keys and
-    ``api_key=…`` values replaced."""
-    for secret in (*_known, *secrets):
-        if secret and len(secret) >= MIN_SECRET_CHARS and secret in text:
+    """``text`` with each registered secret, each of ``secrets`` and every piece of them, bearer tokens,
+    ``sk-`` keys and ``api_key=…`` values replaced; JSON escapes of ASCII read as what they stand for."""
+    text = _unescape_ascii(text)
+    extra = [s for s in secrets if s and len(s) >= MIN_SECRET_CHARS]
+    with _lock:
+        known, pieces = [*_known, *extra], set(_pieces)
+    for secret in known:
+        if secret in text:
             text = text.replace(secret, REDACTED)
+    for secret in extra:
+        pieces.update(secret[i:i + MIN_SECRET_CHARS] for i in range(len(secret) - MIN_SECRET_CHARS + 1))
+    if pieces and len(text) >= MIN_SECRET_CHARS:
+        text = _without_pieces(text, pieces)
     for pattern in _PATTERNS:
         text = pattern.sub(lambda m: (m.group(1) + (m.group(2) if m.re.groups > 1 else "") + REDACTED)
                            if m.re.groups else REDACTED, text)
     return text
+
+
+def redact_tree(value: Any) -> Any:
+    """Every string of decoded JSON (keys and values) through :func:`redact`."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_tree(v) for v in value]
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: redact_tree(v) for k, v in value.items()}
+    return value

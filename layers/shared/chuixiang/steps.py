@@ -40,6 +40,7 @@ from .models import (
     UpstreamCall,
 )
 from .observability import logger, metrics, model_metric
+from .redaction import register_secret
 from .resilience.breaker import BreakerConfig, CircuitBreaker
 from .resilience.routing import FastestFirst, Hedge, hedge_budget
 from .settings import Settings, get_settings
@@ -75,6 +76,8 @@ def warm_up(*, table: bool = True, model: bool = False, bucket: bool = False) ->
         JobStore(settings)
     if model:
         http_client()
+        # The key too: one too short to redact safely fails the init, before any job could store it.
+        register_secret(model_api_key(settings))
     if bucket:
         ImageStore(settings)
 

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 import boto3
 
 from chuixiang.job_status import JobStage, JobStatus
+from chuixiang.redaction import MIN_SECRET_CHARS
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 from chuixiang_local.cloud import sam
@@ -98,6 +99,9 @@ class LocalCloud:
         self.work_dir = work_dir
         self.log = log
         self.model_api_key = model_api_key or os.environ.get("MODEL_API_KEY") or "local-dev-key"
+        if len(self.model_api_key) < MIN_SECRET_CHARS:  # as the functions' init would refuse it
+            raise ConfigError(f"the model key has {len(self.model_api_key)} characters; at least "
+                              f"{MIN_SECRET_CHARS} are needed to keep it out of logs and job documents")
         self.invocations: list[tuple[str, Invocation]] = []
         #: Each function's published versions (name -> version -> what it runs: code and layer, snapshotted).
         self.versions: dict[str, dict[str, FunctionSpec]] = {}

@@ -158,6 +158,31 @@ def _start_executions_on_aliases() -> None:
     replace(StepFunctionsParserBackend, "start_execution", start_execution)
 
 
+def _stop_executions_at_once() -> None:
+    """StopExecution ends an execution at once on AWS: it is ABORTED (and EventBridge says so) while the task
+    it was running may go on; nothing after that task runs. moto's interpreter only raises a flag and says
+    RUNNING until the running state returns (a recipe task: its whole stream), so the reconciler heard of a
+    stop only when the model had finished writing. Here the execution is ABORTED when stopped, and stays so."""
+    from moto.stepfunctions.parser.api import ExecutionStatus
+    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication, Execution
+
+    stop, reflect = Execution.stop, BaseExecutionWorkerCommunication._reflect_execution_status
+
+    @functools.wraps(stop)
+    def stop_now(self: Any, stop_date: Any, error: str | None, cause: str | None) -> None:
+        stop(self, stop_date, error, cause)
+        self.exec_status, self.stop_date = ExecutionStatus.ABORTED, stop_date
+
+    @functools.wraps(reflect)
+    def reflect_unless_stopped(self: Any) -> None:
+        if self.execution.exec_status == ExecutionStatus.ABORTED:
+            return  # stopped already: its status and stop date are the stop's
+        reflect(self)
+
+    replace(Execution, "stop", stop_now)
+    replace(BaseExecutionWorkerCommunication, "_reflect_execution_status", reflect_unless_stopped)
+
+
 def _cache_module_list() -> None:
     """moto's server lists its own package directory (~200 ``stat`` calls) on every request, inside
     the dispatcher's global lock; under load that lock serialises the whole server. The list never
@@ -371,6 +396,11 @@ PATCHES: tuple[Patch, ...] = (
         "moto.stepfunctions.parser.models:StepFunctionsParserBackend.start_execution": "f09a7457fe0637d5",
         "moto.stepfunctions.models:StepFunctionBackend.describe_state_machine": "72b815f5d01f4dd2",
     }, _start_executions_on_aliases),
+    Patch("stop-at-once", "StopExecution makes the execution ABORTED at once, as on AWS (moto waits for the task)", {
+        "moto.stepfunctions.parser.backend.execution:Execution.stop": "a99e0e4c1145baf2",
+        "moto.stepfunctions.parser.backend.execution:BaseExecutionWorkerCommunication._reflect_execution_status":
+            "376298d05af9ecb2",
+    }, _stop_executions_at_once),
     Patch("asl-programs", "parse each ASL definition once, each JSONPath once", {
         "moto.stepfunctions.parser.backend.execution_worker:ExecutionWorker._get_evaluation_entrypoint":
             "e773c5ce42b6efd4",

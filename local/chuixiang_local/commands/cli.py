@@ -140,6 +140,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
                   f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops "
                   f"(jobs in flight get {args.drain_seconds:g} s to finish; twice: at once)")
         _wait_interruptibly(api, until=draining)
+        died = not draining.is_set() and api.poll() is not None
+        if died:  # nobody asked it to stop: say so, and exit with an error (a supervisor restarts serve)
+            code = api.returncode
+            how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            _progress(f"error: the API process died ({how}); stopping the local cloud")
         if draining.is_set() and api.poll() is None:
             _drain(cloud, api, args.drain_seconds)
             if api.poll() is None:
@@ -150,7 +155,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 _progress(first.summary())
         _progress("stopping: the local cloud and the model")
     _progress("stopped")
-    return 0
+    return 1 if died else 0
 
 
 def _drain(cloud: LocalCloud, api: subprocess.Popen[bytes], bound_s: float) -> None:
@@ -425,7 +430,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=16,
                    help="api invocations at once (warm api function processes)")
     p.add_argument("--body-idle-seconds", type=float, default=10,
-                   help="a request whose body stalls this long is answered 408 (it never holds the functions)")
+                   help="a request whose headers or body stall this long is answered 408 (it never holds the functions)")
     p.add_argument("--drain-seconds", type=float, default=30,
                    help="on SIGTERM or Ctrl-C, how long the jobs in flight may take to finish (a second signal: "
                         "stop at once)")

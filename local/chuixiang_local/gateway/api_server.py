@@ -131,6 +131,7 @@ def main() -> None:
     # zygote's directory behind in /tmp. Exiting through SystemExit runs ``finally``.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, _exit_cleanly)
+    JsonErrorH11Protocol.header_timeout_s = args.body_idle_seconds  # headers that stall: 408, as a stalled body
     try:
         # h11's limit on a request's line and headers (uvicorn's default, said here): over it, or for anything h11
         # cannot parse, the protocol answers 400 before any app sees the request, in the API's error shape

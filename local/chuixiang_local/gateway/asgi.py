@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from chuixiang.api import error_body
-from chuixiang.errors import ErrorCode, HttpErrorCode
+from chuixiang.errors import HttpErrorCode
 from chuixiang_local.gateway.jwt_authorizer import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, JwtAuthorizer
 
 Scope = dict[str, Any]
@@ -74,8 +74,8 @@ class LambdaAsgi:
             return
         if self.draining and scope.get("method") == "POST" and scope.get("path", "").rstrip("/") == "/recipes":
             await _send(send, 503, {"content-type": "application/json", "retry-after": str(DRAIN_RETRY_AFTER_S)},
-                        error_body(ErrorCode.INTERNAL, "the server is stopping: no new jobs; retry after "
-                                   f"{DRAIN_RETRY_AFTER_S} s").encode())
+                        error_body(HttpErrorCode.SERVICE_UNAVAILABLE, "the server is stopping: no new jobs; "
+                                   f"retry after {DRAIN_RETRY_AFTER_S} s").encode())
             return
         body = bytearray()
         while True:

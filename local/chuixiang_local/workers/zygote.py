@@ -131,20 +131,43 @@ def serve(requests: BinaryIO) -> None:
     for line in requests:
         request = json.loads(line)
         key = json.dumps([request["handler"], request["cwd"], request["sys_path"], request["env"]], sort_keys=True)
+        if key in functions and not _handed(functions[key], line):  # that function's zygote died (killed)
+            _close_quietly(functions.pop(key))
         if key not in functions:
-            read_fd, write_fd = os.pipe()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            if os.fork() == 0:
-                os.close(write_fd)
-                for other in functions.values():  # its siblings must see their pipe close with this zygote
-                    other.close()
-                function_zygote(request, os.fdopen(read_fd, "rb"))
-                os._exit(0)
-            os.close(read_fd)
-            functions[key] = os.fdopen(write_fd, "wb")
-        functions[key].write(line)
-        functions[key].flush()
+            functions[key] = _fork_function_zygote(request, functions)
+            _handed(functions[key], line)
+
+
+def _fork_function_zygote(request: dict[str, Any], functions: dict[str, BinaryIO]) -> BinaryIO:
+    """A new function zygote for ``request``'s function; the pipe its requests go through."""
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.fork() == 0:
+        os.close(write_fd)
+        for other in functions.values():  # its siblings must see their pipe close with this zygote
+            other.close()
+        function_zygote(request, os.fdopen(read_fd, "rb"))
+        os._exit(0)
+    os.close(read_fd)
+    return os.fdopen(write_fd, "wb")
+
+
+def _handed(pipe: BinaryIO, line: bytes) -> bool:
+    """``line`` written to a function zygote; False when it is gone (its pipe broke): this zygote lives on."""
+    try:
+        pipe.write(line)
+        pipe.flush()
+    except (BrokenPipeError, OSError):
+        return False
+    return True
+
+
+def _close_quietly(pipe: BinaryIO) -> None:
+    try:
+        pipe.close()
+    except OSError:
+        pass  # a broken pipe's buffered bytes cannot be flushed: nothing to keep
 
 
 def function_zygote(first: dict[str, Any], requests: BinaryIO) -> None:

@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from ..errors import ErrorCode, StageError
+from ..redaction import redact_tree
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -101,7 +102,8 @@ def parse_recipe(text: str) -> Recipe:
     than :data:`RECIPE_MAX_BYTES`)."""
     candidate = extract_json_text(strip_reasoning(text)[0])
     try:
-        data = json.loads(candidate)
+        # Every string as decoded, redacted: a key the model wrote JSON-escaped is caught here, whole.
+        data = redact_tree(json.loads(candidate))
     except json.JSONDecodeError as exc:
         raise StageError(ErrorCode.RECIPE_INVALID, f"not JSON: {exc.msg} at {exc.pos}") from exc
     try:

@@ -122,6 +122,14 @@ class CircuitBreaker:
         model_metric("BreakerRejected", MetricUnit.Count, 1, self.model)
         return Admission.REJECT
 
+    def refusing(self) -> bool:
+        """Open and not yet due for a probe: a call now would be refused (one read, nothing changed)."""
+        try:
+            seen = self.store.read()
+        except BreakerStoreError:
+            return False
+        return seen.state is BreakerState.OPEN and self.clock() < seen.opened_at + self.config.recovery_s
+
     def _claim_probe(self, seen: BreakerRecord, until: float) -> bool:
         try:
             return self.store.claim_probe(seen, self.owner, until)

@@ -34,6 +34,11 @@ class RetryPolicy:
     base_backoff_s: float = 0.5
     backoff_cap_factor: int = 4
 
+    @property
+    def max_backoff_s(self) -> float:
+        """The longest back-off the rule itself would wait."""
+        return self.base_backoff_s * self.backoff_cap_factor
+
     def backoff_s(self, attempt: int) -> float:
         """Full-jitter exponential back-off (AWS Architecture Blog): uniform in [0, base·2^n]."""
         cap = self.base_backoff_s * self.backoff_cap_factor
@@ -48,8 +53,9 @@ class RetryDecision:
 
 
 def decide_retry(failure: UpstreamError, *, attempt: int, elapsed_ms: float, remaining_ms: float,
-                 policy: RetryPolicy) -> RetryDecision:
-    """Retry only early, transient failures before any content, when time allows."""
+                 policy: RetryPolicy, waiting_pays: Callable[[float], bool] | None = None) -> RetryDecision:
+    """Retry only early, transient failures before any content, when time allows. ``waiting_pays(s)``:
+    whether waiting ``s`` seconds for this model beats moving on to the next (None: there is no next)."""
     if not failure.transient:
         return RetryDecision(False, 0, f"{failure.kind} is not transient")
     if failure.content_started:
@@ -59,8 +65,11 @@ def decide_retry(failure: UpstreamError, *, attempt: int, elapsed_ms: float, rem
     if attempt >= policy.max_attempts:
         return RetryDecision(False, 0, f"attempt {attempt} of {policy.max_attempts}")
     wait = policy.backoff_s(attempt)
-    if failure.retry_after_s is not None:  # the upstream said when: honoured if the budget can wait for it
+    if failure.retry_after_s is not None:  # the upstream said when: worth waiting only if it beats the next model
         wait = max(wait, failure.retry_after_s)
+        if waiting_pays is not None and not waiting_pays(wait):
+            return RetryDecision(False, 0, f"Retry-After {failure.retry_after_s:g} s: the next model is predicted "
+                                           "to finish sooner; it, at once")
     if remaining_ms - wait * 1000 < policy.min_attempt_ms:
         said = f"Retry-After {failure.retry_after_s:g} s: " if failure.retry_after_s is not None else ""
         return RetryDecision(False, 0, f"{said}{remaining_ms:.0f} ms left cannot hold wait {wait:.2f} s + "
@@ -109,7 +118,7 @@ class Attempts(Generic[T]):
 
 
 def run_attempts(call: Callable[[Attempt], T], *, upstream: str, policy: RetryPolicy,
-                 budget: Budget) -> Attempts[T]:
+                 budget: Budget, waiting_pays: Callable[[float], bool] | None = None) -> Attempts[T]:
     """Call until success or until :func:`decide_retry` says no; log every call once."""
     number = 0
     while True:
@@ -120,7 +129,7 @@ def run_attempts(call: Callable[[Attempt], T], *, upstream: str, policy: RetryPo
         except UpstreamError as failure:
             elapsed_ms = attempt.elapsed_ms()
             decision = decide_retry(failure, attempt=number, elapsed_ms=elapsed_ms,
-                                    remaining_ms=budget.remaining_ms(), policy=policy)
+                                    remaining_ms=budget.remaining_ms(), policy=policy, waiting_pays=waiting_pays)
             log_call(upstream, attempt, elapsed_ms, failure.status or attempt.status, failure, decision.reason)
             if decision.retry:
                 time.sleep(decision.wait_s)

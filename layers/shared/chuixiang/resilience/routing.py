@@ -60,6 +60,11 @@ class FastestFirst:
                       key=lambda m: self.health[m].expected_ms(self.expected_tokens) or 0.0)
         return fast + unknown + sorted(unreliable, key=lambda m: self.health[m].expected_ms(self.expected_tokens) or 0)
 
+    def predicted(self, model: str) -> float | None:
+        """``model``'s pessimistic time to a recipe, when measured (None: not measured lately)."""
+        health = self.health.get(model)
+        return health.predicted_ms(self.expected_tokens) if health is not None else None
+
     def skip(self, model: str, remaining_ms: float, last: bool) -> str | None:
         """Why ``model`` is not worth a request now (None: call it)."""
         predicted = self.health[model].predicted_ms(self.expected_tokens)
@@ -246,6 +251,25 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
             return model, ours, True
         return partner, theirs, True  # both failed: the later model's failure decides what comes next
 
+    def waiting_pays_for(model: str, after: str | None) -> Callable[[float], bool] | None:
+        """Whether a Retry-After wait on ``model`` beats calling ``after`` (the next candidate) at once: by the
+        predicted time to a recipe when both are measured (the wait plus ``model``'s, against ``after``'s);
+        unmeasured, a wait within the back-off's own scale is a blip worth waiting out, a longer one a queue.
+        Waiting is all there is when ``after``'s breaker refuses calls."""
+        if after is None:
+            return None
+
+        def pays(wait_s: float) -> bool:
+            breaker = breaker_for(after) if breaker_for else None
+            if breaker is not None and breaker.refusing():
+                return True
+            own, alternative = (fastest.predicted(m) if fastest else None for m in (model, after))
+            if own is not None and alternative is not None:
+                return wait_s * 1000 + own < alternative
+            return wait_s <= policy.max_backoff_s
+
+        return pays
+
     hedged = hedge is None
     index = 0
     while index < len(models):
@@ -266,7 +290,9 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
             routed.model, attempts, both = race(model, models[index + 1], hedge)
             index += 2 if both else 1
         else:
-            attempts = run_attempts(guarded_for(model), upstream=upstream, policy=policy, budget=budget)
+            after = models[index + 1] if index + 1 < len(models) else None
+            attempts = run_attempts(guarded_for(model), upstream=upstream, policy=policy, budget=budget,
+                                    waiting_pays=waiting_pays_for(model, after))
             routed.model = model
             index += 1
         routed.result, routed.failure = attempts.result, attempts.failure

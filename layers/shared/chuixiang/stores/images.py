@@ -7,6 +7,7 @@ path, so a person can open the picture.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -31,8 +32,10 @@ _SIGNED: dict[tuple[str, str], tuple[str, int]] = {}
 
 
 def image_key(job_id: str, extension: str) -> str:
-    """Where a job's picture lives (the bucket lifecycle rule and IAM statements use the prefix)."""
-    return f"images/{job_id}.{extension}"
+    """Where a job's picture lives (the bucket lifecycle rule and IAM statements use the prefix). Named by a
+    one-way digest of the job id, the same on a retry of the stage: a cached recipe hands the key to later
+    jobs of other callers, and it must not name the job it was drawn for."""
+    return f"images/{hashlib.sha256(job_id.encode()).hexdigest()[:32]}.{extension}"
 
 
 @lru_cache(maxsize=4)

@@ -117,6 +117,11 @@ class JobStore:
         self.table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)")
         return item
 
+    def add_owner(self, job_id: str, caller: str) -> None:
+        """``caller`` joined the job: it may read it from now on (no ``updatedAt``: the job did not change)."""
+        applied(self.table.update_item, Key=job_key(job_id), UpdateExpression="ADD owners :c",
+                ConditionExpression="attribute_exists(pk)", ExpressionAttributeValues={":c": {caller}})
+
     def update(self, job_id: str, only_if_active: bool = True, remove: tuple[str, ...] = (), **fields: Any) -> bool:
         """SET the given top-level fields (plus ``updatedAt``) and REMOVE ``remove``; False if the job is terminal."""
         expr, names, values = _set_expression(fields)

@@ -213,7 +213,7 @@ class SSEReader:
                 self.on_text()
         finish = choice.get("finish_reason")
         if finish and isinstance(finish, str):
-            out.finish_reason = finish
+            out.finish_reason = redact(finish)[:64]  # stored in the job's metrics: model text like any other
 
 
 def _error_in(event: dict[str, Any]) -> Any:
@@ -236,13 +236,14 @@ def token_count(value: Any) -> int | None:
 
 
 def _snippet(value: Any) -> str:
-    """The start of something an upstream sent, for a failure's detail (redacted when the failure is made)."""
+    """The start of something an upstream sent, for a failure's detail: redacted before it is cut, so a key
+    the cut would halve is still recognised whole."""
     if isinstance(value, bytes | bytearray):
-        return repr(bytes(value[:200]))
+        return redact(repr(bytes(value[:4096])))[:200]
     try:
-        return json.dumps(value, ensure_ascii=False)[:300]
+        return redact(json.dumps(value, ensure_ascii=False))[:300]
     except (TypeError, ValueError):
-        return repr(value)[:300]
+        return redact(repr(value))[:300]
 
 
 def _usage(event: dict[str, Any], choice: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -140,7 +140,7 @@ class StatusError(UpstreamError):
     def from_response(cls, response: httpx.Response, body: bytes) -> StatusError:
         """The status and the start of the error body (redacted as every detail is: some servers echo
         the key, which its endpoint registered)."""
-        text = body.decode("utf-8", "replace")
+        text = redact(body.decode("utf-8", "replace"))  # before the cut: a halved key is still a key
         return cls(f"HTTP {response.status_code}: {text[:300]}", status=response.status_code,
                    retry_after_s=retry_after_seconds(response.headers.get("retry-after")),
                    param=refused_param(text) if 400 <= response.status_code < 500 else None)

@@ -19,6 +19,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from ..deadline import Deadline
+from ..redaction import redact
 from .failures import AnswerTooLarge, InvalidAnswer
 from .transport import GuardedPost
 
@@ -49,9 +50,9 @@ def first_datum(body: bytes) -> ImageDatum:
     except ValidationError as exc:
         first = exc.errors()[0]
         why = f"{first['msg']} at {'.'.join(map(str, first['loc'])) or 'the top'}"
-        raise InvalidAnswer(f"unexpected images response ({why}): {body[:200]!r}") from exc
+        raise InvalidAnswer(f"unexpected images response ({why}): {redact(repr(body))[:200]}") from exc
     except IndexError as exc:
-        raise InvalidAnswer(f"images response has no picture: {body[:200]!r}") from exc
+        raise InvalidAnswer(f"images response has no picture: {redact(repr(body))[:200]}") from exc
     if not datum.b64_json and not datum.url:
         raise InvalidAnswer("images response has neither b64_json nor url")
     return datum
@@ -104,7 +105,7 @@ def request_image(client: httpx.Client, url: str, payload: dict[str, Any], heade
 def download_image(client: httpx.Client, image_url: str, *, endpoint_url: str, deadline: Deadline,
                    max_bytes: int) -> GeneratedImage:
     if not may_fetch(image_url, endpoint_url):
-        raise InvalidAnswer(f"image url is neither https nor the endpoint's origin: {image_url[:120]}")
+        raise InvalidAnswer(f"image url is neither https nor the endpoint's origin: {redact(image_url)[:120]}")
     with GuardedPost(client, image_url, None, {}, deadline=deadline, read_timeout_s=deadline.remaining_ms() / 1000,
                      max_bytes=max_bytes, method="GET") as call:
         if call.status != 200:

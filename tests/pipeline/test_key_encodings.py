@@ -1,0 +1,101 @@
+"""The model key, echoed by a model in every encoding a JSON or SSE producer can use, is stored and logged
+nowhere, whole or in any piece of 8 characters: not in the job item, the recipe cache, any other item of
+the table, the execution history, the function logs or the job document.
+
+The model is a loopback server that answers with crafted streams: the key JSON-escaped (upper and lower
+hex, the solidus escaped) in the recipe's text, split across SSE chunks, in every string field of a chunk
+(the finish reason among them), and in error bodies of every status the reader meets."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import recipe_for
+
+from ..provider_corpus import Replay, ReplayServer
+from ..scaled import SCALED
+
+KEY = "team.key-7f3a9c2e/0b1d.A9x"  # no known key shape: only the redactor's knowledge of it hides it
+PIECES = [KEY[i:i + 8] for i in range(len(KEY) - 7)]
+
+
+def escaped(text: str, *, upper: bool) -> str:
+    """``text`` with the key's '.' and '-' as JSON \\u escapes and '/' as '\\/' (all valid JSON)."""
+    h = (lambda c: f"\\u{ord(c):04X}") if upper else (lambda c: f"\\u{ord(c):04x}")
+    return text.replace(KEY, KEY.replace(".", h(".")).replace("-", h("-")).replace("/", "\\/"))
+
+
+def sse(docs: list[dict[str, Any]]) -> bytes:
+    events = [b"data: " + json.dumps(d, ensure_ascii=False).encode() + b"\n\n" for d in docs]
+    return b"".join(events) + b"data: [DONE]\n\n"
+
+
+def chunks(content: str, size: int, **fields: Any) -> list[dict[str, Any]]:
+    """A chat stream: ``content`` in deltas of ``size`` characters, each chunk carrying ``fields``."""
+    pieces = [content[i:i + size] for i in range(0, len(content), size)]
+    docs = [{"object": "chat.completion.chunk", **fields,
+             "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
+    docs.append({"object": "chat.completion.chunk", **fields,
+                 "choices": [{"index": 0, "delta": {}, "finish_reason": fields.get("finish", "stop")}]})
+    return docs
+
+
+def recipe_with_key() -> str:
+    recipe = recipe_for("番茄炒蛋")
+    recipe["summary"] = f"模型把密钥 {KEY} 写进了简介"
+    recipe["imagePrompt"] = f"An overhead photo of tomato and egg, key {KEY}, on a plate"
+    return json.dumps(recipe, ensure_ascii=False)
+
+
+def error_body(status: int) -> Replay:
+    doc = {"error": {"message": f"bad request from key {KEY}", "type": "invalid_request_error", "code": KEY}}
+    return Replay(escaped(json.dumps(doc), upper=status % 2 == 0).encode(), writes=lambda b: [b],
+                  content_type="application/json", status=status)
+
+
+CASES: dict[str, Replay] = {
+    # The model's own JSON escapes the key: the text it streams holds "\u002e", which the SSE layer carries
+    # as "\\u002e"; only decoding the recipe makes it the key again.
+    "escaped_lower": Replay(sse(chunks(escaped(recipe_with_key(), upper=False), 40))),
+    "escaped_upper": Replay(sse(chunks(escaped(recipe_with_key(), upper=True), 40))),
+    "split_across_chunks": Replay(sse(chunks(recipe_with_key(), 3))),
+    "every_field_of_a_chunk": Replay(escaped(sse(chunks(
+        json.dumps(recipe_for("番茄炒蛋"), ensure_ascii=False), 60, id=KEY, model=KEY, system_fingerprint=KEY,
+        finish=KEY)).decode(), upper=True).encode()),
+    **{f"error_{status}": error_body(status) for status in (400, 401, 403, 404, 408, 429, 500, 502, 503)},
+}
+
+
+@pytest.fixture(scope="module")
+def echoing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCloud, ReplayServer, Path]]:
+    work = tmp_path_factory.mktemp("key-encodings")
+    log_path = work / "functions.log"
+    with ReplayServer(Replay(b"")) as server, open(log_path, "w") as log, \
+            LocalCloud(SCALED, model_base_url=server.base_url, work_dir=work, log=log, model_api_key=KEY) as cloud:
+        yield cloud, server, log_path
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_key_is_nowhere_whole_or_in_pieces(case: str, echoing: tuple[LocalCloud, ReplayServer, Path]) -> None:
+    cloud, server, log_path = echoing
+    server.replay = CASES[case]
+    api = LocalApi(cloud)
+    job_id = api.post_dish(f"回显密钥的菜{case}")[1]["jobId"]
+    doc = api.wait(job_id, give_up_s=30)
+    assert doc["status"] in ("SUCCEEDED", "FAILED"), doc
+    assert server.chat_requests, "the model was asked"
+    history = cloud.client("stepfunctions").get_execution_history(
+        executionArn=cloud.execution_arn(job_id), maxResults=1000)["events"]
+    items = cloud.job_store().table.scan()["Items"]
+    places = {"job document": json.dumps(doc, ensure_ascii=False), "table (jobs, cache, slots…)": str(items),
+              "execution history": json.dumps(history, default=str, ensure_ascii=False),
+              "function logs": log_path.read_text(errors="replace")}
+    leaked = {where: [p for p in PIECES if p in text] for where, text in places.items()}
+    assert not any(leaked.values()), leaked
