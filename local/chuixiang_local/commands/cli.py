@@ -430,7 +430,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=16,
                    help="api invocations at once (warm api function processes)")
     p.add_argument("--body-idle-seconds", type=float, default=10,
-                   help="a request whose headers or body stall this long is answered 408 (it never holds the functions)")
+                   help="a request whose headers or body stall this long is answered 408 (it never holds the "
+                        "functions)")
     p.add_argument("--drain-seconds", type=float, default=30,
                    help="on SIGTERM or Ctrl-C, how long the jobs in flight may take to finish (a second signal: "
                         "stop at once)")
