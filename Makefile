@@ -65,8 +65,9 @@ readme-ladder: $(STAMP)
 serve: $(STAMP) $(SAM_STAMP)
 	$(BIN)/chuixiang serve
 
-# python3.12 (the Lambda runtime's) from pyenv, as for sam build.
-PY312_PATH := PYENV_VERSION=3.11.7:3.12.1:3.13.0
+# python3.12 (the Lambda runtime's), as `sam build` needs it: on PATH, or one of pyenv's versions when pyenv is
+# there (its shims answer only for the versions PYENV_VERSION names: the current one first, then every other).
+PY312_PATH := $(if $(shell command -v pyenv),PYENV_VERSION=$(shell (pyenv version-name; pyenv versions --bare) | awk '!seen[$$0]++' | paste -sd: -),)
 
 bench-layer: $(STAMP)
 	$(PY312_PATH) $(BIN)/python bench/layer_cold_start.py
@@ -98,4 +99,4 @@ deploy: $(STAMP) sam-build
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided)
 
 clean:
-	rm -rf $(VENV) .venv-sam .aws-sam .chuixiang
+	rm -rf $(VENV) .venv-sam .venv-lint .aws-sam .chuixiang

@@ -162,3 +162,23 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(cloud: Loc
                what="the recipe stage recorded its call")
     assert api.get(job_id)[1]["metrics"]["recipe"]["calls"][-1]["outcome"] == "cancelled", api.get(job_id)[1]["metrics"]
     assert cloud.job_store().cached("写到一半的菜") is None
+
+
+def test_a_recipe_worker_killed_mid_stream_leaves_the_tokens_it_streamed(cloud: LocalCloud, api: LocalApi,
+                                                                         module_fake: FakeModel) -> None:
+    """The Lambda dies mid-stream (killed: it records nothing itself): the job fails, and its metrics still
+    say what the model wrote and billed (before: metrics.recipe stayed null, and those tokens counted nowhere)."""
+    import os
+    import signal
+
+    module_fake.chat_script.append(ChatBehaviour(chunk_delay_s=0.05))  # ~30 s of recipe
+    job_id = api.post_dish("写到一半就被杀的菜")[1]["jobId"]
+    seen = wait_until(lambda: (api.get(job_id)[1].get("progress") or {}).get("tokens", 0), timeout_s=15,
+                      what="the model is writing")
+    idle = {id(w) for ws in cloud.pool._idle.values() for w in ws}
+    [worker] = [w for w in cloud.pool._all.values() if w.key[0] == "RecipeFunction" and id(w) not in idle]
+    os.kill(worker.pid, signal.SIGKILL)
+    doc = api.wait(job_id, give_up_s=30)
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "INTERNAL", doc
+    recipe = doc["metrics"]["recipe"]
+    assert recipe["tokensUsed"] >= seen and recipe["tokensWasted"] == recipe["tokensUsed"], recipe

@@ -244,11 +244,15 @@ class WorkerPool:
             self.release(worker)
 
     def retire_idle(self) -> int:
-        """End every idle worker (as Lambda recycles sandboxes): the next invocations start cold, without what
-        a warm one kept (a secret Parameters cached, a client). Returns how many were ended."""
+        """End every idle worker and every function's zygote (as Lambda recycles sandboxes): the next
+        invocations start cold and run their init again, without what an earlier one kept (a secret
+        Parameters cached, a client). Workers busy now finish their invocation. Returns how many ended."""
         with self._lock:
             idle = [w for workers in self._idle.values() for w in workers]
             self._idle.clear()
+            if self._zygote.poll() is None and self._zygote.stdin is not None:
+                self._zygote.stdin.write(b'{"retire": true}\n')  # its function zygotes end; new ones init anew
+                self._zygote.stdin.flush()
         for worker in idle:
             self.discard(worker)
         return len(idle)

@@ -130,6 +130,11 @@ def serve(requests: BinaryIO) -> None:
     functions: dict[str, BinaryIO] = {}
     for line in requests:
         request = json.loads(line)
+        if request.get("retire"):  # every function's zygote ends (its pipe closes); the next request inits anew
+            for pipe in functions.values():
+                _close_quietly(pipe)
+            functions.clear()
+            continue
         key = json.dumps([request["handler"], request["cwd"], request["sys_path"], request["env"]], sort_keys=True)
         if key in functions and not _handed(functions[key], line):  # that function's zygote died (killed)
             _close_quietly(functions.pop(key))

@@ -22,7 +22,7 @@ import boto3
 from ..clock import iso, now_utc, parse_iso
 from ..errors import ErrorCode, clip_detail, message_for, retryable_default
 from ..job_status import JobStage, JobStatus, is_terminal
-from ..models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics, Progress
+from ..models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics, Progress, RecipeMetrics
 from ..polling import poll_after_ms
 from ..settings import Settings, aws_endpoint
 from .conditional import applied
@@ -140,13 +140,21 @@ class JobStore:
 
     def record_progress(self, job_id: str, progress: Progress, partial: Mapping[str, Any] | None) -> bool:
         """SET ``progress`` (and ``partial``) only while the job is RUNNING in the recipe stage, so a
-        late write can never touch a job that moved on; False when it no longer applies."""
+        late write can never touch a job that moved on; False when it no longer applies.
+
+        ``metrics.recipe`` too, with what the stream has cost so far (its tokens, used and, until the stage
+        records its own measurements, wasted): a recipe Lambda killed mid-stream records nothing itself, and
+        its tokens were billed all the same."""
         fields: dict[str, Any] = {"progress": progress.model_dump()}
         if partial:
             fields["partial"] = partial
         expr, names, values = _set_expression(fields)
-        names.update({"#status": "status", "#stage": "stage"})
-        values.update({":running": JobStatus.RUNNING.value, ":recipe": JobStage.RECIPE.value})
+        expr += ", #metrics.#recipe = :running_metrics"
+        names.update({"#status": "status", "#stage": "stage", "#metrics": "metrics", "#recipe": "recipe"})
+        values.update({":running": JobStatus.RUNNING.value, ":recipe": JobStage.RECIPE.value,
+                       ":running_metrics": to_dynamo(RecipeMetrics(
+                           completionTokens=progress.tokens, tokensUsed=progress.tokens,
+                           tokensWasted=progress.tokens, outputChars=progress.chars).model_dump())})
         return applied(self.table.update_item, Key=job_key(job_id), UpdateExpression=expr,
                        ExpressionAttributeNames=names, ExpressionAttributeValues=values,
                        ConditionExpression="#status = :running AND #stage = :recipe")
