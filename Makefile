@@ -46,6 +46,7 @@ $(LINT_STAMP): requirements-lint.txt
 	touch $(LINT_STAMP)
 
 lint: $(STAMP) $(LINT_STAMP)
+	$(BIN)/ruff format --check layers functions local tests bench
 	$(BIN)/ruff check layers functions local tests bench
 	$(BIN)/mypy layers/shared/chuixiang local/chuixiang_local
 	.venv-lint/bin/bandit -q -r layers/shared/chuixiang functions local/chuixiang_local

@@ -46,10 +46,17 @@ def replay(table: CountingTable, ttl_s: float, peak: bool) -> tuple[float, float
     clock = [0.0]
     admit_us: list[float] = []
     for _ in range(JOBS):
-        for model, busy_s in (("recipe-model", rng.uniform(80, 92) if peak else rng.uniform(21, 34)),
-                              ("image-model", rng.uniform(10, 20))):
-            store = DynamoBreakerStore(table, "https://model.example", model,  # type: ignore[arg-type]
-                                       closed_ttl_s=ttl_s, monotonic=lambda: clock[0])
+        for model, busy_s in (
+            ("recipe-model", rng.uniform(80, 92) if peak else rng.uniform(21, 34)),
+            ("image-model", rng.uniform(10, 20)),
+        ):
+            store = DynamoBreakerStore(
+                table,
+                "https://model.example",
+                model,  # type: ignore[arg-type]
+                closed_ttl_s=ttl_s,
+                monotonic=lambda: clock[0],
+            )
             breaker = CircuitBreaker(store, model, CONFIG, clock=lambda: 1e9 + clock[0])
             started = time.perf_counter()
             admission = breaker.admit(busy_s)
@@ -62,16 +69,21 @@ def replay(table: CountingTable, ttl_s: float, peak: bool) -> tuple[float, float
 def main() -> None:
     with mock_aws():
         ddb = boto3.resource("dynamodb", region_name="us-east-1")
-        raw = ddb.create_table(TableName="bench", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                               AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                               BillingMode="PAY_PER_REQUEST")
+        raw = ddb.create_table(
+            TableName="bench",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
         print(f"{JOBS} jobs back to back in one container (recipe then image, each admitted once):")
         for peak in (False, True):
             for ttl in (0.0, 1.0, 5.0, 60.0):
                 table = CountingTable(raw)
                 per_job, admit = replay(table, ttl, peak)
-                print(f"  {'peak    ' if peak else 'off-peak'}  closed cache {ttl:4.0f} s: "
-                      f"{per_job:4.2f} consistent reads per job, median admit {admit:6.0f} µs")
+                print(
+                    f"  {'peak    ' if peak else 'off-peak'}  closed cache {ttl:4.0f} s: "
+                    f"{per_job:4.2f} consistent reads per job, median admit {admit:6.0f} µs"
+                )
 
 
 if __name__ == "__main__":

@@ -42,9 +42,16 @@ def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool, progr
         measured = Completion()
         try:
             limits = StreamLimits(first_content_s=FIRST_S, idle_s=IDLE_S, max_chunks=10**6)
-            read_chat_completion(client, f"{fake.base_url}/chat/completions", {"stream": True, "messages": []}, {},
-                                 limits=limits, deadline=deadline, watch=reporter.watch if progress else None,
-                                 out=measured)
+            read_chat_completion(
+                client,
+                f"{fake.base_url}/chat/completions",
+                {"stream": True, "messages": []},
+                {},
+                limits=limits,
+                deadline=deadline,
+                watch=reporter.watch if progress else None,
+                out=measured,
+            )
         except UpstreamTimeout:
             elapsed = time.monotonic() - started
             return elapsed - (measured.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
@@ -54,8 +61,10 @@ def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool, progr
 def report(name: str, lateness_ms: list[float]) -> None:
     ordered = sorted(lateness_ms)
     p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
-    print(f"  {name:<34} p50 {statistics.median(ordered):6.1f} ms   p99 {p99:6.1f} ms   "
-          f"max {ordered[-1]:6.1f} ms   min {ordered[0]:6.1f} ms")
+    print(
+        f"  {name:<34} p50 {statistics.median(ordered):6.1f} ms   p99 {p99:6.1f} ms   "
+        f"max {ordered[-1]:6.1f} ms   min {ordered[0]:6.1f} ms"
+    )
 
 
 def main() -> None:
@@ -65,17 +74,30 @@ def main() -> None:
     for progress in (False, True):
         with FakeModel(pace_s=0.001) as fake:
             # Idle: silence is counted from the last byte received; total: from the attempt start.
-            stall = [(once(fake, ChatBehaviour(stall_after_chunks=5, stall_s=10), True, progress) - IDLE_S) * 1000
-                     for _ in range(args.runs)]
-            drip = [(once(fake, ChatBehaviour(chunk_delay_s=0.1), False, progress) - TOTAL_S) * 1000
-                    for _ in range(args.runs)]
-            queued = [(once(fake, ChatBehaviour(stall_after_chunks=0, stall_s=10, keepalive_every_s=0.1), False,
-                            progress) - FIRST_S) * 1000 for _ in range(args.runs)]
-        print(f"give-up lateness over {args.runs} runs (first content {FIRST_S * 1000:.0f} ms, idle "
-              f"{IDLE_S * 1000:.0f} ms, total {TOTAL_S * 1000:.0f} ms), progress {'on' if progress else 'off'}")
+            stall = [
+                (once(fake, ChatBehaviour(stall_after_chunks=5, stall_s=10), True, progress) - IDLE_S) * 1000
+                for _ in range(args.runs)
+            ]
+            drip = [
+                (once(fake, ChatBehaviour(chunk_delay_s=0.1), False, progress) - TOTAL_S) * 1000
+                for _ in range(args.runs)
+            ]
+            queued = [
+                (
+                    once(fake, ChatBehaviour(stall_after_chunks=0, stall_s=10, keepalive_every_s=0.1), False, progress)
+                    - FIRST_S
+                )
+                * 1000
+                for _ in range(args.runs)
+            ]
+        print(
+            f"give-up lateness over {args.runs} runs (first content {FIRST_S * 1000:.0f} ms, idle "
+            f"{IDLE_S * 1000:.0f} ms, total {TOTAL_S * 1000:.0f} ms), progress {'on' if progress else 'off'}"
+        )
         report("first content (keep-alives only)", queued)
         report("idle limit (stall mid-stream)", stall)
         report("total deadline (slow drip)", drip)
+
 
 if __name__ == "__main__":
     main()

@@ -56,9 +56,20 @@ def layer_size(site: Path) -> tuple[int, float, float]:
 
 def import_ms(python: str, code_dir: Path, paths: list[Path], env: dict[str, str]) -> dict:
     # -B, not PYTHONDONTWRITEBYTECODE: -I ignores PYTHON* variables, and a written cache would hide the compile.
-    out = subprocess.run([python, "-I", "-B", "-c",  # nosec B603
-                          f"import sys; sys.path[:0] = {[str(code_dir), *map(str, paths)]!r}\n" + PROBE],
-                         env=env, cwd=code_dir, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            python,
+            "-I",
+            "-B",
+            "-c",  # nosec B603
+            f"import sys; sys.path[:0] = {[str(code_dir), *map(str, paths)]!r}\n" + PROBE,
+        ],
+        env=env,
+        cwd=code_dir,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result: dict = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
@@ -69,22 +80,54 @@ def main() -> None:
     ap.add_argument("--python", default="python3.12")
     args = ap.parse_args()
     # The interpreter itself (a pyenv shim needs PYENV_VERSION, which the function's environment lacks).
-    args.python = subprocess.run([args.python, "-c", "import sys; print(sys.executable)"],  # nosec B603
-                                 capture_output=True, text=True, check=True).stdout.strip()
+    args.python = subprocess.run(
+        [args.python, "-c", "import sys; print(sys.executable)"],  # nosec B603
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     work = Path(tempfile.mkdtemp(prefix="cx-layer-"))
     try:
         subprocess.run([args.python, str(ROOT / "layers/shared/build_layer.py"), str(work / "layer")], check=True)  # nosec B603
         site = work / "layer" / "python"
         runtime = work / "runtime"
-        subprocess.run([args.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",  # nosec B603
-                        "--target", str(runtime), "boto3"], check=True)
+        subprocess.run(
+            [
+                args.python,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",  # nosec B603
+                "--target",
+                str(runtime),
+                "boto3",
+            ],
+            check=True,
+        )
         subprocess.run([args.python, "-m", "compileall", "-q", str(runtime)], check=True)  # nosec B603
         sources = work / "sources" / "python"
-        subprocess.run([args.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",  # nosec B603
-                        "--no-compile", "--target", str(sources), "-r",
-                        str(ROOT / "layers/shared/requirements.txt")], check=True)
-        shutil.copytree(ROOT / "layers/shared/chuixiang", sources / "chuixiang",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        subprocess.run(
+            [
+                args.python,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",  # nosec B603
+                "--no-compile",
+                "--target",
+                str(sources),
+                "-r",
+                str(ROOT / "layers/shared/requirements.txt"),
+            ],
+            check=True,
+        )
+        shutil.copytree(
+            ROOT / "layers/shared/chuixiang",
+            sources / "chuixiang",
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        )
         dist = sorted(p.name.split("-")[0] for p in site.glob("*.dist-info"))
         for label, root in (("shipped", site), ("sources only", sources)):
             files, mb, zipped = layer_size(root)

@@ -36,8 +36,16 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
 
 
-def client(base: str, dish: str, poll_s: float | None, give_up_s: float, out: dict[str, Any],
-           start: threading.Barrier, delay_s: float, until: float | None = None) -> None:
+def client(
+    base: str,
+    dish: str,
+    poll_s: float | None,
+    give_up_s: float,
+    out: dict[str, Any],
+    start: threading.Barrier,
+    delay_s: float,
+    until: float | None = None,
+) -> None:
     """POST ``dish`` and poll its job to the end; with ``until`` (a ``monotonic`` time), start the next
     job (``dish`` + a count) at once, as long as that time has not come. Records every POST's and
     every GET's latency, and each job's end."""
@@ -56,8 +64,9 @@ def client(base: str, dish: str, poll_s: float | None, give_up_s: float, out: di
                 return
 
 
-def _one_job(http: httpx.Client, dish: str, poll_s: float | None, give_up_s: float,
-             out: dict[str, Any]) -> dict[str, Any]:
+def _one_job(
+    http: httpx.Client, dish: str, poll_s: float | None, give_up_s: float, out: dict[str, Any]
+) -> dict[str, Any]:
     t0 = time.monotonic()
     created = http.post("/recipes", json={"dish": dish})
     out["posts"].append(time.monotonic() - t0)
@@ -78,9 +87,16 @@ def _one_job(http: httpx.Client, dish: str, poll_s: float | None, give_up_s: flo
     return {"status": "gave up"}
 
 
-def run(clients: int, poll_ms: float | None, overrides: dict[str, str], fake_pace_ms: float,
-        serve_args: list[str], ramp_s: float = 0.0, settle_s: float = 0.0,
-        for_s: float | None = None) -> dict[str, Any]:
+def run(
+    clients: int,
+    poll_ms: float | None,
+    overrides: dict[str, str],
+    fake_pace_ms: float,
+    serve_args: list[str],
+    ramp_s: float = 0.0,
+    settle_s: float = 0.0,
+    for_s: float | None = None,
+) -> dict[str, Any]:
     """``ramp_s`` 0: every client POSTs at the same instant; else client ``i`` at ``i * ramp_s / clients``.
     ``settle_s``: idle time between serve's first answer and the clients. ``for_s``: each client
     keeps starting jobs until that many seconds after the first one (None: one job each)."""
@@ -92,9 +108,13 @@ def run(clients: int, poll_ms: float | None, overrides: dict[str, str], fake_pac
         started = time.monotonic()
         poll_s = poll_ms and poll_ms / 1000
         until = None if for_s is None else started + for_s
-        threads = [threading.Thread(target=client, args=(serve.base, f"压测菜{i}号", poll_s, 600, results[i],
-                                                         barrier, i * ramp_s / clients, until))
-                   for i in range(clients)]
+        threads = [
+            threading.Thread(
+                target=client,
+                args=(serve.base, f"压测菜{i}号", poll_s, 600, results[i], barrier, i * ramp_s / clients, until),
+            )
+            for i in range(clients)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -104,11 +124,16 @@ def run(clients: int, poll_ms: float | None, overrides: dict[str, str], fake_pac
         serve.stop()
     held = [line for line in serve.output().splitlines() if "front door first:" in line]
     jobs = [job for r in results for job in r.get("jobs", [])]
-    return {"clients": clients, "jobs": len(jobs), "wall_s": wall,
-            "posts": [t for r in results for t in r.get("posts", [])],
-            "gets": [t for r in results for t in r.get("gets", [])],
-            "terminal": [job["terminal_s"] for job in jobs if "terminal_s" in job],
-            "statuses": Counter(job["status"] for job in jobs), "held": held}
+    return {
+        "clients": clients,
+        "jobs": len(jobs),
+        "wall_s": wall,
+        "posts": [t for r in results for t in r.get("posts", [])],
+        "gets": [t for r in results for t in r.get("gets", [])],
+        "terminal": [job["terminal_s"] for job in jobs if "terminal_s" in job],
+        "statuses": Counter(job["status"] for job in jobs),
+        "held": held,
+    }
 
 
 def main() -> None:
@@ -116,31 +141,54 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=60)
     ap.add_argument("--poll-ms", type=float, default=None, help="default: the 202's pollAfterMs, as a client does")
     ap.add_argument("--workers", type=int, default=None, help="serve --workers (api invocations at once)")
-    ap.add_argument("--ramp-s", type=float, default=0.0,
-                    help="clients arrive evenly over this many seconds (0: all in the same instant)")
-    ap.add_argument("--for-s", type=float, default=None,
-                    help="each client starts a new job as soon as its last one ends, for this many seconds")
+    ap.add_argument(
+        "--ramp-s",
+        type=float,
+        default=0.0,
+        help="clients arrive evenly over this many seconds (0: all in the same instant)",
+    )
+    ap.add_argument(
+        "--for-s",
+        type=float,
+        default=None,
+        help="each client starts a new job as soon as its last one ends, for this many seconds",
+    )
     ap.add_argument("--fake-pace-ms", type=float, default=2.0)
     ap.add_argument("--settle-s", type=float, default=0.0, help="wait this long after serve first answers")
     ap.add_argument("--no-front-door-first", action="store_true", help="pass it to serve (for comparison)")
     ap.add_argument("--parameter-overrides", nargs="*", default=[])
     args = ap.parse_args()
     overrides = dict(kv.split("=", 1) for kv in args.parameter_overrides)
-    r = run(args.clients, args.poll_ms, overrides, args.fake_pace_ms,
-            [*(["--workers", str(args.workers)] if args.workers else []),
-             *(["--no-front-door-first"] if args.no_front_door_first else [])],
-            args.ramp_s, args.settle_s, args.for_s)
+    r = run(
+        args.clients,
+        args.poll_ms,
+        overrides,
+        args.fake_pace_ms,
+        [
+            *(["--workers", str(args.workers)] if args.workers else []),
+            *(["--no-front-door-first"] if args.no_front_door_first else []),
+        ],
+        args.ramp_s,
+        args.settle_s,
+        args.for_s,
+    )
     arrival = f"arriving over {args.ramp_s:g} s" if args.ramp_s else "at once"
     again = f", each starting jobs for {args.for_s:g} s" if args.for_s else ""
-    print(f"{r['jobs']} jobs from {r['clients']} clients {arrival}{again} through chuixiang serve, "
-          f"wall {r['wall_s']:.1f} s")
+    print(
+        f"{r['jobs']} jobs from {r['clients']} clients {arrival}{again} through chuixiang serve, "
+        f"wall {r['wall_s']:.1f} s"
+    )
     for name, times in (("POST", r["posts"]), ("GET", r["gets"])):
         if times:
-            print(f"  {name:15s} p50 {statistics.median(times) * 1000:7.0f} ms   p95 "
-                  f"{percentile(times, 95) * 1000:7.0f} ms   max {max(times) * 1000:7.0f} ms   ({len(times)})")
+            print(
+                f"  {name:15s} p50 {statistics.median(times) * 1000:7.0f} ms   p95 "
+                f"{percentile(times, 95) * 1000:7.0f} ms   max {max(times) * 1000:7.0f} ms   ({len(times)})"
+            )
     if r["terminal"]:
-        print(f"  to terminal     p50 {statistics.median(r['terminal']):7.1f} s    p95 "
-              f"{percentile(r['terminal'], 95):7.1f} s    max {max(r['terminal']):7.1f} s")
+        print(
+            f"  to terminal     p50 {statistics.median(r['terminal']):7.1f} s    p95 "
+            f"{percentile(r['terminal'], 95):7.1f} s    max {max(r['terminal']):7.1f} s"
+        )
     print("  statuses: " + ", ".join(f"{k} {v}" for k, v in r["statuses"].most_common()))
     for line in r["held"]:
         print("  serve: " + line.split("front door first:", 1)[1].strip())

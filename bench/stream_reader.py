@@ -43,11 +43,18 @@ def build_events(chunks: int) -> list[bytes]:
     for i in range(chunks):
         # The recipe, then filler once it is written (a long answer's tail).
         text = pieces[i] if i < len(pieces) else "。"
-        doc = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "bench",
-               "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+        doc = {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "bench",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+        }
         out.append(b"data: " + json.dumps(doc, ensure_ascii=False).encode() + b"\n\n")
-    out.append(b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{"index":0,'
-               b'"delta":{},"finish_reason":"stop"}]}\n\n')
+    out.append(
+        b'data: {"id":"x","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{"index":0,'
+        b'"delta":{},"finish_reason":"stop"}]}\n\n'
+    )
     out.append(b"data: [DONE]\n\n")
     return out
 
@@ -86,9 +93,15 @@ def serve(port_queue: multiprocessing.Queue, chunks: int, pace_s: float) -> None
 def ours(base: str, progress: ProgressReporter | None = None) -> int:
     with httpx.Client() as client:
         limits = StreamLimits(first_content_s=60, idle_s=30, max_chunks=10**7, max_bytes=10**9)
-        c = read_chat_completion(client, f"{base}/chat/completions", {"stream": True}, {}, limits=limits,
-                                 deadline=Budget(600_000, None).attempt(600_000),
-                                 watch=progress.watch if progress else None)
+        c = read_chat_completion(
+            client,
+            f"{base}/chat/completions",
+            {"stream": True},
+            {},
+            limits=limits,
+            deadline=Budget(600_000, None).attempt(600_000),
+            watch=progress.watch if progress else None,
+        )
     return c.chunks
 
 
@@ -112,8 +125,9 @@ def openai_sdk(base: str) -> int:
     client = OpenAI(base_url=base, api_key="bench")
     n = 0
     parts = []
-    for chunk in client.chat.completions.create(model="bench", messages=[{"role": "user", "content": "x"}],
-                                                stream=True):
+    for chunk in client.chat.completions.create(
+        model="bench", messages=[{"role": "user", "content": "x"}], stream=True
+    ):
         n += 1
         if chunk.choices and chunk.choices[0].delta.content:
             parts.append(chunk.choices[0].delta.content)
@@ -133,8 +147,12 @@ def plain_httpx(base: str) -> int:
     return n
 
 
-READERS = (("chuixiang reader", ours), ("chuixiang + progress", ours_with_progress),
-           ("openai SDK", openai_sdk), ("plain httpx iter_lines", plain_httpx))
+READERS = (
+    ("chuixiang reader", ours),
+    ("chuixiang + progress", ours_with_progress),
+    ("openai SDK", openai_sdk),
+    ("plain httpx iter_lines", plain_httpx),
+)
 
 
 def run(workload: str, chunks: int, pace_s: float, rounds: int) -> None:
@@ -155,15 +173,19 @@ def run(workload: str, chunks: int, pace_s: float, rounds: int) -> None:
         proc.terminate()
     print(f"{workload}: {chunks} chunks, {rounds} rounds, median per chunk")
     for name, _ in READERS:
-        print(f"  {name:<24} CPU {statistics.median(results[name]):6.1f} µs   wall "
-              f"{statistics.median(results[name + ' wall']):7.1f} µs")
+        print(
+            f"  {name:<24} CPU {statistics.median(results[name]):6.1f} µs   wall "
+            f"{statistics.median(results[name + ' wall']):7.1f} µs"
+        )
 
     def cpu(name: str) -> float:
         return statistics.median(results[name])
 
-    print(f"  progress on / off = {cpu('chuixiang + progress') / cpu('chuixiang reader'):.2f}x   "
-          f"openai SDK / chuixiang reader = {cpu('openai SDK') / cpu('chuixiang reader'):.2f}x   "
-          f"chuixiang / plain httpx = {cpu('chuixiang reader') / cpu('plain httpx iter_lines'):.2f}x")
+    print(
+        f"  progress on / off = {cpu('chuixiang + progress') / cpu('chuixiang reader'):.2f}x   "
+        f"openai SDK / chuixiang reader = {cpu('openai SDK') / cpu('chuixiang reader'):.2f}x   "
+        f"chuixiang / plain httpx = {cpu('chuixiang reader') / cpu('plain httpx iter_lines'):.2f}x"
+    )
 
 
 def main() -> None:
@@ -173,8 +195,7 @@ def main() -> None:
     ap.add_argument("--bulk-chunks", type=int, default=50_000)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    run(f"paced (one event per write every {args.pace_ms:g} ms)", args.paced_chunks, args.pace_ms / 1000,
-        args.rounds)
+    run(f"paced (one event per write every {args.pace_ms:g} ms)", args.paced_chunks, args.pace_ms / 1000, args.rounds)
     run("bulk (16 KiB writes)", args.bulk_chunks, 0, args.rounds)
 
 

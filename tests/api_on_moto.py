@@ -24,20 +24,30 @@ def api_on_moto(max_jobs: int, name: str) -> Iterator[APIGatewayHttpResolver]:
     """The api function's app on an in-process moto table and state machine."""
     patch = pytest.MonkeyPatch()
     patch.delenv("AWS_ENDPOINT_URL", raising=False)
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1", "JOBS_TABLE": name,
-                       "IMAGES_BUCKET": name, "MAX_JOBS_IN_FLIGHT": str(max_jobs),
-                       "CORS_ALLOW_ORIGINS": CORS_ORIGINS}.items():  # as deployed, whatever ran before
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "JOBS_TABLE": name,
+        "IMAGES_BUCKET": name,
+        "MAX_JOBS_IN_FLIGHT": str(max_jobs),
+        "CORS_ALLOW_ORIGINS": CORS_ORIGINS,
+    }.items():  # as deployed, whatever ran before
         patch.setenv(key, value)
     patch.setitem(default_user_config, "stepfunctions", {"execute_state_machine": False})
     with mock_aws():
         boto3.resource("dynamodb").create_table(
-            TableName=name, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
+            TableName=name,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
         boto3.client("s3").create_bucket(Bucket=name)
         arn = boto3.client("stepfunctions").create_state_machine(
-            name=name, definition='{"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}',
-            roleArn="arn:aws:iam::123456789012:role/fuzz")["stateMachineArn"]
+            name=name,
+            definition='{"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}',
+            roleArn="arn:aws:iam::123456789012:role/fuzz",
+        )["stateMachineArn"]
         patch.setenv("STATE_MACHINE_ARN", arn)
         get_settings.cache_clear()
         job_start.forget_clients()

@@ -74,11 +74,17 @@ def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     its item operations atomic as DynamoDB's are (moto's are not under threads: ``atomic_dynamodb``)."""
     atomic_dynamodb()
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
         monkeypatch.setenv(key, value)
     with mock_aws():
         ddb = boto3.resource("dynamodb", region_name="us-east-1")
-        yield ddb.create_table(TableName="jobs", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-                               AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-                               BillingMode="PAY_PER_REQUEST")
+        yield ddb.create_table(
+            TableName="jobs",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )

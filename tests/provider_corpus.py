@@ -41,8 +41,9 @@ def load(path: Path) -> Recording:
     raw = path.read_bytes()
     head, _, body = raw.partition(b"\n\n")
     fields = dict(line[2:].split(": ", 1) for line in head.decode().splitlines() if line.startswith("# "))
-    return Recording(path.name, fields["source"], fields["provider"], fields["fidelity"], json.loads(fields["expect"]),
-                     body)
+    return Recording(
+        path.name, fields["source"], fields["provider"], fields["fidelity"], json.loads(fields["expect"]), body
+    )
 
 
 def recordings() -> list[Recording]:
@@ -61,8 +62,9 @@ def reframe(body: bytes, variant: str) -> bytes:
     if variant == "cr":
         return body.replace(b"\n", b"\r")
     if variant == "no-space":
-        return b"\n".join(line.replace(b"data: ", b"data:", 1) if line.startswith(b"data: ") else line
-                          for line in body.split(b"\n"))
+        return b"\n".join(
+            line.replace(b"data: ", b"data:", 1) if line.startswith(b"data: ") else line for line in body.split(b"\n")
+        )
     if variant == "bom":
         return b"\xef\xbb\xbf" + body
     raise ValueError(variant)
@@ -77,7 +79,7 @@ def events(body: bytes) -> list[bytes]:
     else:
         return [body]
     while (i := body.find(terminator, start)) != -1:
-        out.append(body[start:i + len(terminator)])
+        out.append(body[start : i + len(terminator)])
         start = i + len(terminator)
     if start < len(body):
         out.append(body[start:])
@@ -104,7 +106,7 @@ def with_content(body: bytes, text: str) -> bytes:
     slots = [d for d in docs if isinstance(d, dict) and _delta_text(d) is not None]
     size = -(-len(text) // max(1, len(slots)))
     for i, doc in enumerate(slots):
-        doc["choices"][0]["delta"]["content"] = text[i * size:(i + 1) * size]
+        doc["choices"][0]["delta"]["content"] = text[i * size : (i + 1) * size]
     for doc in docs:
         if isinstance(doc, dict) and doc.get("choices") and isinstance(doc["choices"][0].get("message"), dict):
             doc["choices"][0]["message"]["content"] = text
@@ -199,9 +201,14 @@ class ReplayServer:
 
 
 #: Recorded envelopes that carry a whole answer in their content: each gets the recipe instead.
-RECIPE_CARRIERS = ["openai-gpt-4.1-nano-text.sse", "deepseek-v4-flash-reasoning.sse", "groq-llama-3.3-70b-text.sse",
-                   "moonshot-kimi-k2.5-usage-in-choice.sse", "minimax-m2.7-terminal-message-frame.sse",
-                   "qwen3-max-dashscope-text.sse"]
+RECIPE_CARRIERS = [
+    "openai-gpt-4.1-nano-text.sse",
+    "deepseek-v4-flash-reasoning.sse",
+    "groq-llama-3.3-70b-text.sse",
+    "moonshot-kimi-k2.5-usage-in-choice.sse",
+    "minimax-m2.7-terminal-message-frame.sse",
+    "qwen3-max-dashscope-text.sse",
+]
 
 
 def recipe_stream(name: str) -> bytes:

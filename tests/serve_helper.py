@@ -25,9 +25,14 @@ def free_port() -> int:
 class Serve:
     """``chuixiang serve`` in its own process, as a user starts it; ready when it answers."""
 
-    def __init__(self, overrides: dict[str, str], model_base_url: str | None = None,
-                 fake_pace_ms: float | None = None, serve_args: list[str] | None = None,
-                 own_process_group: bool = False) -> None:
+    def __init__(
+        self,
+        overrides: dict[str, str],
+        model_base_url: str | None = None,
+        fake_pace_ms: float | None = None,
+        serve_args: list[str] | None = None,
+        own_process_group: bool = False,
+    ) -> None:
         """``own_process_group``: as a terminal starts it, so Ctrl-C (SIGINT to the group) can be sent."""
         port = free_port()
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server never blocks on it
@@ -36,9 +41,22 @@ class Serve:
             model += ["--fake-pace-ms", str(fake_pace_ms)]
         params = ["--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]] if overrides else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "chuixiang_local.commands.cli", "serve", "--port", str(port), *model, *params,
-             *(serve_args or [])],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=own_process_group)
+            [
+                sys.executable,
+                "-m",
+                "chuixiang_local.commands.cli",
+                "serve",
+                "--port",
+                str(port),
+                *model,
+                *params,
+                *(serve_args or []),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            start_new_session=own_process_group,
+        )
         self.base = f"http://127.0.0.1:{port}"
         wait_until(self._answers, timeout_s=60, what="serve answered", interval_s=0.2)
 

@@ -26,10 +26,19 @@ def function_settings(template: Template, function: str, base_url: str) -> Setti
 Breakers = Callable[[str], CircuitBreaker | None] | None
 
 
-def run_recipe(template: Template, base_url: str, budget_ms: float, *, api_key: str | None = None,
-               settings: Settings | None = None, client: httpx.Client | None = None,
-               breaker_for: Breakers = None, health_for: Callable[[str], HealthStore] | None = None,
-               fastest: FastestFirst | None = None, hedge: Hedge | None = None) -> tuple[RecipeOutcome, float]:
+def run_recipe(
+    template: Template,
+    base_url: str,
+    budget_ms: float,
+    *,
+    api_key: str | None = None,
+    settings: Settings | None = None,
+    client: httpx.Client | None = None,
+    breaker_for: Breakers = None,
+    health_for: Callable[[str], HealthStore] | None = None,
+    fastest: FastestFirst | None = None,
+    hedge: Hedge | None = None,
+) -> tuple[RecipeOutcome, float]:
     """(outcome, elapsed seconds) of one recipe generation with a fresh budget (fallbacks from the settings).
 
     The clock starts with the budget, after the HTTP client exists: the function builds its client in
@@ -40,22 +49,44 @@ def run_recipe(template: Template, base_url: str, budget_ms: float, *, api_key: 
     limits = RecipeLimits.from_settings(settings)
     with client or httpx.Client() as c:
         started = time.monotonic()
-        outcome = generate_recipe(c, endpoint, limits, "番茄炒蛋", Budget(budget_ms, None),
-                                  fallbacks=settings.recipe_models[1:], breaker_for=breaker_for,
-                                  health_for=health_for, fastest=fastest, hedge=hedge)
+        outcome = generate_recipe(
+            c,
+            endpoint,
+            limits,
+            "番茄炒蛋",
+            Budget(budget_ms, None),
+            fallbacks=settings.recipe_models[1:],
+            breaker_for=breaker_for,
+            health_for=health_for,
+            fastest=fastest,
+            hedge=hedge,
+        )
         elapsed = time.monotonic() - started
     return outcome, elapsed
 
 
-def run_image(template: Template, base_url: str, budget_ms: float, *, settings: Settings | None = None,
-              breaker_for: Breakers = None) -> tuple[ImageOutcome, float]:
+def run_image(
+    template: Template,
+    base_url: str,
+    budget_ms: float,
+    *,
+    settings: Settings | None = None,
+    breaker_for: Breakers = None,
+) -> tuple[ImageOutcome, float]:
     """(outcome, elapsed seconds) of one image generation with a fresh budget (clock as in :func:`run_recipe`)."""
     settings = settings or function_settings(template, "image", base_url)
     endpoint = ModelEndpoint(settings.model_base_url, settings.image_model, None)
     limits = ImageLimits.from_settings(settings)
     with httpx.Client() as client:
         started = time.monotonic()
-        outcome = generate_image(client, endpoint, limits, "a dish", Budget(budget_ms, None),
-                                 fallbacks=settings.image_models[1:], breaker_for=breaker_for)
+        outcome = generate_image(
+            client,
+            endpoint,
+            limits,
+            "a dish",
+            Budget(budget_ms, None),
+            fallbacks=settings.image_models[1:],
+            breaker_for=breaker_for,
+        )
         elapsed = time.monotonic() - started
     return outcome, elapsed

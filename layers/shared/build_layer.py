@@ -40,9 +40,12 @@ PRUNE = (
     "aws_lambda_powertools/event_handler/openapi/swagger_ui/swagger-ui.min.css",  # API serves no Swagger UI
     "pydantic/v1",  # pydantic's copy of its 1.x API (1 MB); nothing here uses it
     # Powertools utilities this app does not use (each a separate feature, imported only by its user)
-    "aws_lambda_powertools/utilities/auth_alpha", "aws_lambda_powertools/utilities/batch",
-    "aws_lambda_powertools/utilities/data_masking", "aws_lambda_powertools/utilities/feature_flags",
-    "aws_lambda_powertools/utilities/kafka", "aws_lambda_powertools/utilities/streaming",
+    "aws_lambda_powertools/utilities/auth_alpha",
+    "aws_lambda_powertools/utilities/batch",
+    "aws_lambda_powertools/utilities/data_masking",
+    "aws_lambda_powertools/utilities/feature_flags",
+    "aws_lambda_powertools/utilities/kafka",
+    "aws_lambda_powertools/utilities/streaming",
     "aws_lambda_powertools/utilities/validation",
     "wrapt-stubs",  # type stubs
 )
@@ -51,11 +54,28 @@ PYTHON_VERSION = "3.12"
 
 
 def install(site: Path, platform: str | None) -> None:
-    target = ["--platform", platform, "--implementation", "cp", "--python-version", PYTHON_VERSION,
-              "--only-binary=:all:"] if platform else []
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",  # nosec B603
-                    "--no-compile", "--target", str(site), *target, "-r", str(HERE / "requirements.txt")],
-                   check=True)
+    target = (
+        ["--platform", platform, "--implementation", "cp", "--python-version", PYTHON_VERSION, "--only-binary=:all:"]
+        if platform
+        else []
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",  # nosec B603
+            "--no-compile",
+            "--target",
+            str(site),
+            *target,
+            "-r",
+            str(HERE / "requirements.txt"),
+        ],
+        check=True,
+    )
 
 
 def remove_distribution(site: Path, name: str) -> None:

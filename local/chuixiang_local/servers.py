@@ -25,6 +25,7 @@ def exit_with_parent(stop: Callable[[], None]) -> None:
     """Call ``stop`` once the parent is gone, however it ended (SIGKILL included): the parent starts
     this process with ``stdin=PIPE`` and never writes to it, so end-of-file on stdin is its exit.
     Without this, a ``serve`` killed outright left its API process and fake model running."""
+
     def watch() -> None:
         # The raw descriptor, not sys.stdin: a daemon thread blocked in a buffered read holds the
         # buffer's lock, and the interpreter then dies at exit with "could not acquire lock".

@@ -90,8 +90,12 @@ def unqualified(function_arn: str) -> str:
 
 
 class Template:
-    def __init__(self, overrides: dict[str, str] | None = None, root: Path = REPO_ROOT,
-                 physical: dict[str, dict[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        overrides: dict[str, str] | None = None,
+        root: Path = REPO_ROOT,
+        physical: dict[str, dict[str, str]] | None = None,
+    ) -> None:
         self.root = root
         self.doc: dict[str, Any] = yaml.load((root / "template.yaml").read_text(), Loader=_CfnLoader)  # nosec B506 - SafeLoader + CFN tags
         self.resources: dict[str, Any] = self.doc["Resources"]
@@ -107,8 +111,9 @@ class Template:
         declared: dict[str, Any] = self.doc.get("Parameters", {})
         unknown = sorted(set(overrides) - set(declared))
         if unknown:
-            raise ConfigError(f"unknown parameter(s) {', '.join(unknown)}; template declares "
-                              f"{', '.join(sorted(declared))}")
+            raise ConfigError(
+                f"unknown parameter(s) {', '.join(unknown)}; template declares {', '.join(sorted(declared))}"
+            )
         values: dict[str, str] = {}
         for name, spec in declared.items():
             raw = overrides.get(name, spec.get("Default"))
@@ -167,7 +172,7 @@ class Template:
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
-            (key, arg), = value.items()
+            ((key, arg),) = value.items()
             if key == "Ref" and arg == "AWS::NoValue":
                 return NO_VALUE
             if key == "Fn::If":
@@ -180,8 +185,11 @@ class Template:
                 return self.physical[lid][attr]
             if key == "Fn::Sub":
                 text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
-                return re.sub(r"\$\{([^}!]+)\}", lambda m: str(
-                    extra[m.group(1)] if m.group(1) in extra else self._sub_name(m.group(1))), text)
+                return re.sub(
+                    r"\$\{([^}!]+)\}",
+                    lambda m: str(extra[m.group(1)] if m.group(1) in extra else self._sub_name(m.group(1))),
+                    text,
+                )
             if key == "Fn::Join":
                 sep, items = arg
                 return sep.join(str(i) for i in self.resolve(items))
@@ -192,7 +200,7 @@ class Template:
         return self._holds(self.doc.get("Conditions", {})[name])
 
     def _holds(self, expr: Any) -> bool:
-        (key, arg), = expr.items()
+        ((key, arg),) = expr.items()
         if key == "Condition":
             return self.condition(arg)
         if key == "Fn::Equals":
@@ -206,8 +214,13 @@ class Template:
         raise ConfigError(f"condition function {key} is not understood locally")
 
     def _ref(self, name: str) -> str:
-        pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
-                  "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "chuixiang-local"}
+        pseudo = {
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": "chuixiang-local",
+        }
         if name in pseudo:
             return pseudo[name]
         lid, dot, attr = name.partition(".")
@@ -229,8 +242,10 @@ class Template:
         out = {}
         for lid, res in self.of_type("AWS::Serverless::Function").items():
             props = res["Properties"]
-            env = {**glob.get("Environment", {}).get("Variables", {}),
-                   **props.get("Environment", {}).get("Variables", {})}
+            env = {
+                **glob.get("Environment", {}).get("Variables", {}),
+                **props.get("Environment", {}).get("Variables", {}),
+            }
             out[lid] = FunctionSpec(
                 logical_id=lid,
                 name=self.physical[lid]["Ref"],
@@ -245,15 +260,19 @@ class Template:
     def function_by_dir(self, name: str) -> FunctionSpec:
         """``recipe`` / ``RecipeFunction`` / ``functions/recipe`` -> its spec."""
         for spec in self.functions().values():
-            if name in (spec.logical_id, spec.code_dir.name, spec.name) or \
-                    spec.code_dir.resolve() == (self.root / name).resolve():
+            if (
+                name in (spec.logical_id, spec.code_dir.name, spec.name)
+                or spec.code_dir.resolve() == (self.root / name).resolve()
+            ):
                 return spec
-        raise ConfigError(f"no function {name!r} in template.yaml "
-                          f"(have: {', '.join(s.code_dir.name for s in self.functions().values())})")
+        raise ConfigError(
+            f"no function {name!r} in template.yaml "
+            f"(have: {', '.join(s.code_dir.name for s in self.functions().values())})"
+        )
 
     def state_machine(self) -> tuple[str, str, dict[str, Any]]:
         """(logical id, physical ARN, definition with DefinitionSubstitutions applied)."""
-        (lid, res), = self.of_type("AWS::Serverless::StateMachine").items()
+        ((lid, res),) = self.of_type("AWS::Serverless::StateMachine").items()
         props = res["Properties"]
         text = (self.root / props["DefinitionUri"]).read_text()
         subs = {k: str(self.resolve(v)) for k, v in props.get("DefinitionSubstitutions", {}).items()}

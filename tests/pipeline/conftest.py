@@ -17,8 +17,10 @@ from ..scaled import SCALED
 @pytest.fixture(scope="module")
 def cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
     work = tmp_path_factory.mktemp("cloud")
-    with open(work / "functions.log", "w") as log, \
-            LocalCloud(SCALED, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c:
+    with (
+        open(work / "functions.log", "w") as log,
+        LocalCloud(SCALED, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c,
+    ):
         yield c
 
 

@@ -22,9 +22,12 @@ QUOTA = 5
 
 
 def test_a_job_whose_stage_is_throttled_fails_after_the_asl_retries(module_fake: FakeModel, tmp_path: Path) -> None:
-    with open(tmp_path / "log", "w") as log, LocalCloud(SCALED, model_base_url=module_fake.base_url,
-                                                        work_dir=tmp_path, log=log,
-                                                        account_concurrency=QUOTA) as cloud:
+    with (
+        open(tmp_path / "log", "w") as log,
+        LocalCloud(
+            SCALED, model_base_url=module_fake.base_url, work_dir=tmp_path, log=log, account_concurrency=QUOTA
+        ) as cloud,
+    ):
         api = LocalApi(cloud)
         for _ in range(QUOTA):  # other functions of the account hold all of it
             assert cloud.concurrency.acquire("another-app")
@@ -42,17 +45,27 @@ def test_a_job_whose_stage_is_throttled_fails_after_the_asl_retries(module_fake:
 
 
 def test_a_reservation_the_account_cannot_give_fails_the_deploy(module_fake: FakeModel, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="minimum value"), \
-            LocalCloud({**SCALED, "RecipeReservedConcurrency": "20"}, model_base_url=module_fake.base_url,
-                       work_dir=tmp_path, account_concurrency=50):
+    with (
+        pytest.raises(ConfigError, match="minimum value"),
+        LocalCloud(
+            {**SCALED, "RecipeReservedConcurrency": "20"},
+            model_base_url=module_fake.base_url,
+            work_dir=tmp_path,
+            account_concurrency=50,
+        ),
+    ):
         pass
 
 
 def test_the_ladder_refuses_a_quota_that_cannot_hold_the_peak() -> None:
     def ladder(quota: int) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", "ladder",
-                               "--account-concurrency", str(quota)], capture_output=True, text=True, cwd=ROOT,
-                              timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "chuixiang_local.commands.cli", "ladder", "--account-concurrency", str(quota)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
 
     new_account, default = ladder(10), ladder(1000)
     assert new_account.returncode == 2 and "quota 10 (10 unreserved) cannot hold 52" in new_account.stderr

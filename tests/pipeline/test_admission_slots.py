@@ -27,23 +27,31 @@ LIMIT = 3
 def small_cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
     work = tmp_path_factory.mktemp("slots")
     overrides = {**SCALED, "RecipeConcurrency": str(LIMIT)}
-    with open(work / "functions.log", "w") as log, \
-            LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c:
+    with (
+        open(work / "functions.log", "w") as log,
+        LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c,
+    ):
         yield c
 
 
 def _slots_held(cloud: LocalCloud) -> list[str]:
     table = cloud.job_store().table
-    return [str(table.get_item(Key=admission_key(n)).get("Item", {}).get("jobId"))
-            for n in range(LIMIT) if "Item" in table.get_item(Key=admission_key(n))]
+    return [
+        str(table.get_item(Key=admission_key(n)).get("Item", {}).get("jobId"))
+        for n in range(LIMIT)
+        if "Item" in table.get_item(Key=admission_key(n))
+    ]
 
 
 def _ended_unpolled(cloud: LocalCloud, job_ids: list[str]) -> None:
     """Every job terminal and its execution ended, read from the table and the executions: no GET, which
     would free a slot on its own."""
     store = cloud.job_store()
-    wait_until(lambda: all((store.get(j) or {}).get("status") in ("FAILED", "SUCCEEDED") for j in job_ids),
-               timeout_s=60, what="the jobs to end")
+    wait_until(
+        lambda: all((store.get(j) or {}).get("status") in ("FAILED", "SUCCEEDED") for j in job_ids),
+        timeout_s=60,
+        what="the jobs to end",
+    )
     wait_until(lambda: not cloud.running_executions(), timeout_s=30, what="their executions to end")
 
 
@@ -74,7 +82,8 @@ def test_a_job_the_workflow_finds_invalid_frees_its_slot(small_cloud: LocalCloud
     assert slot is not None
     store.create(job_id, "坏菜", slot=slot)
     small_cloud.client("stepfunctions").start_execution(
-        stateMachineArn=small_cloud.state_machine_arn, name=job_id, input=json.dumps({"jobId": job_id, "dish": "\x00"}))
+        stateMachineArn=small_cloud.state_machine_arn, name=job_id, input=json.dumps({"jobId": job_id, "dish": "\x00"})
+    )
     _ended_unpolled(small_cloud, [job_id])
     assert store.get(job_id)["error"]["code"] == "INVALID_DISH"
     assert job_id not in _slots_held(small_cloud)

@@ -8,16 +8,19 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
 
 
-@pytest.mark.parametrize(("body", "why"), [
-    ('{"dish": ""}', "empty"),
-    ("{}", "missing"),
-    ('{"dish": "' + "菜" * 5000 + '"}', "10 KB"),
-    ('{"dish": "番茄\\u0000炒蛋"}', "control"),
-    ("not json at all", "not JSON"),
-    ('{"dish": 42}', "not a string"),
-    ('["番茄炒蛋"]', "not an object"),
-    ('{"dish": "番茄炒蛋", "extra": 1}', "unknown field"),
-])
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ('{"dish": ""}', "empty"),
+        ("{}", "missing"),
+        ('{"dish": "' + "菜" * 5000 + '"}', "10 KB"),
+        ('{"dish": "番茄\\u0000炒蛋"}', "control"),
+        ("not json at all", "not JSON"),
+        ('{"dish": 42}', "not a string"),
+        ('["番茄炒蛋"]', "not an object"),
+        ('{"dish": "番茄炒蛋", "extra": 1}', "unknown field"),
+    ],
+)
 def test_bad_dish_is_400_invalid_dish(api: LocalApi, body: str, why: str) -> None:
     status, doc = api.request("POST", "/recipes", body)
     assert status == 400, (why, doc)
@@ -38,16 +41,32 @@ def test_post_then_poll_until_succeeded(api: LocalApi) -> None:
     doc = api.wait(created["jobId"], give_up_s=30)
     assert doc["status"] == "SUCCEEDED" and doc["stage"] == "done"
     assert doc["dish"] == "宫保鸡丁"
-    assert set(doc) == {"jobId", "dish", "status", "stage", "recipe", "image", "imageError", "error",
-                        "createdAt", "updatedAt", "deadlineAt", "progress", "partial", "pollAfterMs", "metrics"}
+    assert set(doc) == {
+        "jobId",
+        "dish",
+        "status",
+        "stage",
+        "recipe",
+        "image",
+        "imageError",
+        "error",
+        "createdAt",
+        "updatedAt",
+        "deadlineAt",
+        "progress",
+        "partial",
+        "pollAfterMs",
+        "metrics",
+    }
     assert doc["pollAfterMs"] is None  # terminal: stop polling
     assert doc["progress"]["percent"] == 100 and doc["partial"] is None
     with open(doc["image"]["url"], "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
-def test_idempotency_key_returns_the_same_job(api: LocalApi, module_fake: FakeModel,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_idempotency_key_returns_the_same_job(
+    api: LocalApi, module_fake: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(module_fake, "pace_s", 0.008)  # every recipe streams for ~2 s
     first = api.post_dish("麻婆豆腐", idempotency_key="tap-1")
     again = api.post_dish("麻婆豆腐", idempotency_key="tap-1")

@@ -37,32 +37,50 @@ def app() -> Iterator[APIGatewayHttpResolver]:
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=60),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 dishes = st.one_of(st.text(max_size=50), st.sampled_from(["番茄炒蛋", " 宫保鸡丁 ", "\x00", "a" * 41, "🍅炒蛋"]))
 bodies = st.one_of(
     st.none(),
     st.binary(max_size=64),  # not UTF-8, not JSON
     st.builds(lambda d: json.dumps({"dish": d}, ensure_ascii=False).encode(), dishes),
     st.builds(lambda v: json.dumps(v).encode(), json_values),
-    st.builds(lambda d, extra: json.dumps({"dish": d, **extra}).encode(), dishes,
-              st.dictionaries(st.text(max_size=6), json_values, max_size=2)),
+    st.builds(
+        lambda d, extra: json.dumps({"dish": d, **extra}).encode(),
+        dishes,
+        st.dictionaries(st.text(max_size=6), json_values, max_size=2),
+    ),
     st.builds(lambda n: b"[" * n + b"]" * n, st.integers(900, 5000)),  # nested deeper than the parser
     st.builds(lambda n: b'{"dish": ' + b"[" * n, st.integers(1, 3000)),  # truncated
 )
 content_types = st.one_of(
-    st.none(), st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain",
-                                "multipart/form-data", "multipart/form-data; boundary=x",
-                                "application/x-www-form-urlencoded", "APPLICATION/JSON", ""]),
-    st.text(max_size=30))
+    st.none(),
+    st.sampled_from(
+        [
+            "application/json",
+            "application/json; charset=utf-8",
+            "text/plain",
+            "multipart/form-data",
+            "multipart/form-data; boundary=x",
+            "application/x-www-form-urlencoded",
+            "APPLICATION/JSON",
+            "",
+        ]
+    ),
+    st.text(max_size=30),
+)
 keys = st.one_of(st.none(), st.text(max_size=200), st.from_regex(r"[A-Za-z0-9-]{1,140}", fullmatch=True))
-paths = st.one_of(st.sampled_from(["/recipes", "/recipes/", "/openapi.json", "/", "/swagger", "/recipes/x/y"]),
-                  st.builds(lambda s: "/recipes/" + s, st.text(min_size=1, max_size=80).filter(lambda s: "/" not in s)),
-                  st.builds(lambda s: "/" + s, st.text(max_size=30)))
+paths = st.one_of(
+    st.sampled_from(["/recipes", "/recipes/", "/openapi.json", "/", "/swagger", "/recipes/x/y"]),
+    st.builds(lambda s: "/recipes/" + s, st.text(min_size=1, max_size=80).filter(lambda s: "/" not in s)),
+    st.builds(lambda s: "/" + s, st.text(max_size=30)),
+)
 methods = st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"])
 
 
-def event_for(method: str, path: str, body: bytes | None, content_type: str | None, key: str | None,
-              odd_header: str) -> dict[str, Any]:
+def event_for(
+    method: str, path: str, body: bytes | None, content_type: str | None, key: str | None, odd_header: str
+) -> dict[str, Any]:
     headers = {"x-odd": odd_header}
     if content_type is not None:
         headers["content-type"] = content_type
@@ -80,13 +98,22 @@ def event_for(method: str, path: str, body: bytes | None, content_type: str | No
     return event
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                 HealthCheck.data_too_large])
-@given(method=methods, path=paths, body=bodies, content_type=content_types, key=keys,
-       odd_header=st.text(max_size=20))
-def test_no_input_reaches_a_500(app: APIGatewayHttpResolver, method: str, path: str, body: bytes | None,
-                                content_type: str | None, key: str | None, odd_header: str) -> None:
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
+@given(method=methods, path=paths, body=bodies, content_type=content_types, key=keys, odd_header=st.text(max_size=20))
+def test_no_input_reaches_a_500(
+    app: APIGatewayHttpResolver,
+    method: str,
+    path: str,
+    body: bytes | None,
+    content_type: str | None,
+    key: str | None,
+    odd_header: str,
+) -> None:
     response = api.handle(app, event_for(method, path, body, content_type, key, odd_header), None)
     status = response["statusCode"]
     assert status < 500, response

@@ -21,18 +21,28 @@ PRIMARY, FALLBACK = "model-primary", "model-fallback"
 
 
 def test_fallback_models_through_the_pipeline(fake: FakeModel, tmp_path: Path) -> None:
-    overrides = {**SCALED, "RecipeModel": PRIMARY, "RecipeFallbackModels": FALLBACK,
-                 "ImageModel": PRIMARY, "ImageFallbackModels": FALLBACK}
+    overrides = {
+        **SCALED,
+        "RecipeModel": PRIMARY,
+        "RecipeFallbackModels": FALLBACK,
+        "ImageModel": PRIMARY,
+        "ImageFallbackModels": FALLBACK,
+    }
     fake.chat_by_model[PRIMARY] = ChatBehaviour(status=503)
     fake.image_by_model[PRIMARY] = ImageBehaviour(status=503)
-    with open(tmp_path / "log", "w") as log, \
-            LocalCloud(overrides, model_base_url=fake.base_url, work_dir=tmp_path, log=log) as cloud:
+    with (
+        open(tmp_path / "log", "w") as log,
+        LocalCloud(overrides, model_base_url=fake.base_url, work_dir=tmp_path, log=log) as cloud,
+    ):
         doc = LocalApi(cloud).wait(LocalApi(cloud).post_dish("回退测试菜")[1]["jobId"], give_up_s=30)
     assert doc["status"] == "SUCCEEDED", doc
     recipe = doc["metrics"]["recipe"]
     assert recipe["model"] == FALLBACK
     assert [(c["model"], c["outcome"]) for c in recipe["calls"]] == [
-        (PRIMARY, "http_error"), (PRIMARY, "http_error"), (FALLBACK, "ok")]
+        (PRIMARY, "http_error"),
+        (PRIMARY, "http_error"),
+        (FALLBACK, "ok"),
+    ]
     assert doc["image"] is not None and doc["metrics"]["image"]["model"] == FALLBACK
 
 

@@ -23,8 +23,11 @@ from chuixiang_local.template import Template
 def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Path) -> None:
     paths, poll = measure({}, tmp_path)
     by_path = {p.path: p for p in paths}
-    assert {p: c.status for p, c in by_path.items()} == {"generated": "SUCCEEDED", "cached": "SUCCEEDED",
-                                                          "failed": "FAILED"}
+    assert {p: c.status for p, c in by_path.items()} == {
+        "generated": "SUCCEEDED",
+        "cached": "SUCCEEDED",
+        "failed": "FAILED",
+    }
     generated, cached = by_path["generated"], by_path["cached"]
     assert generated.calls["states:StartExecution"] == cached.calls["states:StartExecution"] == 1
     assert generated.calls["s3:PutObject"] == 1 and cached.calls["s3:PutObject"] == 0
@@ -50,7 +53,8 @@ def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Pa
     extra_writes = math.floor(assume.recipe_seconds / 1) - math.floor(assume.recipe_seconds / 2)
     per_write = math.ceil(max(generated.item_kb, 1)) * DDB_WRITE_UNIT * 1000
     assert chatty["generated"]["DynamoDB writes"] - base["generated"]["DynamoDB writes"] == pytest.approx(
-        extra_writes * per_write)
+        extra_writes * per_write
+    )
 
 
 def test_the_report_names_its_prices_date_and_the_model_bill(tmp_path: Path) -> None:

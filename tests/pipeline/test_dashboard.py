@@ -39,7 +39,7 @@ Metric = tuple[str, frozenset[str], frozenset[tuple[str, str]] | None]
 def emf_documents(log: str) -> Iterator[dict[str, Any]]:
     for line in log.splitlines():
         if '"_aws"' in line:
-            doc = json.loads(line[line.index("{"):])
+            doc = json.loads(line[line.index("{") :])
             if "CloudWatchMetrics" in doc.get("_aws", {}):
                 yield doc
 
@@ -102,8 +102,11 @@ def in_alarms(template: Template) -> set[Metric]:
     out: set[Metric] = set()
     for res in template.of_type("AWS::CloudWatch::Alarm").values():
         props = res["Properties"]
-        stats = [props] if "MetricName" in props else [
-            {**m["MetricStat"]["Metric"]} for m in props.get("Metrics", []) if "MetricStat" in m]
+        stats = (
+            [props]
+            if "MetricName" in props
+            else [{**m["MetricStat"]["Metric"]} for m in props.get("Metrics", []) if "MetricStat" in m]
+        )
         for stat in stats:
             if stat["Namespace"] == NAMESPACE:
                 pairs = frozenset((d["Name"], d["Value"]) for d in stat.get("Dimensions", []))
@@ -142,8 +145,11 @@ def names_in_code() -> set[str]:
 def emitted_metrics(tmp_path_factory: pytest.TempPathFactory) -> set[Metric]:
     work = tmp_path_factory.mktemp("dashboard")
     overrides = {**SCALED, "BreakerFailureThreshold": "1", "CanaryModels": "canary-model"}
-    with FakeModel(pace_s=0.001) as fake, open(work / "log", "w") as log, \
-            LocalCloud(overrides, model_base_url=fake.base_url, work_dir=work, log=log) as cloud:
+    with (
+        FakeModel(pace_s=0.001) as fake,
+        open(work / "log", "w") as log,
+        LocalCloud(overrides, model_base_url=fake.base_url, work_dir=work, log=log) as cloud,
+    ):
         api = LocalApi(cloud)
 
         def cook(dish: str) -> dict[str, Any]:
@@ -185,16 +191,17 @@ def test_every_metric_on_the_dashboard_and_in_alarms_is_emitted(emitted_metrics:
 def test_every_emitted_metric_is_on_the_dashboard(emitted_metrics: set[Metric]) -> None:
     shown = {(name, keys) for name, keys, _ in on_dashboard(Template())}
     missing = {(name, tuple(sorted(keys))) for name, keys, _ in emitted_metrics} - {
-        (name, tuple(sorted(keys))) for name, keys in shown}
+        (name, tuple(sorted(keys))) for name, keys in shown
+    }
     assert not missing, f"emitted but on no widget: {sorted(missing)}"
     assert names_in_code() <= {name for name, _, _ in emitted_metrics}, "a metric the code emits was not exercised"
     assert len(names_in_code()) >= 18  # the scan found them (20 when written)
 
 
 def test_the_latency_widget_draws_the_limits_from_the_parameters() -> None:
-    template = Template({"RecipeFirstContentTimeoutMs": "50000", "RecipeIdleTimeoutMs": "25000",
-                        "RecipeTotalTimeoutMs": "110000"})
-    widget = next(w for w in dashboard(template)["widgets"]
-                  if w["properties"].get("title") == "Recipe latency (ms)")
+    template = Template(
+        {"RecipeFirstContentTimeoutMs": "50000", "RecipeIdleTimeoutMs": "25000", "RecipeTotalTimeoutMs": "110000"}
+    )
+    widget = next(w for w in dashboard(template)["widgets"] if w["properties"].get("title") == "Recipe latency (ms)")
     lines = {a["label"].split(" (")[0]: a["value"] for a in widget["properties"]["annotations"]["horizontal"]}
     assert lines == {"first-content limit": 50000, "idle limit": 25000, "total limit": 110000}

@@ -22,10 +22,4 @@ def test_the_ladder_refuses_a_broken_map() -> None:
 # --- on a real socket: the fake answers as OpenAI does -------------------------------------------
 
 
-
-
 # --- a provider that does not stream ---------------------------------------------------------------
-
-
-
-

@@ -25,26 +25,31 @@ def test_state_machine_runs_our_handlers_in_order(cloud: LocalCloud, api: LocalA
     # A second job finds the workers warm: no init at all.
     again = api.wait(api.post_dish("引擎自检菜二")[1]["jobId"], give_up_s=30)
     assert again["status"] == "SUCCEEDED"
-    warm = cloud.invocations[before + 3:]
+    warm = cloud.invocations[before + 3 :]
     assert [lid for lid, _ in warm] == ["SubmitFunction", "RecipeFunction", "ImageFunction"]
     assert all(inv.init_ms is None for _, inv in warm)
 
 
 def test_the_state_machine_is_parsed_at_deployment_not_by_its_executions(
-        cloud: LocalCloud, api: LocalApi, monkeypatch: pytest.MonkeyPatch) -> None:
+    cloud: LocalCloud, api: LocalApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     parsed: list[str] = []
     parse = AmazonStateLanguageParser.parse
-    monkeypatch.setattr(AmazonStateLanguageParser, "parse",
-                        staticmethod(lambda definition: (parsed.append(definition), parse(definition))[1]))
+    monkeypatch.setattr(
+        AmazonStateLanguageParser,
+        "parse",
+        staticmethod(lambda definition: (parsed.append(definition), parse(definition))[1]),
+    )
     doc = api.wait(api.post_dish("解析一次菜")[1]["jobId"], give_up_s=30)
     assert doc["status"] == "SUCCEEDED"
     assert parsed == []  # the execution ran the program parsed when the cloud created its state machine
 
 
-def test_ended_badly_reads_only_the_failed_timed_out_and_aborted(cloud: LocalCloud, api: LocalApi,
-                                                                 module_fake: FakeModel) -> None:
+def test_ended_badly_reads_only_the_failed_timed_out_and_aborted(
+    cloud: LocalCloud, api: LocalApi, module_fake: FakeModel
+) -> None:
     succeeded = api.wait(api.post_dish("善终菜")[1]["jobId"], give_up_s=30)
     assert succeeded["status"] == "SUCCEEDED"
     # Stopped while provably running: its recipe call is held at the model, so it cannot end on its own first.
@@ -55,8 +60,11 @@ def test_ended_badly_reads_only_the_failed_timed_out_and_aborted(cloud: LocalClo
     sfn = cloud.client("stepfunctions")
     assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
     sfn.stop_execution(executionArn=arn)
-    wait_until(lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING", timeout_s=10,
-               what="moto stopped the execution (on its own thread)")
+    wait_until(
+        lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING",
+        timeout_s=10,
+        what="moto stopped the execution (on its own thread)",
+    )
     assert sfn.describe_execution(executionArn=arn)["status"] == "ABORTED"
     ended_badly = cloud.executions.ended_badly()
     assert arn in ended_badly
@@ -67,17 +75,15 @@ def test_ended_badly_reads_only_the_failed_timed_out_and_aborted(cloud: LocalClo
 
 def test_unrouted_function_is_an_error_not_a_canned_answer(cloud: LocalCloud) -> None:
     lam = cloud.client("lambda")
-    lam.create_function(FunctionName="not-ours", Runtime="python3.12", Handler="app.h",
-                        Role=lam.get_function(FunctionName=cloud.functions["SubmitFunction"].name)
-                        ["Configuration"]["Role"], Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18})
+    lam.create_function(
+        FunctionName="not-ours",
+        Runtime="python3.12",
+        Handler="app.h",
+        Role=lam.get_function(FunctionName=cloud.functions["SubmitFunction"].name)["Configuration"]["Role"],
+        Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18},
+    )
     with pytest.raises(Exception, match="no local route|500|InternalServerError|Internal"):
         lam.invoke(FunctionName="not-ours", Payload=b"{}")
 
 
 # --- serve's front door first ---------------------------------------------------------------
-
-
-
-
-
-

@@ -30,11 +30,30 @@ from ..waiting import wait_until
 
 def test_ladder_account_check_says_when_it_cannot_read_the_quota() -> None:
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: the call fails at once, on loopback
-    env = {**os.environ, "AWS_ENDPOINT_URL": closed, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_MAX_ATTEMPTS": "1"}
-    done = subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", "ladder", "--account",
-                           "--parameter-overrides", "RecipeReservedConcurrency=20"],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": closed,
+        "AWS_ACCESS_KEY_ID": "x",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_MAX_ATTEMPTS": "1",
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chuixiang_local.commands.cli",
+            "ladder",
+            "--account",
+            "--parameter-overrides",
+            "RecipeReservedConcurrency=20",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "could not be read" in done.stderr
 
@@ -59,9 +78,15 @@ def test_a_browser_preflight_gets_the_configured_origins_and_never_needs_a_token
     overrides = {"CorsAllowOrigins": origins, "JwtIssuer": "https://login.example.cn", "JwtAudience": "mini"}
     with Serve(overrides) as serve:
         for path in ("/recipes", "/recipes/0badc0de-0000-4000-8000-000000000009"):
-            ok = httpx.options(f"{serve.base}{path}", timeout=30, headers={
-                "Origin": "https://servicewechat.com", "Access-Control-Request-Method": "POST",
-                "Access-Control-Request-Headers": "content-type,authorization"})
+            ok = httpx.options(
+                f"{serve.base}{path}",
+                timeout=30,
+                headers={
+                    "Origin": "https://servicewechat.com",
+                    "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "content-type,authorization",
+                },
+            )
             assert ok.status_code == 204, (path, ok.status_code, ok.text)
             assert ok.headers["access-control-allow-origin"] == "https://servicewechat.com"
             assert "POST" in ok.headers["access-control-allow-methods"]
@@ -95,8 +120,13 @@ def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
         assert full.status_code == 429 and int(full.headers["retry-after"]) >= 1, full.text
         endpoint = re.search(r"the local cloud \(moto\) at (http://[\d.:]+)", serve.output())
         assert endpoint, serve.output()[-2000:]
-        sfn = boto3.client("stepfunctions", endpoint_url=endpoint[1], region_name="us-east-1",
-                           aws_access_key_id="testing", aws_secret_access_key="testing")  # nosec B106 - moto
+        sfn = boto3.client(
+            "stepfunctions",
+            endpoint_url=endpoint[1],
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )  # nosec B106 - moto
         machine = sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
 
         def ended() -> bool:
@@ -114,8 +144,9 @@ def test_an_idempotency_key_is_scoped_to_its_caller(api: LocalApi) -> None:
     from chuixiang_local.gateway.api_client import http_event
 
     def post(sub: str, dish: str) -> tuple[int, dict[str, Any]]:
-        event = http_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False),
-                           {"Idempotency-Key": "the-same-key-0001"})
+        event = http_event(
+            "POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False), {"Idempotency-Key": "the-same-key-0001"}
+        )
         event["requestContext"]["authorizer"] = {"jwt": {"claims": {"sub": sub, "iss": "x"}, "scopes": None}}
         answer = api.invoke(event)
         return answer["statusCode"], json.loads(answer["body"])
@@ -131,8 +162,9 @@ def test_an_idempotency_key_is_scoped_to_its_caller(api: LocalApi) -> None:
 # --- releases never break jobs in flight -------------------------------------------------------------
 
 
-def _release_mid_job(fake: Any, tmp_path: Path, template: Template, code: dict[str, Path],
-                     published: Callable[[str], str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _release_mid_job(
+    fake: Any, tmp_path: Path, template: Template, code: dict[str, Path], published: Callable[[str], str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(a job started before the release, one started after): the first job's recipe is held at the model (half
     its first-content limit) while ``code`` is released; each function must be at version ``published(lid)``."""
     from chuixiang_local.cloud.local_cloud import LocalCloud
@@ -140,8 +172,10 @@ def _release_mid_job(fake: Any, tmp_path: Path, template: Template, code: dict[s
 
     from .conftest import SCALED
 
-    with open(tmp_path / "log", "w") as log, LocalCloud(SCALED, model_base_url=fake.base_url,
-                                                        work_dir=tmp_path, log=log) as cloud:
+    with (
+        open(tmp_path / "log", "w") as log,
+        LocalCloud(SCALED, model_base_url=fake.base_url, work_dir=tmp_path, log=log) as cloud,
+    ):
         api = LocalApi(cloud)
         fake.chat_script.append(ChatBehaviour(headers_delay_s=template.number("RecipeFirstContentTimeoutMs") / 2000))
         before = api.post_dish(f"发布前的菜{len(code)}")[1]["jobId"]
@@ -153,36 +187,46 @@ def _release_mid_job(fake: Any, tmp_path: Path, template: Template, code: dict[s
     return first, after
 
 
-def test_a_job_started_before_a_release_finishes_on_the_old_code(module_fake: Any, tmp_path: Path,
-                                                                  scaled_template: Template) -> None:
+def test_a_job_started_before_a_release_finishes_on_the_old_code(
+    module_fake: Any, tmp_path: Path, scaled_template: Template
+) -> None:
     """A deploy in the middle of a job: the job keeps the versions it started with; a job started after runs
     the new code. SAM publishes a version of the image function only: nothing else changed."""
     new_image = tmp_path / "image-v2"
     shutil.copytree(ROOT / "functions" / "image", new_image)
     (new_image / "app.py").write_text(  # the new release's image function: it fails every picture
-        "def lambda_handler(event, context):\n    raise RuntimeError('image function v2')\n")
-    first, after = _release_mid_job(module_fake, tmp_path, scaled_template, {"ImageFunction": new_image},
-                                     lambda lid: "2" if lid == "ImageFunction" else "1")
+        "def lambda_handler(event, context):\n    raise RuntimeError('image function v2')\n"
+    )
+    first, after = _release_mid_job(
+        module_fake,
+        tmp_path,
+        scaled_template,
+        {"ImageFunction": new_image},
+        lambda lid: "2" if lid == "ImageFunction" else "1",
+    )
     assert first["status"] == "SUCCEEDED" and first["image"] is not None and first["imageError"] is None, first
     assert after["status"] == "SUCCEEDED" and after["image"] is None and after["imageError"] is not None, after
 
 
 def test_a_layer_only_release_reaches_new_jobs_and_a_running_one_keeps_its_layer(
-        module_fake: Any, tmp_path: Path, scaled_template: Template) -> None:
+    module_fake: Any, tmp_path: Path, scaled_template: Template
+) -> None:
     """The function zips hold only app.py: a release of the layer alone must publish every function (SAM
     does, with AutoPublishAliasAllProperties and the layer's PublishLambdaVersion), and an execution already
     running must keep the layer its versions were published with."""
     new_layer = Path(shutil.copytree(ROOT / "layers" / "shared", tmp_path / "layer-v2"))
     steps = new_layer / "chuixiang" / "steps.py"
-    steps.write_text(steps.read_text() + "\n\ndef run_image(*args, **kwargs):  # the new layer: every picture fails\n"
-                     "    raise RuntimeError('layer v2')\n")
-    first, after = _release_mid_job(module_fake, tmp_path, scaled_template, {"SharedLayer": new_layer},
-                                     lambda lid: "2")
+    steps.write_text(
+        steps.read_text() + "\n\ndef run_image(*args, **kwargs):  # the new layer: every picture fails\n"
+        "    raise RuntimeError('layer v2')\n"
+    )
+    first, after = _release_mid_job(module_fake, tmp_path, scaled_template, {"SharedLayer": new_layer}, lambda lid: "2")
     assert first["status"] == "SUCCEEDED" and first["image"] is not None and first["imageError"] is None, first
     assert after["status"] == "SUCCEEDED" and after["image"] is None and after["imageError"] is not None, after
 
 
 # --- the template after SAM's transform --------------------------------------------------------------
+
 
 def transform(region: str, code_dirs: dict[str, Path] | None = None) -> dict[str, Any]:
     template = Template()
@@ -197,10 +241,13 @@ def transformed() -> dict[str, Any]:
     return transform("cn-north-1")
 
 
-def test_after_the_transform_no_partition_no_fixed_name_and_the_key_alarms_can_use(
-        transformed: dict[str, Any]) -> None:
-    literal = [(lid, path) for lid, r in transformed.items() for path, leaf in walk(r)
-               if isinstance(leaf, str) and "arn:aws:" in leaf]
+def test_after_the_transform_no_partition_no_fixed_name_and_the_key_alarms_can_use(transformed: dict[str, Any]) -> None:
+    literal = [
+        (lid, path)
+        for lid, r in transformed.items()
+        for path, leaf in walk(r)
+        if isinstance(leaf, str) and "arn:aws:" in leaf
+    ]
     assert not literal, literal
     schedules = [r for r in transformed.values() if r["Type"] == "AWS::Scheduler::Schedule"]
     assert [s["Properties"]["Name"] for s in schedules] == [{"Fn::Sub": "${AWS::StackName}-canary"}]
@@ -214,8 +261,10 @@ def test_after_the_transform_no_partition_no_fixed_name_and_the_key_alarms_can_u
 def test_after_the_transform_executions_call_versions_and_start_on_the_alias(transformed: dict[str, Any]) -> None:
     versions = {lid for lid, r in transformed.items() if r["Type"] == "AWS::Lambda::Version"}
     machine = next(r for r in transformed.values() if r["Type"] == "AWS::StepFunctions::StateMachine")
-    called = {machine["Properties"]["DefinitionSubstitutions"][f"{n}FunctionArn"]["Ref"] for n in
-              ("Submit", "Recipe", "Image")}
+    called = {
+        machine["Properties"]["DefinitionSubstitutions"][f"{n}FunctionArn"]["Ref"]
+        for n in ("Submit", "Recipe", "Image")
+    }
     assert called <= versions  # immutable versions, not $LATEST or an alias that moves during a job
     alias = transformed["RecipeStateMachineAliaslive"]
     assert alias["Type"] == "AWS::StepFunctions::StateMachineAlias"
@@ -226,7 +275,8 @@ def test_after_the_transform_executions_call_versions_and_start_on_the_alias(tra
 
 
 def test_a_layer_only_release_publishes_every_function_and_an_unchanged_one_none(
-        transformed: dict[str, Any], tmp_path: Path) -> None:
+    transformed: dict[str, Any], tmp_path: Path
+) -> None:
     """The function zips hold only app.py: without AutoPublishAliasAllProperties and the layer's
     PublishLambdaVersion, SAM hashes only the code location, and a release of the layer reaches no version."""
     before = sam.version_ids(transformed)

@@ -31,9 +31,15 @@ SLOTS = 2
 @pytest.fixture(scope="module")
 def iam_cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
     work = tmp_path_factory.mktemp("iam")
-    with open(work / "functions.log", "w") as log, \
-            LocalCloud({**SCALED, "RecipeConcurrency": str(SLOTS)}, model_base_url=module_fake.base_url,
-                       work_dir=Path(work), log=log) as c:
+    with (
+        open(work / "functions.log", "w") as log,
+        LocalCloud(
+            {**SCALED, "RecipeConcurrency": str(SLOTS)},
+            model_base_url=module_fake.base_url,
+            work_dir=Path(work),
+            log=log,
+        ) as c,
+    ):
         yield c
 
 
@@ -96,7 +102,11 @@ def probed(cloud: LocalCloud, api: LocalApi, fake: FakeModel) -> str:
 
 
 SCENARIOS: dict[str, Callable[[LocalCloud, LocalApi, FakeModel], str]] = {
-    "cook": cook, "turned_away": turned_away, "reconciled": reconciled, "probed": probed}
+    "cook": cook,
+    "turned_away": turned_away,
+    "reconciled": reconciled,
+    "probed": probed,
+}
 
 
 def _role_of(principal: Principal) -> str:
@@ -124,8 +134,12 @@ def used(iam_cloud: LocalCloud, module_fake: FakeModel) -> dict[tuple[str, int],
     finally:
         gate.recording = False
     assert gate.refusals == [], [r.message for r in gate.refusals]
-    assert outcomes == {"cook": "SUCCEEDED", "turned_away": "POST 429 TOO_MANY_JOBS", "reconciled": "FAILED",
-                        "probed": "ok"}, outcomes
+    assert outcomes == {
+        "cook": "SUCCEEDED",
+        "turned_away": "POST 429 TOO_MANY_JOBS",
+        "reconciled": "FAILED",
+        "probed": "ok",
+    }, outcomes
     return out
 
 
@@ -133,15 +147,20 @@ def _statements(cloud: LocalCloud) -> list[tuple[str, int, Principal]]:
     return [(_role_of(p), i, p) for p in cloud.server.gate.principals.values() for i in range(len(p.statements))]
 
 
-def test_every_statement_allows_a_call_and_nothing_is_refused(iam_cloud: LocalCloud,
-                                                               used: dict[tuple[str, int], str]) -> None:
-    unused = [(role, i, p.statements[i]) for role, i, p in _statements(iam_cloud) if (role, i) not in used
-              and not set(_actions(p.statements[i])) <= set(LOG_DELIVERY_ACTIONS)]
+def test_every_statement_allows_a_call_and_nothing_is_refused(
+    iam_cloud: LocalCloud, used: dict[tuple[str, int], str]
+) -> None:
+    unused = [
+        (role, i, p.statements[i])
+        for role, i, p in _statements(iam_cloud)
+        if (role, i) not in used and not set(_actions(p.statements[i])) <= set(LOG_DELIVERY_ACTIONS)
+    ]
     assert unused == []
 
 
-def test_removing_any_statement_refuses_the_call_it_allowed(iam_cloud: LocalCloud, module_fake: FakeModel,
-                                                           used: dict[tuple[str, int], str]) -> None:
+def test_removing_any_statement_refuses_the_call_it_allowed(
+    iam_cloud: LocalCloud, module_fake: FakeModel, used: dict[tuple[str, int], str]
+) -> None:
     gate, api = iam_cloud.server.gate, LocalApi(iam_cloud)
     seen, missed = [], []
     for role, index, principal in _statements(iam_cloud):
@@ -159,8 +178,11 @@ def test_removing_any_statement_refuses_the_call_it_allowed(iam_cloud: LocalClou
         finally:
             principal.statements.insert(index, statement)
             _settle(iam_cloud)
-        refused = [r for r in gate.refusals[before:] if r.principal is principal
-                   and r.authorisation.action in _actions(statement)]
+        refused = [
+            r
+            for r in gate.refusals[before:]
+            if r.principal is principal and r.authorisation.action in _actions(statement)
+        ]
         (seen if refused else missed).append((role, scenario, outcome))
     assert missed == [], missed
     print("\n".join(f"{role:28} {scenario:12} {outcome}" for role, scenario, outcome in seen))

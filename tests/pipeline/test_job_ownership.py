@@ -13,8 +13,9 @@ from ..waiting import wait_until
 
 
 def _as(claims: dict[str, str], event: dict[str, Any]) -> dict[str, Any]:
-    event["requestContext"]["authorizer"] = {"jwt": {"claims": {"iss": "https://login.example.cn", **claims},
-                                                     "scopes": None}}
+    event["requestContext"]["authorizer"] = {
+        "jwt": {"claims": {"iss": "https://login.example.cn", **claims}, "scopes": None}
+    }
     return event
 
 
@@ -40,18 +41,24 @@ def test_a_job_is_its_creators_and_joiners_only(api: LocalApi, module_fake: Fake
     assert get(api, BOB, job_id) == missing and missing[0] == 404  # the same answer as for no job at all
     status, joined = post(api, BOB, "只给爱丽丝的菜")  # the same dish while it runs: bob joins the job
     assert status == 202 and joined["jobId"] == job_id
-    wait_until(lambda: get(api, ALICE, job_id)[1]["status"] == "SUCCEEDED", timeout_s=30, what="the job",
-               interval_s=0.1)
+    wait_until(
+        lambda: get(api, ALICE, job_id)[1]["status"] == "SUCCEEDED", timeout_s=30, what="the job", interval_s=0.1
+    )
     assert get(api, BOB, job_id)[0] == 200 and get(api, CAROL, job_id)[0] == 404
 
 
 def test_a_cached_picture_names_no_other_callers_job(api: LocalApi) -> None:
     first = post(api, ALICE, "缓存的菜")[1]["jobId"]
-    wait_until(lambda: get(api, ALICE, first)[1]["status"] == "SUCCEEDED", timeout_s=30, what="the first job",
-               interval_s=0.1)
+    wait_until(
+        lambda: get(api, ALICE, first)[1]["status"] == "SUCCEEDED", timeout_s=30, what="the first job", interval_s=0.1
+    )
     second = post(api, CAROL, "缓存的菜")[1]["jobId"]  # served from the recipe cache, the same picture
-    doc = wait_until(lambda: (d := get(api, CAROL, second)[1])["status"] == "SUCCEEDED" and d, timeout_s=30,
-                     what="the cached job", interval_s=0.1)
+    doc = wait_until(
+        lambda: (d := get(api, CAROL, second)[1])["status"] == "SUCCEEDED" and d,
+        timeout_s=30,
+        what="the cached job",
+        interval_s=0.1,
+    )
     assert second != first and doc["image"]["key"] and first not in json.dumps(doc), doc
 
 

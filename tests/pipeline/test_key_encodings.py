@@ -23,7 +23,7 @@ from ..provider_corpus import Replay, ReplayServer
 from ..scaled import SCALED
 
 KEY = "team.key-7f3a9c2e/0b1d.A9x"  # no known key shape: only the redactor's knowledge of it hides it
-PIECES = [KEY[i:i + 8] for i in range(len(KEY) - 7)]
+PIECES = [KEY[i : i + 8] for i in range(len(KEY) - 7)]
 
 
 def escaped(text: str, *, upper: bool) -> str:
@@ -39,11 +39,22 @@ def sse(docs: list[dict[str, Any]]) -> bytes:
 
 def chunks(content: str, size: int, **fields: Any) -> list[dict[str, Any]]:
     """A chat stream: ``content`` in deltas of ``size`` characters, each chunk carrying ``fields``."""
-    pieces = [content[i:i + size] for i in range(0, len(content), size)]
-    docs = [{"object": "chat.completion.chunk", **fields,
-             "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
-    docs.append({"object": "chat.completion.chunk", **fields,
-                 "choices": [{"index": 0, "delta": {}, "finish_reason": fields.get("finish", "stop")}]})
+    pieces = [content[i : i + size] for i in range(0, len(content), size)]
+    docs = [
+        {
+            "object": "chat.completion.chunk",
+            **fields,
+            "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}],
+        }
+        for p in pieces
+    ]
+    docs.append(
+        {
+            "object": "chat.completion.chunk",
+            **fields,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": fields.get("finish", "stop")}],
+        }
+    )
     return docs
 
 
@@ -56,8 +67,12 @@ def recipe_with_key() -> str:
 
 def error_body(status: int) -> Replay:
     doc = {"error": {"message": f"bad request from key {KEY}", "type": "invalid_request_error", "code": KEY}}
-    return Replay(escaped(json.dumps(doc), upper=status % 2 == 0).encode(), writes=lambda b: [b],
-                  content_type="application/json", status=status)
+    return Replay(
+        escaped(json.dumps(doc), upper=status % 2 == 0).encode(),
+        writes=lambda b: [b],
+        content_type="application/json",
+        status=status,
+    )
 
 
 CASES: dict[str, Replay] = {
@@ -66,9 +81,21 @@ CASES: dict[str, Replay] = {
     "escaped_lower": Replay(sse(chunks(escaped(recipe_with_key(), upper=False), 40))),
     "escaped_upper": Replay(sse(chunks(escaped(recipe_with_key(), upper=True), 40))),
     "split_across_chunks": Replay(sse(chunks(recipe_with_key(), 3))),
-    "every_field_of_a_chunk": Replay(escaped(sse(chunks(
-        json.dumps(recipe_for("番茄炒蛋"), ensure_ascii=False), 60, id=KEY, model=KEY, system_fingerprint=KEY,
-        finish=KEY)).decode(), upper=True).encode()),
+    "every_field_of_a_chunk": Replay(
+        escaped(
+            sse(
+                chunks(
+                    json.dumps(recipe_for("番茄炒蛋"), ensure_ascii=False),
+                    60,
+                    id=KEY,
+                    model=KEY,
+                    system_fingerprint=KEY,
+                    finish=KEY,
+                )
+            ).decode(),
+            upper=True,
+        ).encode()
+    ),
     **{f"error_{status}": error_body(status) for status in (400, 401, 403, 404, 408, 429, 500, 502, 503)},
 }
 
@@ -77,8 +104,11 @@ CASES: dict[str, Replay] = {
 def echoing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCloud, ReplayServer, Path]]:
     work = tmp_path_factory.mktemp("key-encodings")
     log_path = work / "functions.log"
-    with ReplayServer(Replay(b"")) as server, open(log_path, "w") as log, \
-            LocalCloud(SCALED, model_base_url=server.base_url, work_dir=work, log=log, model_api_key=KEY) as cloud:
+    with (
+        ReplayServer(Replay(b"")) as server,
+        open(log_path, "w") as log,
+        LocalCloud(SCALED, model_base_url=server.base_url, work_dir=work, log=log, model_api_key=KEY) as cloud,
+    ):
         yield cloud, server, log_path
 
 
@@ -92,10 +122,14 @@ def test_the_key_is_nowhere_whole_or_in_pieces(case: str, echoing: tuple[LocalCl
     assert doc["status"] in ("SUCCEEDED", "FAILED"), doc
     assert server.chat_requests, "the model was asked"
     history = cloud.client("stepfunctions").get_execution_history(
-        executionArn=cloud.execution_arn(job_id), maxResults=1000)["events"]
+        executionArn=cloud.execution_arn(job_id), maxResults=1000
+    )["events"]
     items = cloud.job_store().table.scan()["Items"]
-    places = {"job document": json.dumps(doc, ensure_ascii=False), "table (jobs, cache, slots…)": str(items),
-              "execution history": json.dumps(history, default=str, ensure_ascii=False),
-              "function logs": log_path.read_text(errors="replace")}
+    places = {
+        "job document": json.dumps(doc, ensure_ascii=False),
+        "table (jobs, cache, slots…)": str(items),
+        "execution history": json.dumps(history, default=str, ensure_ascii=False),
+        "function logs": log_path.read_text(errors="replace"),
+    }
     leaked = {where: [p for p in PIECES if p in text] for where, text in places.items()}
     assert not any(leaked.values()), leaked

@@ -7,8 +7,9 @@ import sys
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", *args],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "chuixiang_local.commands.cli", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_ladder_command_exit_codes() -> None:
@@ -24,8 +25,9 @@ def test_ladder_command_exit_codes() -> None:
 
 
 def test_cook_refuses_a_broken_ladder_before_running() -> None:
-    result = _cli("cook", "番茄炒蛋", "--parameter-overrides",
-                  "RecipeIdleTimeoutMs=200000", "RecipeTotalTimeoutMs=140000")
+    result = _cli(
+        "cook", "番茄炒蛋", "--parameter-overrides", "RecipeIdleTimeoutMs=200000", "RecipeTotalTimeoutMs=140000"
+    )
     assert result.returncode == 2
     assert "timeout ladder is broken" in result.stderr and "RecipeIdleTimeoutMs" in result.stderr
     assert "local cloud up" not in result.stderr

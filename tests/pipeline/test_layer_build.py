@@ -43,7 +43,8 @@ def test_the_runtime_provides_boto3_and_nothing_ships_twice(site: Path) -> None:
     for package in ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "aws_xray_sdk"):
         assert not (site / package).exists(), package
     assert {"aws_lambda_powertools", "pydantic", "pydantic_core", "httpx", "chuixiang"} <= {
-        p.name for p in site.iterdir()}
+        p.name for p in site.iterdir()
+    }
     size = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
     assert size < MAX_MB * 1e6, f"{size / 1e6:.1f} MB"
 
@@ -82,9 +83,20 @@ def test_every_handler_imports_from_the_built_layer(site: Path) -> None:
     for spec in Template().functions().values():
         env = lambda_env(spec, FAKE_CREDENTIALS)
         before = {p for p in site.rglob("*") if p.is_file()}
-        out = subprocess.run([sys.executable, "-I", "-B", "-c",
-                              f"import sys; sys.path[:0] = {[str(spec.code_dir), str(site)]!r}\n{PROBE}"],
-                             env=env, cwd=spec.code_dir, capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-I",
+                "-B",
+                "-c",
+                f"import sys; sys.path[:0] = {[str(spec.code_dir), str(site)]!r}\n{PROBE}",
+            ],
+            env=env,
+            cwd=spec.code_dir,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.returncode == 0, f"{spec.code_dir.name}: {out.stderr[-2000:]}"
         origins = json.loads(out.stdout.strip().splitlines()[-1])
         for module in ("chuixiang", "pydantic", "aws_lambda_powertools"):

@@ -26,10 +26,17 @@ IMAGE_MAX = 8 * 1024 * 1024
 def test_peak_memory_of_every_function_under_its_setting(fake: FakeModel, tmp_path: Path) -> None:
     fake.chat_script.append(ChatBehaviour(kind="largest", chunk_chars=64))
     fake.image_script.append(ImageBehaviour(size_bytes=IMAGE_MAX))
-    overrides = {**SCALED, "RecipeTotalTimeoutMs": "6000", "RecipeFunctionTimeout": "8",
-                 "CanaryFunctionTimeout": "9", "StateMachineTimeout": "30"}
-    with open(tmp_path / "log", "w") as log, \
-            LocalCloud(overrides, model_base_url=fake.base_url, work_dir=tmp_path, log=log) as cloud:
+    overrides = {
+        **SCALED,
+        "RecipeTotalTimeoutMs": "6000",
+        "RecipeFunctionTimeout": "8",
+        "CanaryFunctionTimeout": "9",
+        "StateMachineTimeout": "30",
+    }
+    with (
+        open(tmp_path / "log", "w") as log,
+        LocalCloud(overrides, model_base_url=fake.base_url, work_dir=tmp_path, log=log) as cloud,
+    ):
         api = LocalApi(cloud)
         doc = api.wait(api.post_dish("最大菜谱")[1]["jobId"], give_up_s=30)
         assert doc["status"] == "SUCCEEDED", doc

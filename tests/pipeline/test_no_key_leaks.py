@@ -29,17 +29,25 @@ KEY = "team-key-7f3a9c2e-0b1d"
 def leaky(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCloud, Path]]:
     work = tmp_path_factory.mktemp("leaky")
     log_path = work / "functions.log"
-    with open(log_path, "w") as log, LocalCloud(SCALED, model_base_url=module_fake.base_url, work_dir=work,
-                                                log=log, model_api_key=KEY) as cloud:
+    with (
+        open(log_path, "w") as log,
+        LocalCloud(SCALED, model_base_url=module_fake.base_url, work_dir=work, log=log, model_api_key=KEY) as cloud,
+    ):
         yield cloud, log_path
 
 
 CASES = {
     "sse_error_event": ([ChatBehaviour(kind="error_mid", echo_headers=True)], [], ("error", "RECIPE_UPSTREAM_ERROR")),
-    "status_200_not_json": ([ChatBehaviour(kind="not_json", echo_headers=True)], [],
-                            ("error", "RECIPE_UPSTREAM_ERROR")),
-    "undecodable_stream_line": ([ChatBehaviour(kind="garbage", echo_headers=True)], [],
-                                ("error", "RECIPE_UPSTREAM_ERROR")),
+    "status_200_not_json": (
+        [ChatBehaviour(kind="not_json", echo_headers=True)],
+        [],
+        ("error", "RECIPE_UPSTREAM_ERROR"),
+    ),
+    "undecodable_stream_line": (
+        [ChatBehaviour(kind="garbage", echo_headers=True)],
+        [],
+        ("error", "RECIPE_UPSTREAM_ERROR"),
+    ),
     "http_error_body": ([ChatBehaviour(status=401, echo_headers=True)], [], ("error", "RECIPE_UPSTREAM_ERROR")),
     "images_answer": ([], [ImageBehaviour(kind="echo")], ("imageError", "IMAGE_INVALID")),
 }
@@ -59,9 +67,13 @@ def test_an_echoed_key_is_nowhere(case: str, leaky: tuple[LocalCloud, Path], mod
     item: dict[str, Any] = cloud.job_store().table.get_item(Key={"pk": f"JOB#{job_id}"}, ConsistentRead=True)["Item"]
     assert REDACTED in str(item[field]["detail"]), item[field]  # the upstream did echo it
     history = cloud.client("stepfunctions").get_execution_history(
-        executionArn=cloud.execution_arn(job_id), maxResults=1000)["events"]
-    places = {"job document": json.dumps(doc, ensure_ascii=False), "job item": str(item),
-              "execution history": json.dumps(history, default=str, ensure_ascii=False),
-              "function logs": log_path.read_text(errors="replace")}
+        executionArn=cloud.execution_arn(job_id), maxResults=1000
+    )["events"]
+    places = {
+        "job document": json.dumps(doc, ensure_ascii=False),
+        "job item": str(item),
+        "execution history": json.dumps(history, default=str, ensure_ascii=False),
+        "function logs": log_path.read_text(errors="replace"),
+    }
     leaked = [where for where, text in places.items() if KEY in text]
     assert not leaked, leaked

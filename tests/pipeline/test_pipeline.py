@@ -29,14 +29,18 @@ def test_cached_dish_makes_no_model_call(api: LocalApi, module_fake: FakeModel) 
     assert (module_fake.count("/chat/completions"), module_fake.count("/images/generations")) == calls
 
 
-@pytest.mark.parametrize(("script", "code", "attempts"), [
-    ([ImageBehaviour(status=503), ImageBehaviour()], None, 2),
-    ([ImageBehaviour(status=500, delay_s=0.8)], "IMAGE_UPSTREAM_ERROR", 1),
-    ([ImageBehaviour(kind="garbage")], "IMAGE_INVALID", 1),
-    ([ImageBehaviour(delay_s=30)], "IMAGE_TIMEOUT", 1),
-])
-def test_image_failure_degrades_the_job(api: LocalApi, module_fake: FakeModel, script: list[ImageBehaviour],
-                                        code: str | None, attempts: int) -> None:
+@pytest.mark.parametrize(
+    ("script", "code", "attempts"),
+    [
+        ([ImageBehaviour(status=503), ImageBehaviour()], None, 2),
+        ([ImageBehaviour(status=500, delay_s=0.8)], "IMAGE_UPSTREAM_ERROR", 1),
+        ([ImageBehaviour(kind="garbage")], "IMAGE_INVALID", 1),
+        ([ImageBehaviour(delay_s=30)], "IMAGE_TIMEOUT", 1),
+    ],
+)
+def test_image_failure_degrades_the_job(
+    api: LocalApi, module_fake: FakeModel, script: list[ImageBehaviour], code: str | None, attempts: int
+) -> None:
     module_fake.image_script.extend(script)
     doc = api.wait(api.post_dish(f"图片测试{code}")[1]["jobId"], give_up_s=30)
     assert doc["status"] == "SUCCEEDED" and doc["recipe"] is not None
@@ -69,8 +73,9 @@ def test_recipe_lambda_killed_at_timeout(cloud: LocalCloud, api: LocalApi) -> No
     assert any(lid == "RecipeFunction" and inv.error_type == "Sandbox.Timedout" for lid, inv in cloud.invocations)
 
 
-def test_state_timeout_fires_when_the_invoke_outlives_it(cloud: LocalCloud, api: LocalApi,
-                                                         scaled_template: Template) -> None:
+def test_state_timeout_fires_when_the_invoke_outlives_it(
+    cloud: LocalCloud, api: LocalApi, scaled_template: Template
+) -> None:
     """Lambda service trouble: the invoke hangs past the state's TimeoutSeconds -> States.Timeout."""
     spec = cloud.functions["ImageFunction"]
     saved = (spec.code_dir, spec.timeout_s)
@@ -89,14 +94,20 @@ def test_state_timeout_fires_when_the_invoke_outlives_it(cloud: LocalCloud, api:
 def test_execution_timeout_is_reconciled_to_job_timed_out(module_fake: FakeModel, tmp_path: Path) -> None:
     # A broken ladder on purpose (the CLI would refuse it): the Recipe state may run 35 s, the machine 12 s.
     overrides = {**SCALED, "RecipeFunctionTimeout": "30", "StateMachineTimeout": "12"}
-    with open(tmp_path / "log", "w") as log, \
-            LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=tmp_path, log=log) as c:
+    with (
+        open(tmp_path / "log", "w") as log,
+        LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=tmp_path, log=log) as c,
+    ):
         spec = c.functions["RecipeFunction"]
         spec.code_dir = HANG
         api = LocalApi(c)
         job_id = api.post_dish("超时的菜")[1]["jobId"]
-        wait_until(lambda: _execution(c, job_id)["status"] != "RUNNING", timeout_s=30, what="the execution ended",
-                   interval_s=0.2)
+        wait_until(
+            lambda: _execution(c, job_id)["status"] != "RUNNING",
+            timeout_s=30,
+            what="the execution ended",
+            interval_s=0.2,
+        )
         execution = _execution(c, job_id)
         assert execution["status"] == "TIMED_OUT"
         _wait_reconciled(c, execution["executionArn"])
@@ -107,8 +118,9 @@ def test_execution_timeout_is_reconciled_to_job_timed_out(module_fake: FakeModel
 def test_aborted_execution_fails_the_job(cloud: LocalCloud, api: LocalApi, module_fake: FakeModel) -> None:
     module_fake.chat_script.append(ChatBehaviour(headers_delay_s=30))
     job_id = api.post_dish("被取消的菜")[1]["jobId"]
-    wait_until(lambda: module_fake.count("/chat/completions"), timeout_s=15,
-               what="the recipe call reached the model")  # stop it mid-recipe
+    wait_until(
+        lambda: module_fake.count("/chat/completions"), timeout_s=15, what="the recipe call reached the model"
+    )  # stop it mid-recipe
     assert module_fake.count("/chat/completions") == 1
     arn = _execution(cloud, job_id)["executionArn"]
     cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
@@ -129,14 +141,15 @@ def test_direct_start_with_invalid_dish_fails_with_invalid_dish(cloud: LocalClou
     """The state machine validates too: a console start with a bad dish ends FAILED, not stuck."""
     job_id = "0badc0de-0000-4000-8000-000000000002"
     cloud.client("stepfunctions").start_execution(
-        stateMachineArn=cloud.state_machine_arn, name=job_id, input=json.dumps({"jobId": job_id, "dish": "\x00"}))
+        stateMachineArn=cloud.state_machine_arn, name=job_id, input=json.dumps({"jobId": job_id, "dish": "\x00"})
+    )
     doc = api.wait(job_id, give_up_s=20)
     assert doc["status"] == "FAILED" and doc["error"]["code"] == "INVALID_DISH"
 
 
-
-def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(cloud: LocalCloud, api: LocalApi,
-                                                                      module_fake: FakeModel) -> None:
+def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(
+    cloud: LocalCloud, api: LocalApi, module_fake: FakeModel
+) -> None:
     """Stopped mid-stream, through what really happens: the execution is ABORTED at once (the task it ran
     goes on, as on AWS), EventBridge's rule hands the status change to the reconciler, which fails the job;
     the recipe Lambda's next progress write does not apply, and it closes the model's connection within one
@@ -145,8 +158,11 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(cloud: Loc
     interval_s = cloud.template.number("ProgressIntervalMs") / 1000
     module_fake.chat_script.append(ChatBehaviour(chunk_delay_s=0.05))  # ~30 s of recipe
     job_id = api.post_dish("写到一半的菜")[1]["jobId"]
-    wait_until(lambda: (api.get(job_id)[1].get("progress") or {}).get("chars", 0) > 0, timeout_s=15,
-               what="the model is writing")
+    wait_until(
+        lambda: (api.get(job_id)[1].get("progress") or {}).get("chars", 0) > 0,
+        timeout_s=15,
+        what="the model is writing",
+    )
     arn = _execution(cloud, job_id)["executionArn"]
     cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
     assert cloud.describe_execution(arn)["status"] == "ABORTED"  # at once, while the recipe task still runs
@@ -158,14 +174,18 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(cloud: Loc
     assert module_fake.hung_up[0][1] - reconciled_at < interval_s + 1.0
     doc = api.get(job_id)[1]
     assert doc["status"] == "FAILED" and doc["recipe"] is None and doc["stage"] == "recipe"
-    wait_until(lambda: (api.get(job_id)[1]["metrics"].get("recipe") or {}).get("calls"), timeout_s=10,
-               what="the recipe stage recorded its call")
+    wait_until(
+        lambda: (api.get(job_id)[1]["metrics"].get("recipe") or {}).get("calls"),
+        timeout_s=10,
+        what="the recipe stage recorded its call",
+    )
     assert api.get(job_id)[1]["metrics"]["recipe"]["calls"][-1]["outcome"] == "cancelled", api.get(job_id)[1]["metrics"]
     assert cloud.job_store().cached("写到一半的菜") is None
 
 
-def test_a_recipe_worker_killed_mid_stream_leaves_the_tokens_it_streamed(cloud: LocalCloud, api: LocalApi,
-                                                                         module_fake: FakeModel) -> None:
+def test_a_recipe_worker_killed_mid_stream_leaves_the_tokens_it_streamed(
+    cloud: LocalCloud, api: LocalApi, module_fake: FakeModel
+) -> None:
     """The Lambda dies mid-stream (killed: it records nothing itself): the job fails, and its metrics still
     say what the model wrote and billed (before: metrics.recipe stayed null, and those tokens counted nowhere)."""
     import os
@@ -173,8 +193,9 @@ def test_a_recipe_worker_killed_mid_stream_leaves_the_tokens_it_streamed(cloud: 
 
     module_fake.chat_script.append(ChatBehaviour(chunk_delay_s=0.05))  # ~30 s of recipe
     job_id = api.post_dish("写到一半就被杀的菜")[1]["jobId"]
-    seen = wait_until(lambda: (api.get(job_id)[1].get("progress") or {}).get("tokens", 0), timeout_s=15,
-                      what="the model is writing")
+    seen = wait_until(
+        lambda: (api.get(job_id)[1].get("progress") or {}).get("tokens", 0), timeout_s=15, what="the model is writing"
+    )
     idle = {id(w) for ws in cloud.pool._idle.values() for w in ws}
     [worker] = [w for w in cloud.pool._all.values() if w.key[0] == "RecipeFunction" and id(w) not in idle]
     os.kill(worker.pid, signal.SIGKILL)

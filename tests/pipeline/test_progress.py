@@ -23,23 +23,20 @@ TEXT = json.dumps(FINAL, ensure_ascii=False)
 # --- the progress figures (fast) -------------------------------------------------------------
 
 
-
-
 # --- through the recipe step, on a real socket, with the job in DynamoDB (moto) ----------------
-
-
-
-
-
-
 
 
 # --- what a client polling `chuixiang serve` sees ----------------------------------------------
 
 
 def test_polling_serve_sees_the_recipe_being_written(scaled_template: Template) -> None:
-    overrides = {**SCALED, "RecipeTotalTimeoutMs": "8000", "RecipeFunctionTimeout": "12",
-                 "CanaryFunctionTimeout": "12", "StateMachineTimeout": "90"}
+    overrides = {
+        **SCALED,
+        "RecipeTotalTimeoutMs": "8000",
+        "RecipeFunctionTimeout": "12",
+        "CanaryFunctionTimeout": "12",
+        "StateMachineTimeout": "90",
+    }
     serve = Serve(overrides, fake_pace_ms=12)  # ~3 s of streaming
     try:
         job_id = serve.post("番茄炒蛋")
@@ -65,5 +62,3 @@ def test_polling_serve_sees_the_recipe_being_written(scaled_template: Template) 
     assert len(set(step_counts)) >= 2 and step_counts == sorted(step_counts), step_counts
     for p in partials:  # never a half-written step
         assert p.get("steps", []) == final["recipe"]["steps"][: len(p.get("steps", []))]
-
-

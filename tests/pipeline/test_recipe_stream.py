@@ -16,8 +16,7 @@ _dishes = itertools.count(1)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
-def test_through_pipeline(scenario: Scenario, api: LocalApi, module_fake: FakeModel,
-                          scaled_template: Template) -> None:
+def test_through_pipeline(scenario: Scenario, api: LocalApi, module_fake: FakeModel, scaled_template: Template) -> None:
     module_fake.chat_script.extend(scenario.script)
     status, created = api.post_dish(f"测试菜{next(_dishes)}号 {scenario.id[:20]}")
     assert status == 202, created
@@ -37,5 +36,3 @@ def test_through_pipeline(scenario: Scenario, api: LocalApi, module_fake: FakeMo
         if scenario.retryable is not None:
             assert doc["error"]["retryable"] is scenario.retryable
     assert_give_up(metrics["totalMs"] / 1000, scenario, scaled_template, metrics["budgetMs"])
-
-

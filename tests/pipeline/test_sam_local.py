@@ -30,8 +30,13 @@ import build_layer  # noqa: E402 - the build script, not a package
 
 DOC = Template().doc
 #: Each function with its sample event (the canary's needs CanaryModels set, so it is left to test_canary).
-CASES = {"SubmitFunction": "submit.json", "RecipeFunction": "recipe.json", "ImageFunction": "image.json",
-         "ReconcileFunction": "reconcile.json", "ApiFunction": "api-post.json"}
+CASES = {
+    "SubmitFunction": "submit.json",
+    "RecipeFunction": "recipe.json",
+    "ImageFunction": "image.json",
+    "ReconcileFunction": "reconcile.json",
+    "ApiFunction": "api-post.json",
+}
 #: What SAM's emulator puts in a function's environment besides the env-vars file (the runtime's too).
 RUNNER = """
 import importlib, json, os, sys, time
@@ -63,10 +68,27 @@ def declared(logical_id: str) -> set[str]:
 def sam_cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     work = tmp_path_factory.mktemp("sam")
     env_file, state = work / "sam-env.json", work / "cloud.json"
-    proc = subprocess.Popen([sys.executable, "-m", "chuixiang_local.commands.cli", "cloud", "--port", str(free_port()),
-                             "--model-port", str(free_port()), "--host-address", "127.0.0.1",
-                             "--env-vars", str(env_file), "--state", str(state)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "chuixiang_local.commands.cli",
+            "cloud",
+            "--port",
+            str(free_port()),
+            "--model-port",
+            str(free_port()),
+            "--host-address",
+            "127.0.0.1",
+            "--env-vars",
+            str(env_file),
+            "--state",
+            str(state),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         wait_until(lambda: state.exists() or proc.poll() is not None, timeout_s=60, what="chuixiang cloud started")
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
@@ -103,24 +125,41 @@ def test_the_env_vars_file_is_what_sam_accepts_and_sets_every_declared_variable(
 def sam_invoke(logical_id: str, event: Path, env_file_values: dict[str, str], artifacts: dict[str, Path]) -> Any:
     spec = DOC["Resources"][logical_id]["Properties"]
     emulator = {
-        "AWS_SAM_LOCAL": "true", "AWS_LAMBDA_FUNCTION_NAME": logical_id, "AWS_LAMBDA_FUNCTION_HANDLER": spec["Handler"],
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128", "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
-        "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "defaultkey", "AWS_SECRET_ACCESS_KEY": "defaultsecret",  # nosec B105 - SAM's own
-        "LAMBDA_TASK_ROOT": str(artifacts[logical_id]), "PATH": os.environ["PATH"],
+        "AWS_SAM_LOCAL": "true",
+        "AWS_LAMBDA_FUNCTION_NAME": logical_id,
+        "AWS_LAMBDA_FUNCTION_HANDLER": spec["Handler"],
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
+        "AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "defaultkey",
+        "AWS_SECRET_ACCESS_KEY": "defaultsecret",  # nosec B105 - SAM's own
+        "LAMBDA_TASK_ROOT": str(artifacts[logical_id]),
+        "PATH": os.environ["PATH"],
         # /opt/python (the layer) on the path; boto3 comes from this interpreter, standing in for the runtime's.
         "PYTHONPATH": str(artifacts["layer"]),
     }
-    done = subprocess.run([sys.executable, "-c", RUNNER, str(event)], env={**env_file_values, **emulator},
-                          capture_output=True, text=True, timeout=60, cwd=artifacts[logical_id])
+    done = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(event)],
+        env={**env_file_values, **emulator},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=artifacts[logical_id],
+    )
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert line is not None, done.stderr[-3000:]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def chuixiang_invoke(function_dir: str, event: Path) -> Any:
-    done = subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", "invoke", function_dir, "-e",
-                           str(event)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "chuixiang_local.commands.cli", "invoke", function_dir, "-e", str(event)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     return json.loads(done.stdout)
 
 
@@ -134,11 +173,26 @@ def shape(answer: Any) -> Any:
 
 
 @pytest.mark.parametrize("logical_id", CASES)
-def test_each_function_answers_under_sam_as_under_chuixiang_invoke(logical_id: str, sam_cloud: dict[str, Any],
-                                                                   artifacts: dict[str, Path]) -> None:
+def test_each_function_answers_under_sam_as_under_chuixiang_invoke(
+    logical_id: str, sam_cloud: dict[str, Any], artifacts: dict[str, Path]
+) -> None:
     event = ROOT / "events" / CASES[logical_id]
-    seeded = subprocess.run([sys.executable, "-m", "chuixiang_local.commands.cli", "seed", "-e", str(event),
-                             "--state", str(sam_cloud["state"])], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    seeded = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chuixiang_local.commands.cli",
+            "seed",
+            "-e",
+            str(event),
+            "--state",
+            str(sam_cloud["state"]),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert seeded.returncode == 0, seeded.stderr
     under_sam = sam_invoke(logical_id, event, sam_cloud["env"][logical_id], artifacts)
     assert not (isinstance(under_sam, dict) and "errorType" in under_sam), under_sam

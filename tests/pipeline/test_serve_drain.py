@@ -67,8 +67,10 @@ def test_a_client_stalled_mid_body_gets_a_json_408_and_holds_nothing_meanwhile()
         alone_s = time.monotonic() - alone_started
         host, port = serve.base.removeprefix("http://").split(":")
         with socket.create_connection((host, int(port)), timeout=30) as stalled:
-            stalled.sendall(b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                            b"Content-Length: 100\r\n\r\n{\"di")
+            stalled.sendall(
+                b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 100\r\n\r\n{"di'
+            )
             sent = time.monotonic()
             started = time.monotonic()
             assert serve.cook("并行的菜")["status"] == "SUCCEEDED"
@@ -108,6 +110,8 @@ def test_slowloris_connections_get_a_json_408_at_the_header_limit() -> None:
         finally:
             for conn in slow:
                 conn.close()
-    assert all(a.split()[1] == b"408" and json.loads(a.partition(b"\r\n\r\n")[2])["error"]["code"] == "BAD_REQUEST"
-               for a in answers), answers[0]
+    assert all(
+        a.split()[1] == b"408" and json.loads(a.partition(b"\r\n\r\n")[2])["error"]["code"] == "BAD_REQUEST"
+        for a in answers
+    ), answers[0]
     assert 3 <= waited < 3 + 10

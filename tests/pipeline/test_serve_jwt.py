@@ -58,8 +58,9 @@ class Issuer:
     def token(self, key: Any = None, **claims: Any) -> str:
         now = int(time.time())
         body = {"iss": self.url, "aud": AUDIENCE, "sub": "openid-of-a-user", "iat": now, "exp": now + 600, **claims}
-        return jwt.encode({k: v for k, v in body.items() if v is not None}, key or self.key, algorithm="RS256",
-                          headers={"kid": "k1"})
+        return jwt.encode(
+            {k: v for k, v in body.items() if v is not None}, key or self.key, algorithm="RS256", headers={"kid": "k1"}
+        )
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +91,10 @@ def test_only_a_valid_token_reaches_the_recipe_routes(serve: Serve, issuer: Issu
         "no expiry": {"authorization": f"Bearer {issuer.token(exp=None)}"},
         "other issuer": {"authorization": f"Bearer {issuer.token(iss='https://evil.example')}"},
         "forged signature": {"authorization": f"Bearer {issuer.token(key=forged)}"},
-        "alg none": {"authorization": "Bearer " + jwt.encode({"iss": issuer.url, "aud": AUDIENCE,
-                                                              "exp": now + 600}, None, algorithm="none")},
+        "alg none": {
+            "authorization": "Bearer "
+            + jwt.encode({"iss": issuer.url, "aud": AUDIENCE, "exp": now + 600}, None, algorithm="none")
+        },
     }
     for case, headers in refused.items():
         answer = post(headers)

@@ -50,8 +50,12 @@ def test_hostile_requests_get_the_one_error_shape(serve: Serve) -> None:
     def post(body: bytes, content_type: str = "application/json") -> httpx.Response:
         return httpx.post(f"{serve.base}/recipes", content=body, headers={"content-type": content_type}, timeout=30)
 
-    cases = [(post(b"\xff\xfe"), 400), (post(b"[" * 1000 + b"]" * 1000), 400),
-             (post(b"x", "multipart/form-data"), 415), (post(b'{"dish": "x"}', "text/plain"), 415)]
+    cases = [
+        (post(b"\xff\xfe"), 400),
+        (post(b"[" * 1000 + b"]" * 1000), 400),
+        (post(b"x", "multipart/form-data"), 415),
+        (post(b'{"dish": "x"}', "text/plain"), 415),
+    ]
     for method in ("PUT", "DELETE", "PATCH"):
         cases.append((httpx.request(method, f"{serve.base}/recipes", timeout=30), 405))
         cases.append((httpx.request(method, f"{serve.base}/recipes/abc", timeout=30), 405))
@@ -60,16 +64,23 @@ def test_hostile_requests_get_the_one_error_shape(serve: Serve) -> None:
         assert set(response.json()["error"]) == {"code", "message", "reason"}
     assert cases[-1][0].headers["allow"] == "GET"
     # A header byte that is not UTF-8 (httpx refuses to send one).
-    status, body = raw_request(serve.base, b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                           b"X-Odd: \xff\xfe\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+    status, body = raw_request(
+        serve.base,
+        b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"X-Odd: \xff\xfe\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+    )
     assert status == 400 and set(body["error"]) == {"code", "message", "reason"}
     # What uvicorn itself cannot parse (nothing of ours sees it) is answered in the same shape.
-    for unparsable in (b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nno colon here\r\n\r\n",
-                       b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n"):
+    for unparsable in (
+        b"GARBAGE\r\n\r\n",
+        b"GET / HTTP/1.1\r\nno colon here\r\n\r\n",
+        b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n",
+    ):
         status, body = raw_request(serve.base, unparsable)
         assert status == 400 and body["error"]["code"] == "BAD_REQUEST", (unparsable[:40], body)
-    status, body = raw_request(serve.base, b"GET /recipes/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: "
-                                           + b"y" * 20_000 + b"\r\n\r\n")
+    status, body = raw_request(
+        serve.base, b"GET /recipes/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: " + b"y" * 20_000 + b"\r\n\r\n"
+    )
     assert status == 431 and body["error"]["code"] == "BAD_REQUEST"
     assert httpx.get(f"{serve.base}/openapi.json", timeout=30).json()["info"]["title"] == "Chuixiang API"
     assert "swagger" in httpx.get(f"{serve.base}/swagger", timeout=30).text.lower()
@@ -115,6 +126,7 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
     # A server of its own: stopping the module's would leave the other tests of this file a dead port.
     # Its drain bounded (jobs in flight get 5 s): this test is about the stop, test_serve_drain about the drain.
     with Serve({"RecipeConcurrency": str(CLIENTS)}, fake_pace_ms=0.5, serve_args=["--drain-seconds", "5"]) as serve:
+
         def post(i: int) -> None:
             httpx.post(f"{serve.base}/recipes", json={"dish": f"停机菜{i}号"}, timeout=60)
 

@@ -38,5 +38,3 @@ def test_same_dish_at_once_joins_the_job_generating_it(api: LocalApi, module_fak
     assert status == 202 and later["jobId"] != doc["jobId"]
     assert api.wait(later["jobId"], give_up_s=30)["status"] == "SUCCEEDED"
     assert module_fake.count("/chat/completions") == 1
-
-

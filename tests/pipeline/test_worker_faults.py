@@ -21,8 +21,15 @@ from chuixiang_local.workers.invoker import WorkerPool, invoke
 
 from ..waiting import wait_until
 
-ECHO = FunctionSpec(logical_id="EchoFunction", name="echo", code_dir=Path(__file__).parents[1] / "lambdas" / "echo",
-                    handler="app.lambda_handler", timeout_s=10, memory_mb=128, env={})
+ECHO = FunctionSpec(
+    logical_id="EchoFunction",
+    name="echo",
+    code_dir=Path(__file__).parents[1] / "lambdas" / "echo",
+    handler="app.lambda_handler",
+    timeout_s=10,
+    memory_mb=128,
+    env={},
+)
 
 
 @pytest.fixture
@@ -92,9 +99,9 @@ def test_a_worker_that_died_idle_is_never_handed_a_request(pool: WorkerPool) -> 
     assert second != first and init is not None
 
 
-def test_the_eventbridge_stand_in_survives_any_one_failure(cloud: LocalCloud, api: LocalApi,
-                                                           module_fake: FakeModel,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_eventbridge_stand_in_survives_any_one_failure(
+    cloud: LocalCloud, api: LocalApi, module_fake: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Listing the executions fails once, then describing the stopped one fails once: the job is still
     reconciled (before, the first failure ended the watcher thread and every later job stayed RUNNING)."""
     failures = {"list": 1, "describe": 1}
@@ -105,6 +112,7 @@ def test_the_eventbridge_stand_in_survives_any_one_failure(cloud: LocalCloud, ap
                 failures[name] -= 1
                 raise RuntimeError(f"injected {name} failure")
             return real(*args)
+
         return call
 
     monkeypatch.setattr(cloud.executions, "ended_badly", flaky("list", cloud.executions.ended_badly))

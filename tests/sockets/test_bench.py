@@ -24,17 +24,26 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_bench_rows_of_distinct_models(fake: FakeModel, scaled_template: Template) -> None:
     total_ms = scaled_template.number("RecipeTotalTimeoutMs")
-    fake.chat_by_model.update({
-        "healthy": ChatBehaviour(headers_delay_s=0.3),
-        "truncated": ChatBehaviour(kind="length"),
-        "slow-drip": ChatBehaviour(chunk_delay_s=0.05),  # ~235 chunks: outlives the total limit
-        "reasoning-only": ChatBehaviour(kind="reasoning_only"),
-        "think-tags": ChatBehaviour(kind="think"),
-    })
+    fake.chat_by_model.update(
+        {
+            "healthy": ChatBehaviour(headers_delay_s=0.3),
+            "truncated": ChatBehaviour(kind="length"),
+            "slow-drip": ChatBehaviour(chunk_delay_s=0.05),  # ~235 chunks: outlives the total limit
+            "reasoning-only": ChatBehaviour(kind="reasoning_only"),
+            "think-tags": ChatBehaviour(kind="think"),
+        }
+    )
     models = list(fake.chat_by_model)
     settings = function_settings(scaled_template, "recipe", fake.base_url)
-    calls = run_bench(settings, models, ["番茄炒蛋"], runs=2, concurrency=5, api_key=None,
-                      function_ms=scaled_template.function_by_dir("recipe").timeout_s * 1000)
+    calls = run_bench(
+        settings,
+        models,
+        ["番茄炒蛋"],
+        runs=2,
+        concurrency=5,
+        api_key=None,
+        function_ms=scaled_template.function_by_dir("recipe").timeout_s * 1000,
+    )
     rows = {r["model"]: r for r in summarise(calls, models)}
 
     assert [(m, rows[m]["runs"], rows[m]["valid"], rows[m]["failures"]) for m in models] == [
@@ -64,17 +73,40 @@ def _png_size(path: Path) -> tuple[int, int]:
 def test_bench_offline_profiles(tmp_path: Path) -> None:
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "chuixiang_local.commands.cli", "bench", "--dishes", "番茄炒蛋", "--concurrency", "6",
-         "--json", "--out", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "chuixiang_local.commands.cli",
+            "bench",
+            "--dishes",
+            "番茄炒蛋",
+            "--concurrency",
+            "6",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - started < 60
     doc = json.loads(proc.stdout)  # stdout is exactly one JSON document
     rows = {r["model"]: r for r in doc["models"]}
     assert list(rows) == list(PROFILES)
     for row in rows.values():
-        assert set(row) >= {"model", "runs", "valid", "failures", "firstContentMs", "totalMs", "tokensPerSecond",
-                            "finishReasons"}
+        assert set(row) >= {
+            "model",
+            "runs",
+            "valid",
+            "failures",
+            "firstContentMs",
+            "totalMs",
+            "tokensPerSecond",
+            "finishReasons",
+        }
     assert rows["fake-steady"]["valid"] == 1 and rows["fake-thinker"]["valid"] == 1
     assert rows["fake-broken-json"]["failures"] == {"RECIPE_INVALID": 1}
     assert rows["fake-length"]["failures"] == {"RECIPE_EMPTY": 1}
@@ -92,5 +124,3 @@ def test_bench_offline_profiles(tmp_path: Path) -> None:
     width, height = _png_size(tmp_path / "bench.png")
     assert width >= 800 and height >= 400
     assert "bench" in proc.stderr  # the progress bar
-
-

@@ -18,10 +18,16 @@ from chuixiang_local.template import Template
 from ..stage_helpers import function_settings
 
 
-def test_a_run_probes_every_model_at_once(fake: FakeModel, scaled_template: Template, table: Any,
-                                          monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_run_probes_every_model_at_once(
+    fake: FakeModel,
+    scaled_template: Template,
+    table: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     settings = function_settings(scaled_template, "canary", fake.base_url).model_copy(
-        update={"canary_models": "slow-a, slow-b, broken", "jobs_table": table.name})
+        update={"canary_models": "slow-a, slow-b, broken", "jobs_table": table.name}
+    )
     monkeypatch.setattr(steps, "get_settings", lambda: settings)
     slow = ChatBehaviour(headers_delay_s=1.0)
     fake.chat_by_model.update({"slow-a": slow, "slow-b": slow, "broken": ChatBehaviour(kind="garbage")})
@@ -31,7 +37,10 @@ def test_a_run_probes_every_model_at_once(fake: FakeModel, scaled_template: Temp
     elapsed = time.monotonic() - started
 
     assert [(p.model, p.valid, p.code) for p in result.probes] == [
-        ("slow-a", True, None), ("slow-b", True, None), ("broken", False, "RECIPE_UPSTREAM_ERROR")]
+        ("slow-a", True, None),
+        ("slow-b", True, None),
+        ("broken", False, "RECIPE_UPSTREAM_ERROR"),
+    ]
     assert all(p.firstContentMs is not None and p.firstContentMs >= 1000 for p in result.probes[:2])
     # Side by side: each slow model's request arrived while the other was still in its 1 s wait (in a
     # row, the second would arrive after the first's answer). Arrival times, not the wall time, so a
@@ -39,8 +48,9 @@ def test_a_run_probes_every_model_at_once(fake: FakeModel, scaled_template: Temp
     arrived = {model: t for _, t, model in fake.requests if model in ("slow-a", "slow-b")}
     assert abs(arrived["slow-a"] - arrived["slow-b"]) < 1.0, arrived
     assert elapsed >= 1.0
-    emitted: list[dict[str, Any]] = [json.loads(line) for line in capsys.readouterr().out.splitlines()
-                                     if line.startswith('{"_aws"')]
+    emitted: list[dict[str, Any]] = [
+        json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')
+    ]
     valid = {(e["Model"], e["RecipeValid"][0]) for e in emitted if "RecipeValid" in e}
     assert valid == {("slow-a", 1.0), ("slow-b", 1.0), ("broken", 0.0)}
     # each probe added to its model's measured health, as a job's call does

@@ -29,32 +29,43 @@ def _image_settings(template: Template, base_url: str, model: str, dialects: str
 
 
 def test_gpt_image_gets_no_response_format_and_answers_b64(fake: FakeModel, scaled_template: Template) -> None:
-    outcome, _ = run_image(scaled_template, fake.base_url, 3000,
-                           settings=_image_settings(scaled_template, fake.base_url, "gpt-image-1"))
+    outcome, _ = run_image(
+        scaled_template, fake.base_url, 3000, settings=_image_settings(scaled_template, fake.base_url, "gpt-image-1")
+    )
     assert outcome.error is None and outcome.image is not None and outcome.image.data.startswith(b"\x89PNG")
     assert "response_format" not in fake.bodies[-1]
 
 
-def test_a_refused_parameter_is_logged_with_its_name(fake: FakeModel, scaled_template: Template,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_a_refused_parameter_is_logged_with_its_name(
+    fake: FakeModel, scaled_template: Template, caplog: pytest.LogCaptureFixture
+) -> None:
     wrong = json.dumps({"gpt-image-": {"imageResponseFormat": "b64_json"}})  # what every call sent before
-    outcome, _ = run_image(scaled_template, fake.base_url, 3000,
-                           settings=_image_settings(scaled_template, fake.base_url, "gpt-image-1", wrong))
+    outcome, _ = run_image(
+        scaled_template,
+        fake.base_url,
+        3000,
+        settings=_image_settings(scaled_template, fake.base_url, "gpt-image-1", wrong),
+    )
     assert outcome.error is not None and outcome.error.code == "IMAGE_UPSTREAM_ERROR"
     assert fake.count("/images/generations") == 1  # a 400 is not retried
     line = next(r for r in caplog.records if r.getMessage() == "upstream refused a request parameter")
     assert (line.param, line.model, line.status) == ("response_format", "gpt-image-1", 400)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("model", "dialects", "behaviour"), [
-    ("dall-e-3", json.dumps({"dall-e-": {"imageResponseFormat": "url"}}), ImageBehaviour()),
-    ("flux-schnell", "", ImageBehaviour(kind="url")),  # a gateway that answers url whatever it was asked
-])
-def test_a_url_answer_is_downloaded(model: str, dialects: str, behaviour: ImageBehaviour, fake: FakeModel,
-                                     scaled_template: Template) -> None:
+@pytest.mark.parametrize(
+    ("model", "dialects", "behaviour"),
+    [
+        ("dall-e-3", json.dumps({"dall-e-": {"imageResponseFormat": "url"}}), ImageBehaviour()),
+        ("flux-schnell", "", ImageBehaviour(kind="url")),  # a gateway that answers url whatever it was asked
+    ],
+)
+def test_a_url_answer_is_downloaded(
+    model: str, dialects: str, behaviour: ImageBehaviour, fake: FakeModel, scaled_template: Template
+) -> None:
     fake.image_script.append(behaviour)
-    outcome, _ = run_image(scaled_template, fake.base_url, 3000,
-                           settings=_image_settings(scaled_template, fake.base_url, model, dialects))
+    outcome, _ = run_image(
+        scaled_template, fake.base_url, 3000, settings=_image_settings(scaled_template, fake.base_url, model, dialects)
+    )
     assert outcome.error is None and outcome.image is not None and outcome.image.data.startswith(b"\x89PNG")
     assert len(fake.files) == 1
 
@@ -62,7 +73,8 @@ def test_a_url_answer_is_downloaded(model: str, dialects: str, behaviour: ImageB
 def test_a_url_answer_over_the_size_cap_is_invalid(fake: FakeModel, scaled_template: Template) -> None:
     fake.image_script.append(ImageBehaviour(kind="url", size_bytes=300_000))
     settings = _image_settings(scaled_template, fake.base_url, "flux-schnell").model_copy(
-        update={"image_max_bytes": 200_000})
+        update={"image_max_bytes": 200_000}
+    )
     outcome, _ = run_image(scaled_template, fake.base_url, 3000, settings=settings)
     assert outcome.error is not None and outcome.error.code == "IMAGE_INVALID"
 
@@ -75,7 +87,8 @@ def _recipe_settings(template: Template, base_url: str, dialects: str = "") -> S
 
 
 def test_one_late_json_answer_is_bounded_by_the_total_limit_not_first_content(
-        fake: FakeModel, scaled_template: Template) -> None:
+    fake: FakeModel, scaled_template: Template
+) -> None:
     """Headers at once, the document after longer than the first-content limit: the Content-Type says it is
     no stream, so only the total limit bounds it (it cannot send content earlier), and it succeeds."""
     first_content_s = scaled_template.number("RecipeFirstContentTimeoutMs") / 1000
@@ -97,7 +110,8 @@ def test_a_json_answer_later_than_the_total_limit_is_cut_there(fake: FakeModel, 
 
 @pytest.mark.parametrize("streamed", [True, False])
 def test_a_model_declared_not_streaming_waits_for_its_headers_up_to_the_total(
-        streamed: bool, fake: FakeModel, scaled_template: Template) -> None:
+    streamed: bool, fake: FakeModel, scaled_template: Template
+) -> None:
     """Headers and document together, after the first-content limit: a streaming request cannot tell this
     from a queued stream and gives up at first content; a model whose dialect says ``stream: false`` is
     asked for one document and waits up to the total limit."""
@@ -106,12 +120,12 @@ def test_a_model_declared_not_streaming_waits_for_its_headers_up_to_the_total(
     fake.chat_script.append(ChatBehaviour(kind="json", headers_delay_s=(first_content_s + total_s) / 2))
     model = function_settings(scaled_template, "recipe", fake.base_url).recipe_model
     dialects = "" if streamed else json.dumps({model: {"stream": False}})
-    outcome, elapsed = run_recipe(scaled_template, fake.base_url, 5000,
-                                  settings=_recipe_settings(scaled_template, fake.base_url, dialects))
+    outcome, elapsed = run_recipe(
+        scaled_template, fake.base_url, 5000, settings=_recipe_settings(scaled_template, fake.base_url, dialects)
+    )
     assert fake.bodies[-1]["stream"] is streamed
     if streamed:
         assert outcome.error is not None and outcome.error.code == "RECIPE_TIMEOUT"
         assert first_content_s <= elapsed <= first_content_s + LATE_S
     else:
         assert outcome.error is None and outcome.recipe is not None, outcome.error
-

@@ -41,22 +41,32 @@ def budget_ms(template: Template) -> float:
 
 def test_primary_503_fallback_writes_the_recipe(fake: FakeModel, scaled_template: Template) -> None:
     fake.chat_by_model[PRIMARY] = ChatBehaviour(status=503)
-    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template),
-                            settings=settings_with_fallback(scaled_template, fake.base_url))
+    outcome, _ = run_recipe(
+        scaled_template,
+        fake.base_url,
+        budget_ms(scaled_template),
+        settings=settings_with_fallback(scaled_template, fake.base_url),
+    )
     assert outcome.error is None and outcome.recipe is not None
     m = outcome.metrics
     assert m.model == FALLBACK
     assert [(c.model, c.outcome, c.status) for c in m.calls] == [
-        (PRIMARY, "http_error", 503), (PRIMARY, "http_error", 503), (FALLBACK, "ok", 200)]
+        (PRIMARY, "http_error", 503),
+        (PRIMARY, "http_error", 503),
+        (FALLBACK, "ok", 200),
+    ]
     assert fake.count("/chat/completions", PRIMARY) == 2 and fake.count("/chat/completions", FALLBACK) == 1
     assert m.attempts == 3
 
 
-def test_keepalives_only_give_up_at_first_content_then_fallback(fake: FakeModel,
-                                                                scaled_template: Template) -> None:
+def test_keepalives_only_give_up_at_first_content_then_fallback(fake: FakeModel, scaled_template: Template) -> None:
     fake.chat_by_model[PRIMARY] = KEEPALIVES_ONLY
-    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template),
-                            settings=settings_with_fallback(scaled_template, fake.base_url))
+    outcome, _ = run_recipe(
+        scaled_template,
+        fake.base_url,
+        budget_ms(scaled_template),
+        settings=settings_with_fallback(scaled_template, fake.base_url),
+    )
     assert outcome.error is None and outcome.metrics.model == FALLBACK
     first = outcome.metrics.calls[0]
     assert (first.model, first.outcome) == (PRIMARY, "first_content_timeout")
@@ -70,23 +80,32 @@ def test_no_fallback_without_the_minimum_attempt_budget(fake: FakeModel, scaled_
     fake.chat_by_model[PRIMARY] = KEEPALIVES_ONLY
     first_content = scaled_template.number("RecipeFirstContentTimeoutMs")
     tight = first_content + scaled_template.number("RecipeMinAttemptMs") / 2 + 500  # + the finishing margin
-    outcome, _ = run_recipe(scaled_template, fake.base_url, tight,
-                            settings=settings_with_fallback(scaled_template, fake.base_url))
+    outcome, _ = run_recipe(
+        scaled_template, fake.base_url, tight, settings=settings_with_fallback(scaled_template, fake.base_url)
+    )
     assert outcome.error is not None and outcome.error.code == "RECIPE_TIMEOUT"
     assert fake.count("/chat/completions", FALLBACK) == 0
     assert [c.model for c in outcome.metrics.calls] == [PRIMARY]
 
 
-@pytest.mark.parametrize(("behaviour", "code"), [
-    (ChatBehaviour(kind="error_mid"), "RECIPE_UPSTREAM_ERROR"),
-    (ChatBehaviour(stall_after_chunks=5, stall_s=30), "RECIPE_TIMEOUT"),
-    (ChatBehaviour(kind="length"), "RECIPE_INVALID"),  # the model's quality, not its health
-])
-def test_no_fallback_once_content_started_or_for_a_bad_answer(fake: FakeModel, scaled_template: Template,
-                                                              behaviour: ChatBehaviour, code: str) -> None:
+@pytest.mark.parametrize(
+    ("behaviour", "code"),
+    [
+        (ChatBehaviour(kind="error_mid"), "RECIPE_UPSTREAM_ERROR"),
+        (ChatBehaviour(stall_after_chunks=5, stall_s=30), "RECIPE_TIMEOUT"),
+        (ChatBehaviour(kind="length"), "RECIPE_INVALID"),  # the model's quality, not its health
+    ],
+)
+def test_no_fallback_once_content_started_or_for_a_bad_answer(
+    fake: FakeModel, scaled_template: Template, behaviour: ChatBehaviour, code: str
+) -> None:
     fake.chat_by_model[PRIMARY] = behaviour
-    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template),
-                            settings=settings_with_fallback(scaled_template, fake.base_url))
+    outcome, _ = run_recipe(
+        scaled_template,
+        fake.base_url,
+        budget_ms(scaled_template),
+        settings=settings_with_fallback(scaled_template, fake.base_url),
+    )
     assert outcome.error is not None and outcome.error.code == code
     assert fake.count("/chat/completions", FALLBACK) == 0
 
@@ -96,8 +115,9 @@ def test_image_primary_down_fallback_draws(fake: FakeModel, scaled_template: Tem
     # The fallback is tried only with half the stage's budget left. The primary's three attempts sleep
     # jittered back-offs of up to 0.5 + 1 s, which is half of 3 s: with 10 s, only a stall of over 3 s
     # (not a draw of the jitter) could leave the fallback out.
-    outcome, _ = run_image(scaled_template, fake.base_url, 10_000,
-                           settings=settings_with_fallback(scaled_template, fake.base_url, "image"))
+    outcome, _ = run_image(
+        scaled_template, fake.base_url, 10_000, settings=settings_with_fallback(scaled_template, fake.base_url, "image")
+    )
     assert outcome.error is None and outcome.image is not None and outcome.metrics.model == FALLBACK
     assert fake.count("/images/generations", FALLBACK) == 1
 
@@ -105,8 +125,9 @@ def test_image_primary_down_fallback_draws(fake: FakeModel, scaled_template: Tem
 # --- the breaker ---------------------------------------------------------------------------
 
 
-def breaker_factory(table: Any, url: str, threshold: int = 3, recovery_s: float = 1.0,
-                    clock: Callable[[], float] = time.time) -> Any:
+def breaker_factory(
+    table: Any, url: str, threshold: int = 3, recovery_s: float = 1.0, clock: Callable[[], float] = time.time
+) -> Any:
     config = BreakerConfig(failure_threshold=threshold, recovery_s=recovery_s)
     return lambda model: CircuitBreaker(DynamoBreakerStore(table, url, model), model, config, clock=clock)
 
@@ -126,19 +147,20 @@ class ManualClock:
         self.now += seconds
 
 
-def test_breaker_opens_after_threshold_then_rejects_without_a_request(fake: FakeModel, table: Any,
-                                                                       scaled_template: Template) -> None:
+def test_breaker_opens_after_threshold_then_rejects_without_a_request(
+    fake: FakeModel, table: Any, scaled_template: Template
+) -> None:
     fake.chat_by_model[PRIMARY] = ChatBehaviour(status=503)
-    settings = function_settings(scaled_template, "recipe", fake.base_url).model_copy(
-        update={"recipe_model": PRIMARY})
+    settings = function_settings(scaled_template, "recipe", fake.base_url).model_copy(update={"recipe_model": PRIMARY})
     breakers = breaker_factory(table, fake.base_url)
     run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings, breaker_for=breakers)
     run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings, breaker_for=breakers)
     assert fake.count("/chat/completions") == 3  # 2 + 1: the third failure opened it, the retry was refused
     assert breakers(PRIMARY).store.item()["state"] == "open"
 
-    outcome, elapsed = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings,
-                                  breaker_for=breakers)
+    outcome, elapsed = run_recipe(
+        scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings, breaker_for=breakers
+    )
     # Refused at once: no request, and no wait (a retry back-off would take up the retry window).
     assert fake.count("/chat/completions") == 3 and elapsed < scaled_template.number("RecipeRetryWindowMs") / 1000
     assert outcome.error is not None and outcome.error.code == "RECIPE_UPSTREAM_ERROR" and outcome.error.retryable
@@ -148,8 +170,13 @@ def test_breaker_opens_after_threshold_then_rejects_without_a_request(fake: Fake
 def test_open_breaker_moves_to_the_fallback_at_once(fake: FakeModel, table: Any, scaled_template: Template) -> None:
     breakers = breaker_factory(table, fake.base_url, threshold=1, recovery_s=60)
     breakers(PRIMARY).record(Admission.CALL, healthy=False)
-    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template),
-                            settings=settings_with_fallback(scaled_template, fake.base_url), breaker_for=breakers)
+    outcome, _ = run_recipe(
+        scaled_template,
+        fake.base_url,
+        budget_ms(scaled_template),
+        settings=settings_with_fallback(scaled_template, fake.base_url),
+        breaker_for=breakers,
+    )
     assert outcome.error is None and outcome.metrics.model == FALLBACK
     assert fake.count("/chat/completions", PRIMARY) == 0
     assert [c.outcome for c in outcome.metrics.calls] == ["breaker_open", "ok"]
@@ -213,30 +240,41 @@ def test_a_dead_probe_is_taken_over_after_its_lease(table: Any) -> None:
     assert breakers("m").admit(lease_s=20) is Admission.PROBE
 
 
-def test_a_retry_after_the_budget_can_wait_for_is_waited_out_on_the_same_model(fake: FakeModel,
-                                                                                 scaled_template: Template) -> None:
+def test_a_retry_after_the_budget_can_wait_for_is_waited_out_on_the_same_model(
+    fake: FakeModel, scaled_template: Template
+) -> None:
     fake.chat_script.extend([ChatBehaviour(status=429, retry_after="1"), ChatBehaviour()])
-    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template),
-                            settings=settings_with_fallback(scaled_template, fake.base_url))
+    outcome, _ = run_recipe(
+        scaled_template,
+        fake.base_url,
+        budget_ms(scaled_template),
+        settings=settings_with_fallback(scaled_template, fake.base_url),
+    )
     assert outcome.error is None and outcome.metrics.model == PRIMARY
     assert [(c.model, c.outcome) for c in outcome.metrics.calls] == [(PRIMARY, "http_error"), (PRIMARY, "ok")]
     (_, first, _), (_, second, _) = fake.requests
     assert 1.0 <= second - first < 1.0 + 0.5 + LATE_S  # Retry-After, not the back-off (at most 0.5 s here)
 
 
-def test_a_retry_after_longer_than_the_budget_goes_to_the_next_model_at_once(fake: FakeModel,
-                                                                             scaled_template: Template) -> None:
+def test_a_retry_after_longer_than_the_budget_goes_to_the_next_model_at_once(
+    fake: FakeModel, scaled_template: Template
+) -> None:
     fake.chat_by_model[PRIMARY] = ChatBehaviour(status=503, retry_after="60")
-    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template),
-                            settings=settings_with_fallback(scaled_template, fake.base_url))
+    outcome, _ = run_recipe(
+        scaled_template,
+        fake.base_url,
+        budget_ms(scaled_template),
+        settings=settings_with_fallback(scaled_template, fake.base_url),
+    )
     assert outcome.error is None and outcome.metrics.model == FALLBACK
     assert [(c.model, c.outcome) for c in outcome.metrics.calls] == [(PRIMARY, "http_error"), (FALLBACK, "ok")]
     (_, primary, _), (_, fallback, _) = fake.requests
     assert fallback - primary < LATE_S  # no wait at all, neither the 60 s nor a back-off
 
 
-def test_fastest_skips_a_model_measured_too_slow_without_a_request(fake: FakeModel, table: Any,
-                                                                   scaled_template: Template) -> None:
+def test_fastest_skips_a_model_measured_too_slow_without_a_request(
+    fake: FakeModel, table: Any, scaled_template: Template
+) -> None:
     """The primary's last hour: first content after 90-120 s. With the scaled budget it cannot finish, so
     ``fastest`` records it skipped (0 ms) and asks the fallback first, which writes the recipe; every call
     adds to its model's health."""
@@ -248,8 +286,14 @@ def test_fastest_skips_a_model_measured_too_slow_without_a_request(fake: FakeMod
     for _ in range(5):
         health_for(PRIMARY).observe(Observation(first_content_ms=95_000, tokens_per_s=18.0, valid=True))
     fastest = FastestFirst({m: health_for(m).read() for m in settings.recipe_models}, expected_tokens=1600)
-    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings,
-                            health_for=health_for, fastest=fastest)
+    outcome, _ = run_recipe(
+        scaled_template,
+        fake.base_url,
+        budget_ms(scaled_template),
+        settings=settings,
+        health_for=health_for,
+        fastest=fastest,
+    )
     assert outcome.recipe is not None and outcome.metrics.model == FALLBACK
     assert [(c.model, c.outcome, c.ms) for c in outcome.metrics.calls][0] == (PRIMARY, "skipped", 0)
     assert fake.count("/chat/completions", PRIMARY) == 0 and fake.count("/chat/completions", FALLBACK) == 1
@@ -258,12 +302,14 @@ def test_fastest_skips_a_model_measured_too_slow_without_a_request(fake: FakeMod
     assert fallback.known and fallback.samples == 1 and fallback.valid_rate == 1.0
 
 
-def test_fastest_still_calls_the_last_model_however_slow(fake: FakeModel, table: Any,
-                                                         scaled_template: Template) -> None:
+def test_fastest_still_calls_the_last_model_however_slow(
+    fake: FakeModel, table: Any, scaled_template: Template
+) -> None:
     settings = function_settings(scaled_template, "recipe", fake.base_url)  # one model: it is the last
     store = DynamoHealthStore(table, fake.base_url, settings.recipe_model, max_age_s=3600)
     store.observe(Observation(first_content_ms=200_000))
     fastest = FastestFirst({settings.recipe_model: store.read()}, expected_tokens=1600)
-    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings,
-                            fastest=fastest)
+    outcome, _ = run_recipe(
+        scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings, fastest=fastest
+    )
     assert outcome.recipe is not None and [c.outcome for c in outcome.metrics.calls] == ["ok"]

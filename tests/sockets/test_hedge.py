@@ -49,8 +49,9 @@ def _hung_up(fake: FakeModel, model: str) -> float:
     return next(t for path, t, m in fake.hung_up if m == model)
 
 
-def test_a_primary_slow_to_write_is_hedged_and_the_hedge_wins(fake: FakeModel, scaled_template: Template,
-                                                               began: dict[str, float]) -> None:
+def test_a_primary_slow_to_write_is_hedged_and_the_hedge_wins(
+    fake: FakeModel, scaled_template: Template, began: dict[str, float]
+) -> None:
     fake.chat_by_model[PRIMARY] = ChatBehaviour(stall_after_chunks=0, stall_s=5, keepalive_every_s=0.1)
     outcome, after_s = _run(fake, scaled_template)
     assert outcome.recipe is not None and outcome.metrics.model == FALLBACK
@@ -62,8 +63,9 @@ def test_a_primary_slow_to_write_is_hedged_and_the_hedge_wins(fake: FakeModel, s
     assert fake.count("/chat/completions") == 2
 
 
-def test_a_primary_that_writes_first_keeps_the_job_and_the_hedge_is_closed(fake: FakeModel,
-                                                                           scaled_template: Template) -> None:
+def test_a_primary_that_writes_first_keeps_the_job_and_the_hedge_is_closed(
+    fake: FakeModel, scaled_template: Template
+) -> None:
     fake.chat_by_model[PRIMARY] = ChatBehaviour(stall_after_chunks=0, stall_s=0.8, keepalive_every_s=0.1)
     fake.chat_by_model[FALLBACK] = ChatBehaviour(stall_after_chunks=0, stall_s=5, keepalive_every_s=0.1)
     outcome, after_s = _run(fake, scaled_template)

@@ -17,15 +17,19 @@ def run(template: Template, base_url: str, budget_ms: float = 3000) -> tuple[Ima
     return run_image(template, base_url, budget_ms + 500)
 
 
-@pytest.mark.parametrize(("script", "code", "requests"), [
-    ([ImageBehaviour(status=503), ImageBehaviour()], None, 2),
-    ([ImageBehaviour(status=429), ImageBehaviour(status=502), ImageBehaviour()], None, 3),
-    ([ImageBehaviour(status=500, delay_s=0.8), ImageBehaviour()], "IMAGE_UPSTREAM_ERROR", 1),
-    ([ImageBehaviour(status=400), ImageBehaviour()], "IMAGE_UPSTREAM_ERROR", 1),
-    ([ImageBehaviour(kind="garbage"), ImageBehaviour()], "IMAGE_INVALID", 1),
-])
-def test_image_outcomes(fake: FakeModel, scaled_template: Template, script: list[ImageBehaviour],
-                        code: str | None, requests: int) -> None:
+@pytest.mark.parametrize(
+    ("script", "code", "requests"),
+    [
+        ([ImageBehaviour(status=503), ImageBehaviour()], None, 2),
+        ([ImageBehaviour(status=429), ImageBehaviour(status=502), ImageBehaviour()], None, 3),
+        ([ImageBehaviour(status=500, delay_s=0.8), ImageBehaviour()], "IMAGE_UPSTREAM_ERROR", 1),
+        ([ImageBehaviour(status=400), ImageBehaviour()], "IMAGE_UPSTREAM_ERROR", 1),
+        ([ImageBehaviour(kind="garbage"), ImageBehaviour()], "IMAGE_INVALID", 1),
+    ],
+)
+def test_image_outcomes(
+    fake: FakeModel, scaled_template: Template, script: list[ImageBehaviour], code: str | None, requests: int
+) -> None:
     fake.image_script.extend(script)
     outcome, _ = run(scaled_template, fake.base_url)
     assert fake.count("/images/generations") == requests == outcome.metrics.attempts

@@ -29,16 +29,18 @@ def echo(environ: dict[str, Any], start_response: Any) -> list[bytes]:
     if path == "/empty":
         start_response("204 No Content", [])
         return []
-    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(answer))),
-                              ("Connection", "close")])  # the handler frames the answer, not the app
+    start_response(
+        "200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(answer))), ("Connection", "close")]
+    )  # the handler frames the answer, not the app
     return [answer]
 
 
 @pytest.fixture
 def server() -> Iterator[tuple[BaseWSGIServer, OpenConnections]]:
     connections = OpenConnections()
-    srv = make_server("127.0.0.1", 0, echo, threaded=True,
-                      request_handler=keep_alive_handler(WSGIRequestHandler, connections))
+    srv = make_server(
+        "127.0.0.1", 0, echo, threaded=True, request_handler=keep_alive_handler(WSGIRequestHandler, connections)
+    )
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     yield srv, connections
@@ -95,8 +97,11 @@ def test_answers_without_a_length_or_a_body_are_framed(server: tuple[BaseWSGISer
 def test_pipelined_requests_are_each_answered(server: tuple[BaseWSGIServer, OpenConnections]) -> None:
     # Two requests in one write: the first body must be read exactly, not past it.
     srv, _ = server
-    data = _raw(srv, b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
-                     b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nde")
+    data = _raw(
+        srv,
+        b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+        b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nde",
+    )
     assert b"POST /a abc" in data and b"POST /b de" in data
     assert data.count(b"HTTP/1.1 200") == 2 and data.endswith(b"POST /b de")
 
@@ -104,8 +109,9 @@ def test_pipelined_requests_are_each_answered(server: tuple[BaseWSGIServer, Open
 def test_a_chunked_body_is_read_and_that_connection_closed(server: tuple[BaseWSGIServer, OpenConnections]) -> None:
     srv, _ = server
     conn = _connect(srv)
-    conn.request("PUT", "/chunked", body=iter([b"ab", b"cd"]), encode_chunked=True,
-                 headers={"Transfer-Encoding": "chunked"})
+    conn.request(
+        "PUT", "/chunked", body=iter([b"ab", b"cd"]), encode_chunked=True, headers={"Transfer-Encoding": "chunked"}
+    )
     answer = conn.getresponse()
     assert answer.read() == b"PUT /chunked abcd"
     assert "close" in answer.getheader("Connection", "")
@@ -122,16 +128,20 @@ def test_a_failing_app_gets_a_500_and_the_connection_closed(server: tuple[BaseWS
     conn.close()
 
 
-@pytest.mark.parametrize("raw", [
-    b"GET / HTTP/1.1\r\n folded: header\r\n\r\n",
-    b"GET / HTTP/1.1\r\nno colon here\r\n\r\n",
-    b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(101)) + b"\r\n",
-    b"GET / HTTP/1.1\r\nX-Long: " + b"y" * 70000 + b"\r\n\r\n",
-    b"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n",
-    b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"GET / HTTP/1.1\r\n folded: header\r\n\r\n",
+        b"GET / HTTP/1.1\r\nno colon here\r\n\r\n",
+        b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(101)) + b"\r\n",
+        b"GET / HTTP/1.1\r\nX-Long: " + b"y" * 70000 + b"\r\n\r\n",
+        b"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n",
+        b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+    ],
+)
 def test_malformed_headers_get_a_4xx_and_the_connection_closed(
-        server: tuple[BaseWSGIServer, OpenConnections], raw: bytes) -> None:
+    server: tuple[BaseWSGIServer, OpenConnections], raw: bytes
+) -> None:
     srv, _ = server
     data = _raw(srv, raw)
     status = int(data.split(b" ", 2)[1])
@@ -149,9 +159,16 @@ def test_parsed_headers_are_what_http_server_would_give(server: tuple[BaseWSGISe
 
     srv.app = record
     conn = _connect(srv)
-    conn.request("POST", "//double/slash", body=b"{}", headers={
-        "X-Amz-Target": "DynamoDB_20120810.GetItem", "X-Spaced": "  value with trailing space ",
-        "X-Twice": "1"})
+    conn.request(
+        "POST",
+        "//double/slash",
+        body=b"{}",
+        headers={
+            "X-Amz-Target": "DynamoDB_20120810.GetItem",
+            "X-Spaced": "  value with trailing space ",
+            "X-Twice": "1",
+        },
+    )
     conn.getresponse().read()
     conn.close()
     environ = seen[0]

@@ -33,8 +33,6 @@ TEXT = json.dumps(FINAL, ensure_ascii=False)
 # --- the progress figures (fast) -------------------------------------------------------------
 
 
-
-
 # --- through the recipe step, on a real socket, with the job in DynamoDB (moto) ----------------
 
 
@@ -48,15 +46,18 @@ class CountingTable:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.table, name)
         if name in ("put_item", "update_item", "delete_item"):
+
             def counted(**kwargs: Any) -> Any:
                 self.writes.append(name)
                 return attr(**kwargs)
+
             return counted
         return attr
 
 
-def _recipe_step(template: Template, fake: FakeModel, table: Any, monkeypatch: pytest.MonkeyPatch,
-                 stream_s: float, **chat: Any) -> tuple[JobStore, Settings, str]:
+def _recipe_step(
+    template: Template, fake: FakeModel, table: Any, monkeypatch: pytest.MonkeyPatch, stream_s: float, **chat: Any
+) -> tuple[JobStore, Settings, str]:
     settings = function_settings(template, "recipe", fake.base_url)
     monkeypatch.setattr(steps, "get_settings", lambda: settings)
     pieces = len(TEXT) // ChatBehaviour().chunk_chars
@@ -72,8 +73,9 @@ def _budget(template: Template) -> float:
     return template.function_by_dir("recipe").timeout_s * 1000
 
 
-def test_progress_writes_are_bounded_and_increasing(fake: FakeModel, table: Any, scaled_template: Template,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_progress_writes_are_bounded_and_increasing(
+    fake: FakeModel, table: Any, scaled_template: Template, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store, settings, job_id = _recipe_step(scaled_template, fake, table, monkeypatch, stream_s=2.0)
     seen: list[dict[str, Any]] = []
     record = store.record_progress
@@ -103,9 +105,9 @@ def test_progress_writes_are_bounded_and_increasing(fake: FakeModel, table: Any,
 
 
 @pytest.mark.parametrize("terminal", [JobStatus.SUCCEEDED, JobStatus.FAILED])
-def test_a_late_progress_write_never_touches_a_finished_job(terminal: JobStatus, fake: FakeModel, table: Any,
-                                                            scaled_template: Template,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_late_progress_write_never_touches_a_finished_job(
+    terminal: JobStatus, fake: FakeModel, table: Any, scaled_template: Template, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first progress write is held until the job has ended; the step does not wait for it."""
     chat = {} if terminal is JobStatus.SUCCEEDED else {"kind": "error_mid"}
     store, settings, job_id = _recipe_step(scaled_template, fake, table, monkeypatch, stream_s=1.5, **chat)
@@ -143,11 +145,9 @@ def test_a_late_progress_write_never_touches_a_finished_job(terminal: JobStatus,
 # --- what a client polling `chuixiang serve` sees ----------------------------------------------
 
 
-
-
-def test_a_job_that_moved_on_closes_the_model_call_within_one_interval(fake: FakeModel, table: Any,
-                                                                       scaled_template: Template,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_job_that_moved_on_closes_the_model_call_within_one_interval(
+    fake: FakeModel, table: Any, scaled_template: Template, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The reconciler fails the job mid-stream: the next progress write does not apply, the stage closes the
     model's connection within one progress interval (plus a second), records ``cancelled`` and writes no
     recipe and no cache (before: it streamed the rest and then wrote and cached it)."""
@@ -156,8 +156,7 @@ def test_a_job_that_moved_on_closes_the_model_call_within_one_interval(fake: Fak
     failed_at: list[float] = []
 
     def reconcile_mid_stream() -> None:
-        wait_until(lambda: bool((store.get(job_id) or {}).get("progress")), timeout_s=10,
-                   what="the model is writing")
+        wait_until(lambda: bool((store.get(job_id) or {}).get("progress")), timeout_s=10, what="the model is writing")
         failed_at.append(time.monotonic())
         store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled")
 

@@ -76,8 +76,9 @@ def read_through(server: ReplayServer, replay: Replay) -> Completion:
     server.replay = replay
     with httpx.Client() as client:
         deadline = Deadline(at=time.monotonic() + 10, bound_by="total", budget_ms=10_000)
-        return read_chat_completion(client, f"{server.base_url}/chat/completions", {"stream": True}, {},
-                                    limits=LIMITS, deadline=deadline)
+        return read_chat_completion(
+            client, f"{server.base_url}/chat/completions", {"stream": True}, {}, limits=LIMITS, deadline=deadline
+        )
 
 
 def check(recording: Recording, completion: Completion | None, failure: UpstreamError | None) -> None:
@@ -116,8 +117,9 @@ def test_recorded_stream_one_event_per_read(recording: Recording, server: Replay
 
 @pytest.mark.parametrize("framing", FRAMINGS)
 @pytest.mark.parametrize("recording", [r for r in CORPUS if not r.is_document], ids=lambda r: r.name)
-def test_recorded_stream_in_every_framing_cut_anywhere(recording: Recording, framing: str,
-                                                       server: ReplayServer) -> None:
+def test_recorded_stream_in_every_framing_cut_anywhere(
+    recording: Recording, framing: str, server: ReplayServer
+) -> None:
     body = reframe(recording.body, framing)
     content_type = CONTENT_TYPES[FRAMINGS.index(framing) % len(CONTENT_TYPES)]
     replayed(recording, Replay(body, partial(random_cuts, seed=recording.name + framing), content_type), server)
@@ -126,8 +128,9 @@ def test_recorded_stream_in_every_framing_cut_anywhere(recording: Recording, fra
 
 @pytest.mark.parametrize("content_type", CONTENT_TYPES)
 @pytest.mark.parametrize("recording", [r for r in CORPUS if r.is_document], ids=lambda r: r.name)
-def test_one_document_whatever_the_content_type(recording: Recording, content_type: str | None,
-                                                 server: ReplayServer) -> None:
+def test_one_document_whatever_the_content_type(
+    recording: Recording, content_type: str | None, server: ReplayServer
+) -> None:
     replayed(recording, Replay(recording.body, partial(random_cuts, seed=recording.name), content_type), server)
 
 
@@ -143,22 +146,23 @@ def test_the_reader_sees_text_as_it_arrives_not_at_the_end(server: ReplayServer)
 
     def watch(reader: SSEReader) -> None:
         reader.on_text = (lambda original: lambda: (seen.append(time.monotonic()), original and original()))(
-            reader.on_text)
+            reader.on_text
+        )
 
     server.replay = Replay(recording.body, slow, "application/json")
     with httpx.Client() as client:
         deadline = Deadline(at=time.monotonic() + 10, bound_by="total", budget_ms=10_000)
-        out = read_chat_completion(client, f"{server.base_url}/chat/completions", {}, {}, limits=LIMITS,
-                                   deadline=deadline, watch=watch)
+        out = read_chat_completion(
+            client, f"{server.base_url}/chat/completions", {}, {}, limits=LIMITS, deadline=deadline, watch=watch
+        )
     assert out.streamed and len(seen) == sum(1 for w in writes if b'"content":"' in w and b'"content":""' not in w)
 
 
 @pytest.mark.parametrize("name", RECIPE_CARRIERS)
-def test_a_recorded_envelope_carrying_a_recipe_through_the_stage(name: str, server: ReplayServer,
-                                                                 scaled_template: Template) -> None:
+def test_a_recorded_envelope_carrying_a_recipe_through_the_stage(
+    name: str, server: ReplayServer, scaled_template: Template
+) -> None:
     server.replay = Replay(recipe_stream(name), partial(random_cuts, seed=name, pieces=40))
     outcome, _ = run_recipe(scaled_template, server.base_url, 5000)
     assert outcome.error is None and outcome.recipe is not None, outcome.error
     assert outcome.recipe.name == "番茄炒蛋" and len(outcome.recipe.steps) == 6
-
-

@@ -38,8 +38,13 @@ def test_api_key_is_sent_as_bearer(fake: FakeModel, scaled_template: Template) -
     def hook(request: httpx.Request) -> None:
         seen.append(request.headers.get("authorization", ""))
 
-    run_recipe(scaled_template, fake.base_url, 5000, api_key="sk-test-key",
-               client=httpx.Client(event_hooks={"request": [hook]}))
+    run_recipe(
+        scaled_template,
+        fake.base_url,
+        5000,
+        api_key="sk-test-key",
+        client=httpx.Client(event_hooks={"request": [hook]}),
+    )
     assert seen == ["Bearer sk-test-key"] and not original
 
 

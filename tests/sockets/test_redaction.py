@@ -15,8 +15,9 @@ from ..stage_helpers import run_recipe
 KEY = "team-key-7f3a9c2e"  # not shaped like any known key: only knowing it redacts it
 
 
-def test_an_echoing_upstream_leaks_nothing(fake: FakeModel, scaled_template: Template,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_echoing_upstream_leaks_nothing(
+    fake: FakeModel, scaled_template: Template, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake.chat_script.append(ChatBehaviour(status=401, echo_headers=True))
     outcome, _ = run_recipe(scaled_template, fake.base_url, 5000, api_key=KEY)
     assert outcome.error is not None and outcome.error.code == "RECIPE_UPSTREAM_ERROR"

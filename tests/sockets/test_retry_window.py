@@ -45,8 +45,9 @@ def test_the_retry_window_times_the_upstream_not_the_breaker(call_s: float, retr
 
     breaker = _SlowBreaker(0.3)
     policy = RetryPolicy(max_attempts=2, window_ms=250, min_attempt_ms=0, base_backoff_s=0.01)
-    routed = call_models(["m"], call, upstream="chat", policy=policy, budget=Budget(60_000, None),
-                         breaker_for=lambda model: breaker)  # type: ignore[arg-type, return-value]
+    routed = call_models(
+        ["m"], call, upstream="chat", policy=policy, budget=Budget(60_000, None), breaker_for=lambda model: breaker
+    )  # type: ignore[arg-type, return-value]
     assert len(calls) == (2 if retried else 1)
     assert (routed.result == "recipe") is retried
     assert all(call.ms < 250 for call in routed.calls) is retried  # the breaker's 0.3 s is in no call's time

@@ -11,10 +11,15 @@ from .test_fallback_breaker import FALLBACK, PRIMARY, budget_ms, settings_with_f
 
 
 def test_a_refused_call_bills_nothing_and_the_answer_is_counted_from_the_providers_usage(
-        fake: FakeModel, scaled_template: Template) -> None:
+    fake: FakeModel, scaled_template: Template
+) -> None:
     fake.chat_by_model[PRIMARY] = ChatBehaviour(status=503)
-    outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template),
-                            settings=settings_with_fallback(scaled_template, fake.base_url))
+    outcome, _ = run_recipe(
+        scaled_template,
+        fake.base_url,
+        budget_ms(scaled_template),
+        settings=settings_with_fallback(scaled_template, fake.base_url),
+    )
     m = outcome.metrics
     assert outcome.recipe is not None and m.model == FALLBACK
     refused, refused_again, answered = m.calls
@@ -24,8 +29,9 @@ def test_a_refused_call_bills_nothing_and_the_answer_is_counted_from_the_provide
     assert (m.tokensUsed, m.tokensWasted) == (answered.tokens, 0)
 
 
-def test_a_stream_that_broke_is_estimated_from_what_it_wrote_and_wasted(fake: FakeModel,
-                                                                         scaled_template: Template) -> None:
+def test_a_stream_that_broke_is_estimated_from_what_it_wrote_and_wasted(
+    fake: FakeModel, scaled_template: Template
+) -> None:
     fake.chat_script.append(ChatBehaviour(kind="error_mid"))  # content, then an error object: no usage sent
     outcome, _ = run_recipe(scaled_template, fake.base_url, budget_ms(scaled_template))
     m = outcome.metrics

@@ -31,8 +31,7 @@ def test_idempotency_key_reused_for_another_dish_is_422() -> None:
 
 def _idempotency_checks(app: APIGatewayHttpResolver) -> None:
     def post(dish: str, key: str) -> dict[str, Any]:
-        event = http_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False),
-                           {"idempotency-key": key})
+        event = http_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False), {"idempotency-key": key})
         context = LocalContext("api", 512, "req", int(time.time() * 1000) + 10_000, "")  # as Lambda passes one
         return api.handle(app, event, context)
 
@@ -64,9 +63,11 @@ def test_admission_answers_429_with_retry_after_and_frees_the_slot_at_the_end() 
     from chuixiang.stores.jobs import JobStore
 
     with api_on_moto(max_jobs=2, name="admission-jobs") as resolver:
+
         def post(dish: str) -> dict[str, Any]:
-            return api.handle(resolver, http_event("POST", "/recipes", json.dumps({"dish": dish},
-                                                                               ensure_ascii=False)), None)
+            return api.handle(
+                resolver, http_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False)), None
+            )
 
         first, second, third = post("甲菜"), post("乙菜"), post("丙菜")
         assert first["statusCode"] == second["statusCode"] == 202

@@ -43,8 +43,11 @@ class MemoryBreakerStore:
     def claim_probe(self, seen: BreakerRecord, owner: str, until: float) -> bool:
         with self.lock:
             now = self.record
-            same = (now.state is seen.state and (now.opened_at == seen.opened_at if seen.state is BreakerState.OPEN
-                                                  else now.probe_until == seen.probe_until))
+            same = now.state is seen.state and (
+                now.opened_at == seen.opened_at
+                if seen.state is BreakerState.OPEN
+                else now.probe_until == seen.probe_until
+            )
             if not same:
                 return False
             self.record, self.owner = replace(now, state=BreakerState.HALF_OPEN, probe_until=until), owner
@@ -72,8 +75,9 @@ class MemoryBreakerStore:
             if self.owner != owner:
                 return False
             self.owner = None
-            self.record = (BreakerRecord() if healthy else
-                           BreakerRecord(BreakerState.OPEN, self.record.failures, opened_at=now))
+            self.record = (
+                BreakerRecord() if healthy else BreakerRecord(BreakerState.OPEN, self.record.failures, opened_at=now)
+            )
             return True
 
 
@@ -157,6 +161,7 @@ def test_the_dynamodb_store_turns_aws_errors_into_store_errors() -> None:
     class Throttled:
         def get_item(self, **kw: Any) -> Any:
             from botocore.exceptions import ClientError
+
             raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "GetItem")
 
     with pytest.raises(BreakerStoreError) as raised:

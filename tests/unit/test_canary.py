@@ -23,10 +23,16 @@ def test_canary_resources_are_conditional_and_least_privilege() -> None:
     assert event["Type"] == "ScheduleV2" and event["Properties"]["ScheduleExpression"] == {"Ref": "CanarySchedule"}
     statements = [st for policy in props["Policies"] for st in policy["Statement"]]
     # each probe adds to its model's measured health: UpdateItem on the table, nothing else of it; no bucket
-    assert statements[0] == {"Effect": "Allow", "Action": "dynamodb:UpdateItem",
-                             "Resource": {"Fn::GetAtt": ["JobsTable", "Arn"]}}
-    assert statements[1] == {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue",
-                             "Resource": {"Ref": "ModelApiKeySecretArn"}}
+    assert statements[0] == {
+        "Effect": "Allow",
+        "Action": "dynamodb:UpdateItem",
+        "Resource": {"Fn::GetAtt": ["JobsTable", "Arn"]},
+    }
+    assert statements[1] == {
+        "Effect": "Allow",
+        "Action": "secretsmanager:GetSecretValue",
+        "Resource": {"Ref": "ModelApiKeySecretArn"},
+    }
     # and kms:Decrypt on the secret's own key, only when it has one, only through Secrets Manager
     [(condition, decrypt, absent)] = [st["Fn::If"] for st in statements[2:]]
     assert condition == "HasSecretKmsKey" and decrypt["Action"] == "kms:Decrypt" and absent == {"Ref": "AWS::NoValue"}
@@ -36,13 +42,17 @@ def test_canary_resources_are_conditional_and_least_privilege() -> None:
 def test_models_by_hour_on_the_dashboard() -> None:
     template = Template()
     doc = json.loads(template.resolve(template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]))
-    searches = [m[0]["expression"] for w in doc["widgets"] if w["type"] == "metric"
-                for m in w["properties"]["metrics"] if isinstance(m[0], dict)]
+    searches = [
+        m[0]["expression"]
+        for w in doc["widgets"]
+        if w["type"] == "metric"
+        for m in w["properties"]["metrics"]
+        if isinstance(m[0], dict)
+    ]
     for name in ("RecipeFirstContentMs", "RecipeTotalMs", "RecipeValid"):
-        assert any(f'MetricName="{name}"' in s and "{Chuixiang,Model,service}" in s and "3600" in s
-                   for s in searches), name
-
-
+        assert any(
+            f'MetricName="{name}"' in s and "{Chuixiang,Model,service}" in s and "3600" in s for s in searches
+        ), name
 
 
 @pytest.mark.parametrize("canary_models", ["", "m1,m2"])
@@ -50,7 +60,10 @@ def test_every_alarm_is_on_the_dashboards_alarm_widget(canary_models: str) -> No
     template = Template({"CanaryModels": canary_models})
     doc = json.loads(template.resolve(template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]))
     [widget] = [w for w in doc["widgets"] if w["type"] == "alarm"]
-    alarms = {lid for lid, r in template.resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"
-              and (not r.get("Condition") or template.condition(r["Condition"]))}
+    alarms = {
+        lid
+        for lid, r in template.resources.items()
+        if r["Type"] == "AWS::CloudWatch::Alarm" and (not r.get("Condition") or template.condition(r["Condition"]))
+    }
     assert sorted(widget["properties"]["alarms"]) == sorted(template.physical[lid]["Arn"] for lid in alarms)
     assert ("CanaryErrorsAlarm" in alarms) == bool(canary_models)

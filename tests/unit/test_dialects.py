@@ -19,10 +19,17 @@ from chuixiang.upstream.images import may_fetch
 # --- what each model is sent (no sockets) ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("model", "field"), [
-    ("gpt-4.1-mini", "max_tokens"), ("deepseek-chat", "max_tokens"), ("qwen3-max", "max_tokens"),
-    ("o3-mini", "max_completion_tokens"), ("o4-mini", "max_completion_tokens"), ("gpt-5-nano", "max_completion_tokens"),
-])
+@pytest.mark.parametrize(
+    ("model", "field"),
+    [
+        ("gpt-4.1-mini", "max_tokens"),
+        ("deepseek-chat", "max_tokens"),
+        ("qwen3-max", "max_tokens"),
+        ("o3-mini", "max_completion_tokens"),
+        ("o4-mini", "max_completion_tokens"),
+        ("gpt-5-nano", "max_completion_tokens"),
+    ],
+)
 def test_the_token_limit_field_per_family(model: str, field: str) -> None:
     payload = chat_payload(model, "番茄炒蛋", 3000)
     assert payload[field] == 3000 and ({"max_tokens", "max_completion_tokens"} - {field}).isdisjoint(payload)
@@ -30,8 +37,12 @@ def test_the_token_limit_field_per_family(model: str, field: str) -> None:
 
 
 def test_the_configured_map_lays_over_the_built_in_family() -> None:
-    configured = json.dumps({"gpt-5": {"streamUsage": False}, "my-gw/": {"stream": False, "jsonMode": True,
-                                                                         "extra": {"enable_thinking": False}}})
+    configured = json.dumps(
+        {
+            "gpt-5": {"streamUsage": False},
+            "my-gw/": {"stream": False, "jsonMode": True, "extra": {"enable_thinking": False}},
+        }
+    )
     gpt5 = chat_payload("gpt-5-mini", "x", 100, dialect_for("gpt-5-mini", configured))
     assert gpt5["max_completion_tokens"] == 100 and "stream_options" not in gpt5  # built-in field kept
     mine = chat_payload("my-gw/qwen3", "x", 100, dialect_for("my-gw/qwen3", configured))
@@ -44,26 +55,36 @@ def test_the_configured_map_lays_over_the_built_in_family() -> None:
     assert dialect_for("o3-mini", exact).max_tokens_field == "max_tokens"
 
 
-@pytest.mark.parametrize(("model", "response_format"), [
-    ("gpt-image-1", None), ("gpt-image-1.5", None), ("dall-e-3", "b64_json"), ("flux-dev", "b64_json")])
+@pytest.mark.parametrize(
+    ("model", "response_format"),
+    [("gpt-image-1", None), ("gpt-image-1.5", None), ("dall-e-3", "b64_json"), ("flux-dev", "b64_json")],
+)
 def test_the_image_request_per_family(model: str, response_format: str | None) -> None:
     assert image_payload(model, "a dish").get("response_format") == response_format
 
 
-@pytest.mark.parametrize("raw", ['{"x": {"maxTokensField": "tokens"}}', '{"x": {"unknownField": 1}}', "[1]", "{oops",
-                                 '{"x": 3}'])
+@pytest.mark.parametrize(
+    "raw", ['{"x": {"maxTokensField": "tokens"}}', '{"x": {"unknownField": 1}}', "[1]", "{oops", '{"x": 3}']
+)
 def test_a_broken_map_is_refused(raw: str) -> None:
     with pytest.raises(DialectError):
         parse_dialects(raw)
 
 
 def test_which_parameter_a_4xx_refused() -> None:
-    openai = ('{"error": {"message": "Unknown parameter: \'response_format\'.", "type": "invalid_request_error", '
-              '"param": "response_format", "code": "unknown_parameter"}}')
+    openai = (
+        '{"error": {"message": "Unknown parameter: \'response_format\'.", "type": "invalid_request_error", '
+        '"param": "response_format", "code": "unknown_parameter"}}'
+    )
     assert refused_param(openai) == "response_format"
-    assert refused_param('{"error": {"message": "Unsupported parameter: \'max_tokens\' is not supported with this '
-                         'model. Use \'max_completion_tokens\' instead.", "param": "max_tokens", '
-                         '"code": "unsupported_parameter"}}') == "max_tokens"
+    assert (
+        refused_param(
+            '{"error": {"message": "Unsupported parameter: \'max_tokens\' is not supported with this '
+            'model. Use \'max_completion_tokens\' instead.", "param": "max_tokens", '
+            '"code": "unsupported_parameter"}}'
+        )
+        == "max_tokens"
+    )
     assert refused_param("Unrecognized request argument supplied: stream_options") == "stream_options"
     assert refused_param('{"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}') is None
 
@@ -72,18 +93,17 @@ def test_an_image_url_is_fetched_only_over_https_or_from_the_endpoint() -> None:
     api = "http://127.0.0.1:8765/v1/images/generations"
     assert may_fetch("https://oaidalleapiprodscus.blob.core.windows.net/private/img.png?sig=x", api)
     assert may_fetch("http://127.0.0.1:8765/v1/files/image-0.png", api)
-    for url in ("http://169.254.169.254/latest/meta-data/", "http://127.0.0.1:9001/2018-06-01/runtime/invocation/next",
-                "file:///etc/passwd", "ftp://example.com/x.png", "https:///nohost"):
+    for url in (
+        "http://169.254.169.254/latest/meta-data/",
+        "http://127.0.0.1:9001/2018-06-01/runtime/invocation/next",
+        "file:///etc/passwd",
+        "ftp://example.com/x.png",
+        "https:///nohost",
+    ):
         assert not may_fetch(url, api), url
 
 
 # --- on a real socket: the fake answers as OpenAI does -------------------------------------------
 
 
-
-
 # --- a provider that does not stream ---------------------------------------------------------------
-
-
-
-

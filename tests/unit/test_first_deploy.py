@@ -24,13 +24,16 @@ from ..template_doc import DOC, RESOURCES, walk
 def test_reserved_concurrency_is_optional() -> None:
     assert DOC["Parameters"]["RecipeReservedConcurrency"]["Default"] == 0
     assert DOC["Conditions"]["HasReservedConcurrency"] == {
-        "Fn::Not": [{"Fn::Equals": [{"Ref": "RecipeReservedConcurrency"}, 0]}]}
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "RecipeReservedConcurrency"}, 0]}]
+    }
     for name in ("RecipeFunction", "ImageFunction"):
         assert RESOURCES[name]["Properties"]["ReservedConcurrentExecutions"] == {
-            "Fn::If": ["HasReservedConcurrency", {"Ref": "RecipeReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+            "Fn::If": ["HasReservedConcurrency", {"Ref": "RecipeReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
+        }
     # The API still admits no more jobs than RecipeConcurrency, reserved or not.
     assert RESOURCES["ApiFunction"]["Properties"]["Environment"]["Variables"]["MAX_JOBS_IN_FLIGHT"] == {
-        "Ref": "RecipeConcurrency"}
+        "Ref": "RecipeConcurrency"
+    }
 
 
 def test_reserved_concurrency_is_checked_against_admission_and_the_account_quota() -> None:
@@ -65,17 +68,28 @@ def test_the_account_quota_throttles_as_lambda_does() -> None:
 def test_the_account_quota_is_read_as_lambda_reports_it() -> None:
     client = boto3.client("lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     with Stubber(client) as stub:
-        stub.add_response("get_account_settings", {"AccountLimit": {
-            "TotalCodeSize": 80530636800, "CodeSizeUnzipped": 262144000, "CodeSizeZipped": 52428800,
-            "ConcurrentExecutions": 10, "UnreservedConcurrentExecutions": 10}, "AccountUsage": {
-            "TotalCodeSize": 0, "FunctionCount": 0}})
+        stub.add_response(
+            "get_account_settings",
+            {
+                "AccountLimit": {
+                    "TotalCodeSize": 80530636800,
+                    "CodeSizeUnzipped": 262144000,
+                    "CodeSizeZipped": 52428800,
+                    "ConcurrentExecutions": 10,
+                    "UnreservedConcurrentExecutions": 10,
+                },
+                "AccountUsage": {"TotalCodeSize": 0, "FunctionCount": 0},
+            },
+        )
         assert account_concurrency(client) == (10, 0)
 
 
 def test_every_named_resource_is_named_per_stack() -> None:
     """Two stacks in one account and region must not collide: a fixed name is a second deploy's failure."""
-    name_keys = re.compile(r"\.(Name|LogGroupName|TopicName|TableName|BucketName|QueueName|FunctionName|RuleName|"
-                           r"StateMachineName|ScheduleName|AlarmName|DashboardName|KeyAlias|AliasName)$")
+    name_keys = re.compile(
+        r"\.(Name|LogGroupName|TopicName|TableName|BucketName|QueueName|FunctionName|RuleName|"
+        r"StateMachineName|ScheduleName|AlarmName|DashboardName|KeyAlias|AliasName)$"
+    )
     for logical, resource in RESOURCES.items():
         properties = resource.get("Properties", {})
         for path, _ in walk(properties):
@@ -116,13 +130,16 @@ def test_alarms_can_notify() -> None:
     assert alarms and all(r["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}] for r in alarms)
 
 
-@pytest.mark.parametrize(("arn", "ok"), [
-    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key-AbC123", True),
-    ("arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:chuixiang/model-api-key-xYz789", True),
-    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key", False),  # no suffix
-    ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key-*", False),
-    ("chuixiang/model-api-key", False),
-])
+@pytest.mark.parametrize(
+    ("arn", "ok"),
+    [
+        ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key-AbC123", True),
+        ("arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:chuixiang/model-api-key-xYz789", True),
+        ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key", False),  # no suffix
+        ("arn:aws:secretsmanager:us-east-1:123456789012:secret:chuixiang/model-api-key-*", False),
+        ("chuixiang/model-api-key", False),
+    ],
+)
 def test_the_secret_arn_must_carry_its_random_suffix(arn: str, ok: bool) -> None:
     pattern = DOC["Parameters"]["ModelApiKeySecretArn"]["AllowedPattern"]
     assert bool(re.fullmatch(pattern, arn)) is ok
@@ -130,8 +147,9 @@ def test_the_secret_arn_must_carry_its_random_suffix(arn: str, ok: bool) -> None
 
 def test_a_secret_under_a_customer_key_can_be_decrypted() -> None:
     pattern = DOC["Parameters"]["ModelApiKeyKmsKeyArn"]["AllowedPattern"]
-    assert re.fullmatch(pattern, "") and re.fullmatch(pattern, "arn:aws:kms:us-east-1:123456789012:key/"
-                                                                "1234abcd-12ab-34cd-56ef-1234567890ab")
+    assert re.fullmatch(pattern, "") and re.fullmatch(
+        pattern, "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    )
     for name in ("RecipeFunction", "ImageFunction", "CanaryFunction"):
         statements = RESOURCES[name]["Properties"]["Policies"][0]["Statement"]
         decrypt = next(s["Fn::If"] for s in statements if "Fn::If" in s)
@@ -139,7 +157,8 @@ def test_a_secret_under_a_customer_key_can_be_decrypted() -> None:
         assert condition == "HasSecretKmsKey" and absent == {"Ref": "AWS::NoValue"}, name
         assert statement["Action"] == "kms:Decrypt" and statement["Resource"] == {"Ref": "ModelApiKeyKmsKeyArn"}
         assert statement["Condition"]["StringEquals"]["kms:ViaService"] == {
-            "Fn::Sub": "secretsmanager.${AWS::Region}.${AWS::URLSuffix}"}
+            "Fn::Sub": "secretsmanager.${AWS::Region}.${AWS::URLSuffix}"
+        }
 
 
 def test_no_partition_is_hard_coded() -> None:
@@ -149,8 +168,12 @@ def test_no_partition_is_hard_coded() -> None:
     assert "arn:aws:" not in asl and resources and all(r.startswith("arn:${Partition}:states:::") for r in resources)
     machine = RESOURCES["RecipeStateMachine"]["Properties"]
     assert machine["DefinitionSubstitutions"]["Partition"] == {"Ref": "AWS::Partition"}
-    literal = [(logical, path) for logical, r in RESOURCES.items() for path, leaf in walk(r)
-               if isinstance(leaf, str) and "arn:aws:" in leaf]
+    literal = [
+        (logical, path)
+        for logical, r in RESOURCES.items()
+        for path, leaf in walk(r)
+        if isinstance(leaf, str) and "arn:aws:" in leaf
+    ]
     assert not literal, literal
 
 
@@ -179,8 +202,9 @@ def test_the_reconciler_rule_keeps_what_it_could_not_deliver_and_says_so() -> No
     [allow] = RESOURCES["ReconcileDeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
     assert allow["Principal"] == {"Service": "events.amazonaws.com"} and allow["Action"] == "sqs:SendMessage"
     alarm = RESOURCES["ReconcileDeliveryFailedAlarm"]["Properties"]
-    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["ReconcileDeadLetterQueue",
-                                                                                  "QueueName"]}}]
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["ReconcileDeadLetterQueue", "QueueName"]}}
+    ]
 
 
 def test_state_machine_logs_live_under_vendedlogs() -> None:
@@ -202,8 +226,11 @@ def test_operations_alarms_cover_what_the_job_metrics_cannot_see() -> None:
     assert rule["Dimensions"] == [{"Name": "RuleName", "Value": {"Ref": "ReconcileFunctionExecutionEnded"}}]
     assert alarms["Api5xxAlarm"]["MetricName"] == "5xx"
     assert alarms["Api5xxAlarm"]["Dimensions"][0] == {"Name": "ApiId", "Value": {"Ref": "RecipeApi"}}
-    watched = {m["MetricStat"]["Metric"]["MetricName"] for m in alarms["ExecutionsAbortedOrThrottledAlarm"]["Metrics"]
-               if "MetricStat" in m}
+    watched = {
+        m["MetricStat"]["Metric"]["MetricName"]
+        for m in alarms["ExecutionsAbortedOrThrottledAlarm"]["Metrics"]
+        if "MetricStat" in m
+    }
     assert watched == {"ExecutionsAborted", "ExecutionThrottled"}
     rate = alarms["JobFailureRateAlarm"]
     counted = {m["MetricStat"]["Metric"]["MetricName"] for m in rate["Metrics"] if "MetricStat" in m}
@@ -220,14 +247,22 @@ def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path)
 
     cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     samconfig = tmp_path / "samconfig.toml"
-    samconfig.write_text('version = 0.1\n[default.global.parameters]\nstack_name = "chuixiang-prod"\n'
-                         '[default.deploy.parameters]\nparameter_overrides = "RecipeIdleTimeoutMs=25000"\n')
+    samconfig.write_text(
+        'version = 0.1\n[default.global.parameters]\nstack_name = "chuixiang-prod"\n'
+        '[default.deploy.parameters]\nparameter_overrides = "RecipeIdleTimeoutMs=25000"\n'
+    )
     assert samconfig_stack_name(samconfig) == "chuixiang-prod"
-    previous = [{"ParameterKey": "RecipeFunctionTimeout", "ParameterValue": "120"},
-                {"ParameterKey": "RecipeIdleTimeoutMs", "ParameterValue": "30000"},
-                {"ParameterKey": "ModelApiKeySecretArn", "ParameterValue": MASKED}]
-    stack = {"StackName": "chuixiang-prod", "CreationTime": "2026-01-01T00:00:00Z",
-             "StackStatus": "UPDATE_COMPLETE", "Parameters": previous}
+    previous = [
+        {"ParameterKey": "RecipeFunctionTimeout", "ParameterValue": "120"},
+        {"ParameterKey": "RecipeIdleTimeoutMs", "ParameterValue": "30000"},
+        {"ParameterKey": "ModelApiKeySecretArn", "ParameterValue": MASKED},
+    ]
+    stack = {
+        "StackName": "chuixiang-prod",
+        "CreationTime": "2026-01-01T00:00:00Z",
+        "StackStatus": "UPDATE_COMPLETE",
+        "Parameters": previous,
+    }
     with Stubber(cfn) as stub:
         stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "chuixiang-prod"})
         effective = effective_overrides(cfn, "chuixiang-prod", samconfig, {"ProgressIntervalMs": "1000"})
@@ -239,16 +274,20 @@ def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path)
         assert effective_overrides(cfn, "chuixiang-prod", samconfig, {}) == {"RecipeIdleTimeoutMs": "25000"}
 
 
-@pytest.mark.parametrize(("item", "after"), [
-    ({"status": "PENDING"}, 5000),
-    ({"status": "RUNNING", "stage": "recipe"}, 5000),  # queued or thinking: nothing to show yet
-    ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 40, "etaMs": 50_000}}, 3000),
-    ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 60, "etaMs": 4000}}, 1500),
-    ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 92, "etaMs": None}}, 1500),
-    ({"status": "RUNNING", "stage": "image"}, 5000),  # the recipe is on screen
-    ({"status": "RUNNING", "stage": "done"}, 1000),
-    ({"status": "SUCCEEDED", "stage": "done"}, None), ({"status": "FAILED", "stage": "recipe"}, None),
-])
+@pytest.mark.parametrize(
+    ("item", "after"),
+    [
+        ({"status": "PENDING"}, 5000),
+        ({"status": "RUNNING", "stage": "recipe"}, 5000),  # queued or thinking: nothing to show yet
+        ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 40, "etaMs": 50_000}}, 3000),
+        ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 60, "etaMs": 4000}}, 1500),
+        ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 92, "etaMs": None}}, 1500),
+        ({"status": "RUNNING", "stage": "image"}, 5000),  # the recipe is on screen
+        ({"status": "RUNNING", "stage": "done"}, 1000),
+        ({"status": "SUCCEEDED", "stage": "done"}, None),
+        ({"status": "FAILED", "stage": "recipe"}, None),
+    ],
+)
 def test_poll_after_follows_the_job(item: dict[str, Any], after: int | None) -> None:
     from chuixiang.polling import poll_after_ms
     from chuixiang.stores.jobs import render
@@ -263,8 +302,12 @@ def test_poll_after_follows_the_job(item: dict[str, Any], after: int | None) -> 
 
 def test_the_poll_route_is_throttled_apart_from_the_rest() -> None:
     http = RESOURCES["RecipeApi"]["Properties"]
-    assert http["RouteSettings"] == {"ANY /recipes/{jobId}": {"ThrottlingBurstLimit": {"Ref": "ApiPollBurstLimit"},
-                                                              "ThrottlingRateLimit": {"Ref": "ApiPollRateLimit"}}}
+    assert http["RouteSettings"] == {
+        "ANY /recipes/{jobId}": {
+            "ThrottlingBurstLimit": {"Ref": "ApiPollBurstLimit"},
+            "ThrottlingRateLimit": {"Ref": "ApiPollRateLimit"},
+        }
+    }
     params = DOC["Parameters"]
     assert params["ApiPollRateLimit"]["Default"] > params["ApiThrottleRateLimit"]["Default"]
 
@@ -281,13 +324,19 @@ def test_functions_and_the_state_machine_are_published_and_called_by_version() -
     assert api["Environment"]["Variables"]["STATE_MACHINE_ARN"] == {"Fn::Sub": "${RecipeStateMachine}:live"}
     # Step Functions authorises a call on an alias against the machine's own ARN, the qualifier a condition key
     # (a Resource of "<machine>:live" matches nothing it checks: every POST would be refused on AWS).
-    assert {"Effect": "Allow", "Action": "states:StartExecution", "Resource": {"Ref": "RecipeStateMachine"},
-            "Condition": {"StringEquals": {"states:StateMachineQualifier": "live"}}} in api["Policies"][-1]["Statement"]
+    assert {
+        "Effect": "Allow",
+        "Action": "states:StartExecution",
+        "Resource": {"Ref": "RecipeStateMachine"},
+        "Condition": {"StringEquals": {"states:StateMachineQualifier": "live"}},
+    } in api["Policies"][-1]["Statement"]
     functions = [r["Properties"] for r in RESOURCES.values() if r["Type"] == "AWS::Serverless::Function"]
     assert all(f.get("AutoPublishAliasAllProperties") is True for f in functions)  # a layer-only release publishes
     assert RESOURCES["SharedLayer"]["Properties"]["PublishLambdaVersion"] is True
-    assert api["DeploymentPreference"] == {"Type": "Canary10Percent5Minutes",
-                                           "Alarms": [{"Ref": "ApiErrorsAlarm"}, {"Ref": "Api5xxAlarm"}]}
+    assert api["DeploymentPreference"] == {
+        "Type": "Canary10Percent5Minutes",
+        "Alarms": [{"Ref": "ApiErrorsAlarm"}, {"Ref": "Api5xxAlarm"}],
+    }
     assert api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
 
 
@@ -300,8 +349,7 @@ def test_the_execution_input_is_what_both_definitions_of_a_rollout_read() -> Non
     in the definition (a Choice with IsPresent) before the api sends it, and stay so for one release."""
     from chuixiang.models import ExecutionInput
 
-    asl = json.loads((ROOT / "statemachine" / "recipe.asl.json").read_text().replace(
-        "${StateMachineTimeout}", "1"))
+    asl = json.loads((ROOT / "statemachine" / "recipe.asl.json").read_text().replace("${StateMachineTimeout}", "1"))
     first = asl["States"][asl["StartAt"]]
     read = {m.group(1) for m in re.finditer(r'"\$\.(\w+)"', json.dumps(first["Parameters"]))}
     assert set(ExecutionInput.model_fields) == read == {"jobId", "dish"}

@@ -18,8 +18,9 @@ def test_a_jobs_image_url_is_signed_with_sigv4_and_stable_across_polls_until_nea
     from chuixiang.stores.images import REUSE_WHILE_LEFT, ImageStore, _s3
 
     boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="images")
-    settings = Settings.model_validate({"IMAGES_BUCKET": "images", "IMAGE_URL_TTL_SECONDS": "3600",
-                                        "LOCAL_IMAGE_DIR": ""})  # presigned, whatever an earlier test exported
+    settings = Settings.model_validate(
+        {"IMAGES_BUCKET": "images", "IMAGE_URL_TTL_SECONDS": "3600", "LOCAL_IMAGE_DIR": ""}
+    )  # presigned, whatever an earlier test exported
     _s3.cache_clear()
     images_module._SIGNED.clear()
     images = ImageStore(settings)
@@ -34,8 +35,13 @@ def test_a_jobs_image_url_is_signed_with_sigv4_and_stable_across_polls_until_nea
 
 def _credentials(monkeypatch: pytest.MonkeyPatch, region: str) -> None:
     """A sandbox's environment: its credentials and region (presigning calls nothing)."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "ASIATEST"), ("AWS_SECRET_ACCESS_KEY", "secret"),
-                        ("AWS_SESSION_TOKEN", "token"), ("AWS_DEFAULT_REGION", region), ("AWS_REGION", region)):
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "ASIATEST"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+        ("AWS_SESSION_TOKEN", "token"),
+        ("AWS_DEFAULT_REGION", region),
+        ("AWS_REGION", region),
+    ):
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
 

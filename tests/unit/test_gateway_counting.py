@@ -23,8 +23,12 @@ def test_a_request_counts_from_its_last_body_byte_to_its_answer(tmp_path: Path) 
                 break
         seen.append(("answering", count.value()))
 
-    parts = iter([{"type": "http.request", "body": b"{", "more_body": True},
-                  {"type": "http.request", "body": b"}", "more_body": False}])
+    parts = iter(
+        [
+            {"type": "http.request", "body": b"{", "more_body": True},
+            {"type": "http.request", "body": b"}", "more_body": False},
+        ]
+    )
 
     async def receive() -> dict[str, Any]:
         return next(parts)

@@ -24,8 +24,13 @@ TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/jobs"
 
 def _auth(call: AwsCall) -> Any:
     """The one authorisation of a call on one resource."""
-    return authorisation_of(call, principal_arn="arn:aws:sts::1:assumed-role/r/s", account=ACCOUNT, partition="aws",
-                            leading_key=lambda table: "pk" if table == "jobs" else None)[0]
+    return authorisation_of(
+        call,
+        principal_arn="arn:aws:sts::1:assumed-role/r/s",
+        account=ACCOUNT,
+        partition="aws",
+        leading_key=lambda table: "pk" if table == "jobs" else None,
+    )[0]
 
 
 def _call(service: str, operation: str, **params: Any) -> AwsCall:
@@ -40,11 +45,25 @@ def _decide(statements: list[dict[str, Any]], call: AwsCall) -> Decision:
 # --- reading the request ------------------------------------------------------------------------------
 
 
-def _environ(method: str, path: str, *, query: str = "", target: str | None = None,
-             headers: dict[str, str] | None = None, service: str = "s3", body: bytes = b"") -> dict[str, Any]:
-    env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "HTTP_HOST": "127.0.0.1:5000",
-           "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential=local-Fn/20261202/{REGION}/{service}/aws4_request, "
-                                 "SignedHeaders=host, Signature=0", "CONTENT_LENGTH": str(len(body))}
+def _environ(
+    method: str,
+    path: str,
+    *,
+    query: str = "",
+    target: str | None = None,
+    headers: dict[str, str] | None = None,
+    service: str = "s3",
+    body: bytes = b"",
+) -> dict[str, Any]:
+    env = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "HTTP_HOST": "127.0.0.1:5000",
+        "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential=local-Fn/20261202/{REGION}/{service}/aws4_request, "
+        "SignedHeaders=host, Signature=0",
+        "CONTENT_LENGTH": str(len(body)),
+    }
     if target:
         env["HTTP_X_AMZ_TARGET"] = target
     for k, v in (headers or {}).items():
@@ -53,23 +72,38 @@ def _environ(method: str, path: str, *, query: str = "", target: str | None = No
 
 
 def test_calls_are_read_by_each_protocol() -> None:
-    json_call = parse_call(_environ("POST", "/", target="DynamoDB_20120810.GetItem", service="dynamodb"),
-                           b'{"TableName": "jobs", "Key": {"pk": {"S": "JOB#1"}}}')
-    assert json_call == AwsCall("local-Fn", REGION, "dynamodb", "GetItem",
-                                {"TableName": "jobs", "Key": {"pk": {"S": "JOB#1"}}})
+    json_call = parse_call(
+        _environ("POST", "/", target="DynamoDB_20120810.GetItem", service="dynamodb"),
+        b'{"TableName": "jobs", "Key": {"pk": {"S": "JOB#1"}}}',
+    )
+    assert json_call == AwsCall(
+        "local-Fn", REGION, "dynamodb", "GetItem", {"TableName": "jobs", "Key": {"pk": {"S": "JOB#1"}}}
+    )
     put = parse_call(_environ("PUT", "/images/images/a.png"), b"png")
     copy = parse_call(_environ("PUT", "/images/images/a.png", headers={"x-amz-copy-source": "x/y"}), b"")
     head = parse_call(_environ("HEAD", "/images/images/a.png"), b"")
-    assert (put and put.operation, copy and copy.operation, head and head.operation) == \
-        ("PutObject", "CopyObject", "HeadObject")
+    assert (put and put.operation, copy and copy.operation, head and head.operation) == (
+        "PutObject",
+        "CopyObject",
+        "HeadObject",
+    )
     assert put is not None and put.params == {"Bucket": "images", "Key": "images/a.png"}
-    invoke = parse_call(_environ("POST", f"/2015-03-31/functions/arn%3Aaws%3Alambda%3A{REGION}%3A{ACCOUNT}"
-                                         "%3Afunction%3Asubmit%3A3/invocations", service="lambda"), b"{}")
-    assert invoke is not None and (invoke.operation, invoke.params["FunctionName"]) == \
-        ("Invoke", f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:submit:3")
+    invoke = parse_call(
+        _environ(
+            "POST",
+            f"/2015-03-31/functions/arn%3Aaws%3Alambda%3A{REGION}%3A{ACCOUNT}%3Afunction%3Asubmit%3A3/invocations",
+            service="lambda",
+        ),
+        b"{}",
+    )
+    assert invoke is not None and (invoke.operation, invoke.params["FunctionName"]) == (
+        "Invoke",
+        f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:submit:3",
+    )
     credential = f"X-Amz-Credential=local-Fn%2F20261202%2F{REGION}%2Fs3%2Faws4_request"
-    presigned = parse_call({**_environ("GET", "/images/images/a.png"), "HTTP_AUTHORIZATION": "",
-                            "QUERY_STRING": credential}, b"")
+    presigned = parse_call(
+        {**_environ("GET", "/images/images/a.png"), "HTTP_AUTHORIZATION": "", "QUERY_STRING": credential}, b""
+    )
     assert presigned is not None and (presigned.access_key, presigned.operation) == ("local-Fn", "GetObject")
     assert parse_call({**_environ("GET", "/x"), "HTTP_AUTHORIZATION": ""}, b"") is None  # unsigned
 
@@ -88,8 +122,11 @@ def test_operations_map_to_the_action_iam_checks() -> None:
 
 def test_a_call_on_a_state_machine_alias_is_authorised_on_the_machine_with_the_qualifier_as_a_key() -> None:
     a = _auth(_call("states", "StartExecution", stateMachineArn=f"{MACHINE}:live", input="{}"))
-    assert (a.action, a.resource, a.context["states:statemachinequalifier"]) == \
-        ("states:StartExecution", MACHINE, ["live"])
+    assert (a.action, a.resource, a.context["states:statemachinequalifier"]) == (
+        "states:StartExecution",
+        MACHINE,
+        ["live"],
+    )
     bare = _auth(_call("states", "StartExecution", stateMachineArn=MACHINE))
     assert bare.resource == MACHINE and "states:statemachinequalifier" not in bare.context
 
@@ -118,8 +155,12 @@ def test_a_qualified_invoke_is_authorised_on_the_qualified_function_arn() -> Non
 
 
 def test_the_state_machine_may_delete_admission_slots_and_nothing_else() -> None:
-    statement = {"Effect": "Allow", "Action": "dynamodb:DeleteItem", "Resource": TABLE,
-                 "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ADMISSION#*"]}}}
+    statement = {
+        "Effect": "Allow",
+        "Action": "dynamodb:DeleteItem",
+        "Resource": TABLE,
+        "Condition": {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["ADMISSION#*"]}},
+    }
     slot = _call("dynamodb", "DeleteItem", TableName="jobs", Key={"pk": {"S": "ADMISSION#2"}})
     job = _call("dynamodb", "DeleteItem", TableName="jobs", Key={"pk": {"S": "JOB#1"}})
     assert _auth(slot).context["dynamodb:leadingkeys"] == ["ADMISSION#2"]
@@ -127,8 +168,10 @@ def test_the_state_machine_may_delete_admission_slots_and_nothing_else() -> None
 
 
 def test_s3_objects_and_secrets_are_named_by_their_arns() -> None:
-    assert _auth(_call("s3", "PutObject", Bucket="images", Key="images/a.png")).resource == \
-        "arn:aws:s3:::images/images/a.png"
+    assert (
+        _auth(_call("s3", "PutObject", Bucket="images", Key="images/a.png")).resource
+        == "arn:aws:s3:::images/images/a.png"
+    )
     secret = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:model-key-AbCdEf"
     assert _auth(_call("secretsmanager", "GetSecretValue", SecretId=secret)).resource == secret
     assert _auth(_call("dynamodb", "GetItem", TableName="jobs", Key={})).resource == TABLE
@@ -154,8 +197,11 @@ def test_an_explicit_deny_wins_and_not_action_and_if_exists_read_as_iam_reads_th
 def test_every_condition_key_the_template_uses_is_computed_or_never_reaches_the_local_cloud() -> None:
     """In the roles (resource policies are not judged locally). kms:ViaService guards kms:Decrypt of the model
     key's customer-managed key: no local call uses KMS."""
-    roles = [r["Properties"].get("Policies", []) for r in Template().doc["Resources"].values()
-             if r["Type"] in ("AWS::Serverless::Function", "AWS::Serverless::StateMachine")]
+    roles = [
+        r["Properties"].get("Policies", [])
+        for r in Template().doc["Resources"].values()
+        if r["Type"] in ("AWS::Serverless::Function", "AWS::Serverless::StateMachine")
+    ]
     used = {key.lower() for _, leaf in _conditions(roles) for key in leaf}
     assert "states:statemachinequalifier" in used and "dynamodb:leadingkeys" in used
     assert used - COMPUTED_KEYS <= {"kms:viaservice"}, used - COMPUTED_KEYS
@@ -166,8 +212,11 @@ def _conditions(node: Any) -> list[tuple[str, dict[str, Any]]]:
         return [c for item in node for c in _conditions(item)]
     if not isinstance(node, dict):
         return []
-    found = [(op, entries) for op, entries in node.get("Condition", {}).items()] \
-        if isinstance(node.get("Condition"), dict) else []
+    found = (
+        [(op, entries) for op, entries in node.get("Condition", {}).items()]
+        if isinstance(node.get("Condition"), dict)
+        else []
+    )
     return found + [c for value in node.values() for c in _conditions(value)]
 
 
@@ -181,26 +230,31 @@ def test_a_state_machine_that_logs_needs_the_log_delivery_actions() -> None:
 # --- refusals as AWS answers them ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("service", "model", "operation", "code"), [
-    ("dynamodb", "dynamodb", "GetItem", "AccessDeniedException"),
-    ("states", "stepfunctions", "StartExecution", "AccessDeniedException"),
-    ("secretsmanager", "secretsmanager", "GetSecretValue", "AccessDeniedException"),
-    ("lambda", "lambda", "Invoke", "AccessDeniedException"),
-    ("s3", "s3", "PutObject", "AccessDenied"),
-])
+@pytest.mark.parametrize(
+    ("service", "model", "operation", "code"),
+    [
+        ("dynamodb", "dynamodb", "GetItem", "AccessDeniedException"),
+        ("states", "stepfunctions", "StartExecution", "AccessDeniedException"),
+        ("secretsmanager", "secretsmanager", "GetSecretValue", "AccessDeniedException"),
+        ("lambda", "lambda", "Invoke", "AccessDeniedException"),
+        ("s3", "s3", "PutObject", "AccessDenied"),
+    ],
+)
 def test_a_refusal_is_the_error_botocore_parses_from_aws(service: str, model: str, operation: str, code: str) -> None:
     status, headers, body = denied_response(_call(service, operation), "User: x is not authorized")
     op = botocore.session.get_session().get_service_model(model).operation_model(operation)
     parser = botocore.parsers.create_parser(op.metadata["protocol"])
-    parsed = parser.parse({"status_code": int(status.split()[0]), "headers": HTTPHeaderDict(headers), "body": body},
-                          op.output_shape)
+    parsed = parser.parse(
+        {"status_code": int(status.split()[0]), "headers": HTTPHeaderDict(headers), "body": body}, op.output_shape
+    )
     assert parsed["Error"]["Code"] == code and "not authorized" in parsed["Error"]["Message"]
 
 
 def test_the_gate_judges_known_keys_and_lets_the_developer_through() -> None:
     gate = IamGate(lambda environ, start_response: [b"moto"], leading_key=lambda table: "pk")
-    gate.register("local-Fn", Principal("Role", "fn", [{"Effect": "Allow", "Action": "dynamodb:GetItem",
-                                                         "Resource": TABLE}]))
+    gate.register(
+        "local-Fn", Principal("Role", "fn", [{"Effect": "Allow", "Action": "dynamodb:GetItem", "Resource": TABLE}])
+    )
     denied = gate.judge(AwsCall("local-Fn", REGION, "dynamodb", "PutItem", {"TableName": "jobs"}))
     assert denied is not None and "dynamodb:PutItem on resource: " + TABLE in denied.message
     assert gate.judge(AwsCall("local-Fn", REGION, "dynamodb", "GetItem", {"TableName": "jobs"})) is None

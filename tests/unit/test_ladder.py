@@ -20,20 +20,26 @@ def test_scaled_override_set_passes() -> None:
     assert build_ladder(Template(SCALED)).ok
 
 
-@pytest.mark.parametrize(("overrides", "inner", "outer"), [
-    ({"RecipeIdleTimeoutMs": "140000"}, "RecipeIdleTimeoutMs = 140000", "RecipeTotalTimeoutMs = 140000"),
-    # The old accident: a setting's meaning changed, an old value stayed - here the total outgrows the Lambda.
-    ({"RecipeTotalTimeoutMs": "150000"}, "RecipeTotalTimeoutMs = 150000", "RecipeFunctionTimeout (ms) = 150000"),
-    ({"RecipeFunctionTimeout": "120"}, "RecipeTotalTimeoutMs = 140000", "RecipeFunctionTimeout (ms) = 120000"),
-    ({"StateMachineTimeout": "250"}, "worst-case path", "state machine TimeoutSeconds = 250"),
-    ({"ImageFunctionTimeout": "140"}, "worst-case path", "state machine TimeoutSeconds = 300"),
-    ({"ClientGiveUpSeconds": "300"}, "state machine TimeoutSeconds = 300", "ClientGiveUpSeconds = 300"),
-    ({"RecipeRetryWindowMs": "150000"}, "RecipeRetryWindowMs = 150000", "RecipeTotalTimeoutMs = 140000"),
-    ({"RecipeMinAttemptMs": "150000"}, "RecipeMinAttemptMs = 150000", "RecipeTotalTimeoutMs = 140000"),
-    ({"RecipeFirstContentTimeoutMs": "140000"}, "RecipeFirstContentTimeoutMs = 140000",
-     "RecipeTotalTimeoutMs = 140000"),
-    ({"RecipeIdleTimeoutMs": "60000"}, "RecipeIdleTimeoutMs = 60000", "RecipeFirstContentTimeoutMs = 60000"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "inner", "outer"),
+    [
+        ({"RecipeIdleTimeoutMs": "140000"}, "RecipeIdleTimeoutMs = 140000", "RecipeTotalTimeoutMs = 140000"),
+        # The old accident: a setting's meaning changed, an old value stayed - here the total outgrows the Lambda.
+        ({"RecipeTotalTimeoutMs": "150000"}, "RecipeTotalTimeoutMs = 150000", "RecipeFunctionTimeout (ms) = 150000"),
+        ({"RecipeFunctionTimeout": "120"}, "RecipeTotalTimeoutMs = 140000", "RecipeFunctionTimeout (ms) = 120000"),
+        ({"StateMachineTimeout": "250"}, "worst-case path", "state machine TimeoutSeconds = 250"),
+        ({"ImageFunctionTimeout": "140"}, "worst-case path", "state machine TimeoutSeconds = 300"),
+        ({"ClientGiveUpSeconds": "300"}, "state machine TimeoutSeconds = 300", "ClientGiveUpSeconds = 300"),
+        ({"RecipeRetryWindowMs": "150000"}, "RecipeRetryWindowMs = 150000", "RecipeTotalTimeoutMs = 140000"),
+        ({"RecipeMinAttemptMs": "150000"}, "RecipeMinAttemptMs = 150000", "RecipeTotalTimeoutMs = 140000"),
+        (
+            {"RecipeFirstContentTimeoutMs": "140000"},
+            "RecipeFirstContentTimeoutMs = 140000",
+            "RecipeTotalTimeoutMs = 140000",
+        ),
+        ({"RecipeIdleTimeoutMs": "60000"}, "RecipeIdleTimeoutMs = 60000", "RecipeFirstContentTimeoutMs = 60000"),
+    ],
+)
 def test_wrong_orderings_fail_naming_both_limits(overrides: dict[str, str], inner: str, outer: str) -> None:
     ladder = build_ladder(Template(overrides))
     assert not ladder.ok
@@ -55,7 +61,3 @@ def test_unknown_or_malformed_override_is_a_config_error() -> None:
         Template({"RecipeTimeoutMs": "1"})
     with pytest.raises(ConfigError, match="not a number"):
         Template({"RecipeTotalTimeoutMs": "soon"})
-
-
-
-

@@ -24,8 +24,20 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "shared" / "chuixiang"
 #: Bottom to top; a layer's units (packages, or groups of flat modules) at the same rank are peers.
 LAYERS: list[dict[str, set[str]]] = [
-    {"foundation": {"clock", "redaction", "timeouts", "observability", "job_status", "dish", "deadline", "errors",
-                    "settings", "polling"}},
+    {
+        "foundation": {
+            "clock",
+            "redaction",
+            "timeouts",
+            "observability",
+            "job_status",
+            "dish",
+            "deadline",
+            "errors",
+            "settings",
+            "polling",
+        }
+    },
     {"schemas": {"models"}},
     {"upstream": {"upstream"}},
     {"resilience": {"resilience"}},
@@ -45,8 +57,9 @@ def unit_of(module: str) -> tuple[int, str]:
 
 
 def modules() -> list[str]:
-    return sorted(".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in PACKAGE.rglob("*.py")
-                  if p.name != "__init__.py")
+    return sorted(
+        ".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"
+    )
 
 
 def imports_of(module: str) -> set[str]:
@@ -79,7 +92,8 @@ def test_no_import_runs_upward_or_sideways(module: str) -> None:
         their_rank, their_unit = unit_of(imported)
         assert their_rank < rank or their_unit == unit, (
             f"chuixiang.{module} ({unit}) imports chuixiang.{imported} ({their_unit}): "
-            + ("a peer" if their_rank == rank else "a layer above"))
+            + ("a peer" if their_rank == rank else "a layer above")
+        )
 
 
 def test_the_walk_sees_every_kind_of_import() -> None:

@@ -40,8 +40,13 @@ def test_the_store_adds_each_call_in_one_write_and_reads_this_hour_and_the_last(
             writes.append(kw["UpdateExpression"])
             return table.update_item(**kw)
 
-    store = DynamoHealthStore(Counting(), "https://m.example/v1", "m", max_age_s=HOUR,  # type: ignore[arg-type]
-                              clock=lambda: now[0])
+    store = DynamoHealthStore(
+        Counting(),
+        "https://m.example/v1",
+        "m",
+        max_age_s=HOUR,  # type: ignore[arg-type]
+        clock=lambda: now[0],
+    )
     assert not store.read().known  # nothing measured yet
     store.observe(Observation(first_content_ms=25_000, tokens_per_s=18.0, valid=True))
     now[0] += HOUR  # the next hour: the previous one is still read

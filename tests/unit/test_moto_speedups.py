@@ -25,12 +25,26 @@ apply_patches()
 
 #: Every AttributeValue type, nested: maps in lists in maps, empty ones, binary inside and outside maps.
 ITEM: dict[str, Any] = {
-    "pk": {"S": "JOB#1"}, "n": {"N": "12.5"}, "ok": {"BOOL": True}, "none": {"NULL": True},
-    "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2"]}, "b": {"B": b"\x00\xff"}, "bs": {"BS": [b"x", b"y"]},
-    "recipe": {"M": {"name": {"S": "番茄炒蛋"}, "empty": {"S": ""}, "steps": {"L": [
-        {"M": {"order": {"N": "1"}, "text": {"S": "打蛋"}}}, {"L": [{"NULL": True}, {"BOOL": False}]}]}}},
+    "pk": {"S": "JOB#1"},
+    "n": {"N": "12.5"},
+    "ok": {"BOOL": True},
+    "none": {"NULL": True},
+    "ss": {"SS": ["a", "b"]},
+    "ns": {"NS": ["1", "2"]},
+    "b": {"B": b"\x00\xff"},
+    "bs": {"BS": [b"x", b"y"]},
+    "recipe": {
+        "M": {
+            "name": {"S": "番茄炒蛋"},
+            "empty": {"S": ""},
+            "steps": {
+                "L": [{"M": {"order": {"N": "1"}, "text": {"S": "打蛋"}}}, {"L": [{"NULL": True}, {"BOOL": False}]}]
+            },
+        }
+    },
     "withBinary": {"M": {"png": {"B": b"\x89PNG"}, "text": {"S": "x"}}},
-    "emptyMap": {"M": {}}, "emptyList": {"L": []},
+    "emptyMap": {"M": {}},
+    "emptyList": {"L": []},
 }
 
 
@@ -46,10 +60,16 @@ def _wire(value: Any) -> Any:
 
 
 def _dynamodb(client: Client, action: str, body: dict[str, Any]) -> Any:
-    answer = client.post("/", data=json.dumps(body), headers={
-        "X-Amz-Target": f"DynamoDB_20120810.{action}", "Content-Type": "application/x-amz-json-1.0",
-        "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261201/us-east-1/dynamodb/aws4_request, "
-                         "SignedHeaders=host, Signature=0"})
+    answer = client.post(
+        "/",
+        data=json.dumps(body),
+        headers={
+            "X-Amz-Target": f"DynamoDB_20120810.{action}",
+            "Content-Type": "application/x-amz-json-1.0",
+            "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261201/us-east-1/dynamodb/aws4_request, "
+            "SignedHeaders=host, Signature=0",
+        },
+    )
     assert answer.status_code == 200, answer.text
     return json.loads(answer.text)
 
@@ -59,14 +79,31 @@ def test_items_are_answered_as_moto_itself_answers_them(monkeypatch: pytest.Monk
     from moto.server import DomainDispatcherApplication, create_backend_app
 
     client = Client(DomainDispatcherApplication(create_backend_app))
-    _dynamodb(client, "CreateTable", {"TableName": "speedups", "BillingMode": "PAY_PER_REQUEST",
-                                      "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-                                      "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}]})
+    _dynamodb(
+        client,
+        "CreateTable",
+        {
+            "TableName": "speedups",
+            "BillingMode": "PAY_PER_REQUEST",
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+        },
+    )
     _dynamodb(client, "PutItem", {"TableName": "speedups", "Item": _wire(ITEM)})
-    reads = [("GetItem", {"TableName": "speedups", "Key": {"pk": {"S": "JOB#1"}}, "ConsistentRead": True}),
-             ("Scan", {"TableName": "speedups"}),
-             ("UpdateItem", {"TableName": "speedups", "Key": {"pk": {"S": "JOB#1"}}, "ReturnValues": "ALL_NEW",
-                             "UpdateExpression": "SET n = :n", "ExpressionAttributeValues": {":n": {"N": "12.5"}}})]
+    reads = [
+        ("GetItem", {"TableName": "speedups", "Key": {"pk": {"S": "JOB#1"}}, "ConsistentRead": True}),
+        ("Scan", {"TableName": "speedups"}),
+        (
+            "UpdateItem",
+            {
+                "TableName": "speedups",
+                "Key": {"pk": {"S": "JOB#1"}},
+                "ReturnValues": "ALL_NEW",
+                "UpdateExpression": "SET n = :n",
+                "ExpressionAttributeValues": {":n": {"N": "12.5"}},
+            },
+        ),
+    ]
     fast = [_dynamodb(client, action, body) for action, body in reads]
     walked = BaseJSONSerializer._serialize_type_structure.__wrapped__  # type: ignore[attr-defined]
     monkeypatch.setattr(BaseJSONSerializer, "_serialize_type_structure", walked)
@@ -77,8 +114,18 @@ def test_items_are_answered_as_moto_itself_answers_them(monkeypatch: pytest.Monk
 def test_only_what_is_held_as_the_wire_has_it_is_written_directly() -> None:
     assert wire_attribute_value(ITEM["recipe"]) == ITEM["recipe"]
     assert wire_attribute_value({"SS": ["a"]}) == {"SS": ["a"]}
-    for walked in ({"B": b"x"}, {"BS": [b"x"]}, ITEM["withBinary"], {"L": [{"S": "a"}, {"B": b"x"}]},
-                   {"N": 1}, {"S": "a", "N": "1"}, {}, {"M": []}, {"X": "?"}, "S"):
+    for walked in (
+        {"B": b"x"},
+        {"BS": [b"x"]},
+        ITEM["withBinary"],
+        {"L": [{"S": "a"}, {"B": b"x"}]},
+        {"N": 1},
+        {"S": "a", "N": "1"},
+        {},
+        {"M": []},
+        {"X": "?"},
+        "S",
+    ):
         assert wire_attribute_value(walked) is None, walked
 
 
@@ -115,16 +162,19 @@ def _queue(gate: PriorityGate, first: bool, name: str, order: list[str]) -> thre
     waiting = gate.waiting()
     thread = threading.Thread(target=call)
     thread.start()
-    wait_until(lambda: gate.waiting() > waiting, timeout_s=10, what=f"{name} queued",
-               interval_s=0.001)  # in line before the next one comes
+    wait_until(
+        lambda: gate.waiting() > waiting, timeout_s=10, what=f"{name} queued", interval_s=0.001
+    )  # in line before the next one comes
     return thread
 
 
 def test_the_front_door_goes_first_and_each_class_in_arrival_order() -> None:
     gate, order = PriorityGate(), []
     gate.enter(first=False)  # a function's call is being served
-    threads = [_queue(gate, first, name, order)
-               for first, name in ((False, "f1"), (True, "api1"), (False, "f2"), (True, "api2"))]
+    threads = [
+        _queue(gate, first, name, order)
+        for first, name in ((False, "f1"), (True, "api1"), (False, "f2"), (True, "api2"))
+    ]
     gate.leave()
     for thread in threads:
         thread.join(5)

@@ -21,20 +21,26 @@ PATCHES = (*CLOUD_PATCHES, *GATEWAY_PATCHES)
 moto_patches.apply_patches()
 
 
-@pytest.mark.parametrize(("patch", "ref"), [(p, ref) for p in PATCHES for ref in p.relies_on],
-                         ids=lambda v: v if isinstance(v, str) else v.name)
+@pytest.mark.parametrize(
+    ("patch", "ref"),
+    [(p, ref) for p in PATCHES for ref in p.relies_on],
+    ids=lambda v: v if isinstance(v, str) else v.name,
+)
 def test_the_patched_code_is_what_the_patch_was_written_for(patch: moto_patches.Patch, ref: str) -> None:
     assert fingerprint(ref) == patch.relies_on[ref], (
         f"{ref} changed under the '{patch.name}' patch ({patch.why}): re-check the patch against the new code, "
-        "then record the new fingerprint")
+        "then record the new fingerprint"
+    )
 
 
 def test_the_fingerprint_is_of_the_original_not_of_the_patch() -> None:
     from moto.awslambda_simple.models import LambdaSimpleBackend
 
     assert LambdaSimpleBackend.invoke.__module__ == "chuixiang_local.cloud.moto_patches"  # applied
-    assert fingerprint("moto.awslambda_simple.models:LambdaSimpleBackend.invoke") == \
-        PATCHES[0].relies_on["moto.awslambda_simple.models:LambdaSimpleBackend.invoke"]
+    assert (
+        fingerprint("moto.awslambda_simple.models:LambdaSimpleBackend.invoke")
+        == PATCHES[0].relies_on["moto.awslambda_simple.models:LambdaSimpleBackend.invoke"]
+    )
 
 
 def test_a_target_that_is_gone_is_refused_not_added() -> None:

@@ -25,8 +25,9 @@ TEXT = json.dumps(FINAL, ensure_ascii=False)
 # --- the partial recipe (fast) ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("prefix", ["", "<think>先想想用什么食材。</think>", "```json\n"],
-                         ids=["plain", "think", "fence"])
+@pytest.mark.parametrize(
+    "prefix", ["", "<think>先想想用什么食材。</think>", "```json\n"], ids=["plain", "think", "fence"]
+)
 def test_partial_recipe_never_shows_what_is_still_being_written(prefix: str) -> None:
     """Every prefix of a streamed recipe: each shown field equals the final one, steps only grow."""
     text = prefix + TEXT
@@ -128,12 +129,6 @@ def test_a_write_that_no_longer_applies_cancels_the_call() -> None:
 # --- through the recipe step, on a real socket, with the job in DynamoDB (moto) ----------------
 
 
-
-
-
-
-
-
 # --- what a client polling `chuixiang serve` sees ----------------------------------------------
 
 
@@ -143,10 +138,12 @@ def test_provider_quirks_in_the_stream() -> None:
     from chuixiang.upstream.chat import SSEReader, StreamLimits
 
     reader = SSEReader(StreamLimits(first_content_s=1, idle_s=1, max_chunks=100), started=time.monotonic())
-    events = [{"choices": [{"delta": {"reasoning": "想一想"}}]},
-              {"choices": [{"delta": {"reasoning_content": "再想想"}}]},
-              {"choices": [{"delta": {}, "finish_reason": "length"}]},
-              {"choices": [], "usage": {"completion_tokens": 3000}}]
+    events = [
+        {"choices": [{"delta": {"reasoning": "想一想"}}]},
+        {"choices": [{"delta": {"reasoning_content": "再想想"}}]},
+        {"choices": [{"delta": {}, "finish_reason": "length"}]},
+        {"choices": [], "usage": {"completion_tokens": 3000}},
+    ]
     reader.feed(b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events))
     out = reader.out
     assert (out.reasoning_chars, out.finish_reason, reader.completion_tokens) == (6, "length", 3000)

@@ -19,8 +19,6 @@ def test_known_shapes_and_the_configured_key() -> None:
     assert "sk-live-0123456789" not in clip_detail("upstream said sk-live-0123456789")
 
 
-
-
 # --- by construction: any encoding, any piece, before any cut ------------------------------------------
 
 DOTTED = "team.key-7f3a9c2e/0b1d.A9"  # a '.', a '/', upper case: what JSON producers escape differently
@@ -33,7 +31,7 @@ def _escaped(secret: str, *, upper: bool) -> str:
 
 
 def _pieces(secret: str) -> list[str]:
-    return [secret[i:i + 8] for i in range(len(secret) - 7)]
+    return [secret[i : i + 8] for i in range(len(secret) - 7)]
 
 
 def _leaks(text: str, secret: str = DOTTED) -> list[str]:
@@ -69,7 +67,7 @@ def test_a_detail_is_redacted_before_it_is_cut() -> None:
 
     register_secret(DOTTED)
     for at in range(280, 300):
-        body = ("x" * (at - len('HTTP 500: '))) + _escaped(DOTTED, upper=True) + "tail"
+        body = ("x" * (at - len("HTTP 500: "))) + _escaped(DOTTED, upper=True) + "tail"
         failure = StatusError.from_response(httpx.Response(500), body.encode())
         assert _leaks(failure.detail) == [], (at, failure.detail[-40:])
 

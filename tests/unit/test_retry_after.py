@@ -37,17 +37,25 @@ def _route(retry_after_s: float, fastest: FastestFirst | None = None) -> tuple[l
             raise StatusError("HTTP 429: slow down", status=429, retry_after_s=retry_after_s)
         return f"recipe from {model}"
 
-    routed = call_models([PRIMARY, FALLBACK], call, upstream="recipe", policy=POLICY,
-                         budget=Budget(600_000, None), fastest=fastest)
+    routed = call_models(
+        [PRIMARY, FALLBACK], call, upstream="recipe", policy=POLICY, budget=Budget(600_000, None), fastest=fastest
+    )
     return called, routed
 
 
 def _measured(primary_s: float, fallback_s: float) -> FastestFirst:
     """Two models whose predicted time to a recipe is ``primary_s`` and ``fallback_s`` (1 000 tokens at 100/s
     = 10 s of writing, plus first content)."""
+
     def health(total_s: float) -> ModelHealth:
-        return ModelHealth(known=True, samples=50, first_content_p90_ms=int((total_s - 10) * 1000),
-                           tokens_per_s_p10=100.0, valid_rate=1.0, age_s=60)
+        return ModelHealth(
+            known=True,
+            samples=50,
+            first_content_p90_ms=int((total_s - 10) * 1000),
+            tokens_per_s_p10=100.0,
+            valid_rate=1.0,
+            age_s=60,
+        )
 
     return FastestFirst({PRIMARY: health(primary_s), FALLBACK: health(fallback_s)}, expected_tokens=1000)
 
@@ -63,8 +71,9 @@ def test_unmeasured_a_short_retry_after_is_waited_out(slept: list[float]) -> Non
 
 
 @pytest.mark.parametrize(("retry_after_s", "waits"), [(5, True), (25, False)])
-def test_measured_the_wait_is_taken_when_it_beats_the_next_models_finish(slept: list[float], retry_after_s: float,
-                                                                        waits: bool) -> None:
+def test_measured_the_wait_is_taken_when_it_beats_the_next_models_finish(
+    slept: list[float], retry_after_s: float, waits: bool
+) -> None:
     """Primary 15 s, fallback 35 s: waiting 5 s (20 s in all) beats 35; waiting 25 s (40 s) does not."""
     called, routed = _route(retry_after_s, _measured(15, 35))
     assert (routed.model == PRIMARY) is waits and (slept != []) is waits, (called, slept)

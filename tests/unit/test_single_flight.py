@@ -24,8 +24,9 @@ def test_cache_entry_expires_before_its_image(table: Any, scaled_template: Templ
     store.put_cache("红烧肉", recipe={"name": "红烧肉 v2"})
     assert "imageKey" not in (store.cached("红烧肉") or {})
     # Past its expiry the entry is a miss, even before DynamoDB's TTL has deleted it.
-    table.update_item(Key=dish_key("红烧肉"), UpdateExpression="SET expiresAt = :past",
-                      ExpressionAttributeValues={":past": 1})
+    table.update_item(
+        Key=dish_key("红烧肉"), UpdateExpression="SET expiresAt = :past", ExpressionAttributeValues={":past": 1}
+    )
     assert store.cached("红烧肉") is None
 
 

@@ -42,8 +42,12 @@ def sse(*events: dict[str, Any], eol: str = "\n", done: bool = True) -> bytes:
     return ("".join(lines) + (f"data: [DONE]{eol}{eol}" if done else "")).encode()
 
 
-HELLO = sse(chunk({"role": "assistant", "content": ""}), chunk({"content": "番茄"}), chunk({"content": "炒蛋"}),
-            chunk({}, "stop"))
+HELLO = sse(
+    chunk({"role": "assistant", "content": ""}),
+    chunk({"content": "番茄"}),
+    chunk({"content": "炒蛋"}),
+    chunk({}, "stop"),
+)
 
 
 # --- framing --------------------------------------------------------------------------------------
@@ -69,16 +73,17 @@ def test_a_crlf_split_between_two_reads_is_one_line_end() -> None:
 def test_fields_as_the_standard_reads_them() -> None:
     events: list[tuple[bytes, bytes]] = []
     framer = SSEFramer(lambda kind, data: events.append((kind, data)))
-    framer.feed(b"\xef\xbb\xbf: a comment\n"  # BOM, then a comment
-                b"data:no-space\n\n"
-                b"data:  two spaces\n\n"  # only one space is removed
-                b"event: message\nid: 7\nretry: 100\nfoo: bar\ndata: {\"a\":\ndata: 1}\n\n"  # several data lines
-                b"event: ping\n\n"  # no data: nothing dispatched, the type forgotten
-                b"data\n\n"  # a field with no colon: empty data
-                b"data: last")  # no blank line before the end
+    framer.feed(
+        b"\xef\xbb\xbf: a comment\n"  # BOM, then a comment
+        b"data:no-space\n\n"
+        b"data:  two spaces\n\n"  # only one space is removed
+        b'event: message\nid: 7\nretry: 100\nfoo: bar\ndata: {"a":\ndata: 1}\n\n'  # several data lines
+        b"event: ping\n\n"  # no data: nothing dispatched, the type forgotten
+        b"data\n\n"  # a field with no colon: empty data
+        b"data: last"
+    )  # no blank line before the end
     framer.close()
-    assert events == [(b"", b"no-space"), (b"", b" two spaces"), (b"message", b'{"a":\n1}'), (b"", b""),
-                      (b"", b"last")]
+    assert events == [(b"", b"no-space"), (b"", b" two spaces"), (b"message", b'{"a":\n1}'), (b"", b""), (b"", b"last")]
 
 
 def test_a_bom_split_across_reads_is_still_removed() -> None:
@@ -167,18 +172,49 @@ def test_completion_tokens_ignores_what_is_not_a_count() -> None:
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=12)
-keys = st.sampled_from(["content", "reasoning", "reasoning_content", "role", "type", "text", "thinking", "usage",
-                        "finish_reason", "message", "delta", "choices", "error", "x_groq", "completion_tokens"])
+    max_leaves=12,
+)
+keys = st.sampled_from(
+    [
+        "content",
+        "reasoning",
+        "reasoning_content",
+        "role",
+        "type",
+        "text",
+        "thinking",
+        "usage",
+        "finish_reason",
+        "message",
+        "delta",
+        "choices",
+        "error",
+        "x_groq",
+        "completion_tokens",
+    ]
+)
 shaped = st.recursive(
-    json_values,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=4),
-    max_leaves=20)
+    json_values, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=4), max_leaves=20
+)
 frames = st.one_of(
     shaped.map(lambda v: b"data: " + json.dumps(v).encode() + b"\n\n"),
     st.binary(max_size=40),
-    st.sampled_from([b"data: [DONE]\n\n", b": keep-alive\n\n", b"event: error\n", b"\r", b"\n", b"data:",
-                     b"error: x\n\n", b"\xef\xbb\xbf", b"\xe7\x95", b"{", b"}"]))
+    st.sampled_from(
+        [
+            b"data: [DONE]\n\n",
+            b": keep-alive\n\n",
+            b"event: error\n",
+            b"\r",
+            b"\n",
+            b"data:",
+            b"error: x\n\n",
+            b"\xef\xbb\xbf",
+            b"\xe7\x95",
+            b"{",
+            b"}",
+        ]
+    ),
+)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -201,17 +237,25 @@ def test_empty_data_events_are_keep_alives() -> None:
     assert out.parts == ["番茄", "炒蛋"]
 
 
-@pytest.mark.parametrize("doc", [
-    {"object": "error", "message": "EngineCore encountered an issue", "type": "InternalServerError", "code": 500},
-    {"choices": None, "base_resp": {"status_code": 1008, "status_msg": "insufficient balance"}},
-    {"id": "x", "error": {"code": "server_error", "message": "Provider disconnected"},
-     "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]},
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"object": "error", "message": "EngineCore encountered an issue", "type": "InternalServerError", "code": 500},
+        {"choices": None, "base_resp": {"status_code": 1008, "status_msg": "insufficient balance"}},
+        {
+            "id": "x",
+            "error": {"code": "server_error", "message": "Provider disconnected"},
+            "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+        },
+    ],
+)
 def test_every_dialect_of_error_is_an_upstream_error(doc: dict[str, Any]) -> None:
     with pytest.raises(StreamError):
         read(sse(chunk({"content": "x"}), doc))
-    ok = {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}],
-          "base_resp": {"status_code": 0}}
+    ok = {
+        "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}],
+        "base_resp": {"status_code": 0},
+    }
     assert read(sse(ok)).out.parts == ["x"]
 
 

@@ -18,15 +18,24 @@ def test_admission_control_and_exposure() -> None:
     assert cors["allowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowOrigins"}]}
     assert "*" not in params["CorsAllowOrigins"]["Default"]
     assert "retry-after" in cors["exposeHeaders"] and "authorization" in cors["allowHeaders"]
-    assert http["DefaultRouteSettings"] == {"ThrottlingBurstLimit": {"Ref": "ApiThrottleBurstLimit"},
-                                            "ThrottlingRateLimit": {"Ref": "ApiThrottleRateLimit"}}
+    assert http["DefaultRouteSettings"] == {
+        "ThrottlingBurstLimit": {"Ref": "ApiThrottleBurstLimit"},
+        "ThrottlingRateLimit": {"Ref": "ApiThrottleRateLimit"},
+    }
     assert http["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
-    routes = {(e["Properties"]["Method"], e["Properties"]["Path"])
-              for e in resources["ApiFunction"]["Properties"]["Events"].values()}
+    routes = {
+        (e["Properties"]["Method"], e["Properties"]["Path"])
+        for e in resources["ApiFunction"]["Properties"]["Events"].values()
+    }
     # ANY: a wrong method reaches the function, which answers 405 with Allow (API Gateway alone says 404).
     # OPTIONS: a browser's preflight gets its own route, outside the authorizer (test_first_deploy).
-    assert routes == {("ANY", "/recipes"), ("ANY", "/recipes/{jobId}"), ("GET", "/openapi.json"),
-                      ("OPTIONS", "/recipes"), ("OPTIONS", "/recipes/{jobId}")}
+    assert routes == {
+        ("ANY", "/recipes"),
+        ("ANY", "/recipes/{jobId}"),
+        ("GET", "/openapi.json"),
+        ("OPTIONS", "/recipes"),
+        ("OPTIONS", "/recipes/{jobId}"),
+    }
 
 
 def test_the_jwt_authorizer_is_optional_and_guards_both_recipe_routes() -> None:
@@ -36,7 +45,8 @@ def test_the_jwt_authorizer_is_optional_and_guards_both_recipe_routes() -> None:
     assert doc["Parameters"]["JwtIssuer"]["Default"] == "" and doc["Parameters"]["JwtAudience"]["Default"] == ""
     assert doc["Conditions"]["HasJwt"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "JwtIssuer"}, ""]}]}
     assert doc["Rules"]["JwtNeedsAudience"]["Assertions"][0]["Assert"] == {
-        "Fn::Not": [{"Fn::Equals": [{"Ref": "JwtAudience"}, ""]}]}
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "JwtAudience"}, ""]}]
+    }
     body = doc["Resources"]["RecipeApi"]["Properties"]["DefinitionBody"]
     guarded = {"Fn::If": ["HasJwt", [{"JwtAuthorizer": []}], {"Ref": "AWS::NoValue"}]}
     for path in ("/recipes", "/recipes/{jobId}"):
@@ -46,8 +56,10 @@ def test_the_jwt_authorizer_is_optional_and_guards_both_recipe_routes() -> None:
     assert condition == "HasJwt" and absent == {"Ref": "AWS::NoValue"}
     authorizer = scheme["JwtAuthorizer"]["x-amazon-apigateway-authorizer"]
     assert authorizer["type"] == "jwt" and authorizer["identitySource"] == "$request.header.Authorization"
-    assert authorizer["jwtConfiguration"] == {"issuer": {"Ref": "JwtIssuer"},
-                                              "audience": {"Fn::Split": [",", {"Ref": "JwtAudience"}]}}
+    assert authorizer["jwtConfiguration"] == {
+        "issuer": {"Ref": "JwtIssuer"},
+        "audience": {"Fn::Split": [",", {"Ref": "JwtAudience"}]},
+    }
     # Every route the function's events declare is in the body (SAM adds integrations to these).
     events = {e["Properties"]["Path"] for e in doc["Resources"]["ApiFunction"]["Properties"]["Events"].values()}
     assert events == set(body["paths"])

@@ -22,12 +22,15 @@ from chuixiang.upstream.failures import (
 from chuixiang_local.model.fake_model import make_png, recipe_for
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("  番茄炒蛋 ", "番茄炒蛋"),
-    ("ＡＢＣ炒饭", "ABC炒饭"),  # NFKC folds full-width letters
-    ("麻婆   豆腐", "麻婆 豆腐"),
-    ("x" * 40, "x" * 40),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("  番茄炒蛋 ", "番茄炒蛋"),
+        ("ＡＢＣ炒饭", "ABC炒饭"),  # NFKC folds full-width letters
+        ("麻婆   豆腐", "麻婆 豆腐"),
+        ("x" * 40, "x" * 40),
+    ],
+)
 def test_normalize_accepts(raw: str, expected: str) -> None:
     assert normalize_dish(raw) == expected
 
@@ -43,12 +46,15 @@ def test_recipe_parses_with_fences_and_prose() -> None:
     assert parse_recipe(text).name == "鱼香肉丝"
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda r: r.update(steps=r["steps"][:5]),
-    lambda r: r["ingredients"].update(main=[]),
-    lambda r: r.update(imagePrompt="  "),
-    lambda r: r["nutrition"].update(fatG="lots"),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda r: r.update(steps=r["steps"][:5]),
+        lambda r: r["ingredients"].update(main=[]),
+        lambda r: r.update(imagePrompt="  "),
+        lambda r: r["nutrition"].update(fatG="lots"),
+    ],
+)
 def test_recipe_hard_validation(mutate: Callable[[dict[str, Any]], None]) -> None:
     recipe = recipe_for("回锅肉")
     mutate(recipe)
@@ -69,11 +75,9 @@ def test_every_code_has_a_chinese_message() -> None:
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in msg) for msg, _ in CATALOGUE.values())
 
 
-def _decide(failure: UpstreamError, *, attempt: int = 1, elapsed_ms: float = 10,
-            remaining_ms: float = 4000) -> bool:
+def _decide(failure: UpstreamError, *, attempt: int = 1, elapsed_ms: float = 10, remaining_ms: float = 4000) -> bool:
     policy = RetryPolicy(max_attempts=2, window_ms=500, min_attempt_ms=2000, base_backoff_s=0.1)
-    return decide_retry(failure, attempt=attempt, elapsed_ms=elapsed_ms, remaining_ms=remaining_ms,
-                        policy=policy).retry
+    return decide_retry(failure, attempt=attempt, elapsed_ms=elapsed_ms, remaining_ms=remaining_ms, policy=policy).retry
 
 
 def test_retry_rule() -> None:
@@ -121,7 +125,3 @@ def test_a_recipe_larger_than_a_job_item_can_hold_is_refused_and_never_shown() -
     assert partial_recipe(streamed[: streamed.index('"steps"') + 200]) is None  # summary alone is over the size
     small = json.dumps(recipe_for("小菜"), ensure_ascii=False)
     assert partial_recipe(small[: small.index('"steps"') + 5]) is not None
-
-
-
-

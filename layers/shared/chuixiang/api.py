@@ -57,7 +57,7 @@ DESCRIPTION = (
     "Name a dish: `POST /recipes` starts a job at once (202) and `GET /recipes/{jobId}` polls it every "
     "`pollAfterMs` until it is SUCCEEDED or FAILED, at the latest at its `deadlineAt`. While the model writes "
     "(~90 s) the job carries `progress` and the finished part of the recipe (`partial`). Every error has the "
-    "shape `{\"error\": {\"code\", \"message\", \"reason\"}}`; `message` is for the user, `code` for the client."
+    'shape `{"error": {"code", "message", "reason"}}`; `message` is for the user, `code` for the client.'
 )
 
 #: Every route and its methods: the gate answers 405 for another method on a known path.
@@ -71,14 +71,20 @@ ROUTES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
 
 def error_body(code: str, reason: str | None = None, message: str | None = None) -> str:
     """The one error shape of every refused request: ``{"error": {"code", "message", "reason"}}``."""
-    return json.dumps({"error": {"code": code, "message": message or message_for(code), "reason": reason}},
-                      ensure_ascii=False)
+    return json.dumps(
+        {"error": {"code": code, "message": message or message_for(code), "reason": reason}}, ensure_ascii=False
+    )
 
 
-def error_response(status: int, code: str, reason: str | None = None, message: str | None = None,
-                   headers: dict[str, str] | None = None) -> Response:
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
-                    body=error_body(code, reason, message), headers=headers)
+def error_response(
+    status: int, code: str, reason: str | None = None, message: str | None = None, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=error_body(code, reason, message),
+        headers=headers,
+    )
 
 
 def _reason(exc: RequestValidationError) -> str:
@@ -94,8 +100,12 @@ def _reason(exc: RequestValidationError) -> str:
 
 
 def _proxy_error(status: int, code: str, reason: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"statusCode": status, "headers": {"Content-Type": "application/json", **(headers or {})},
-            "body": error_body(code, reason), "isBase64Encoded": False}
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json", **(headers or {})},
+        "body": error_body(code, reason),
+        "isBase64Encoded": False,
+    }
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -130,8 +140,12 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
     if method == "OPTIONS" and cors_config() is not None:
         return None  # a CORS preflight: the resolver answers it from its CORSConfig, never with 405
     if method not in allowed and not (method == "HEAD" and "GET" in allowed):
-        return _proxy_error(405, HttpErrorCode.METHOD_NOT_ALLOWED, f"{method} {path}: allowed {', '.join(allowed)}",
-                            {"Allow": ", ".join(allowed)})
+        return _proxy_error(
+            405,
+            HttpErrorCode.METHOD_NOT_ALLOWED,
+            f"{method} {path}: allowed {', '.join(allowed)}",
+            {"Allow": ", ".join(allowed)},
+        )
     if method != "POST":
         return None
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
@@ -140,12 +154,14 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
         # A body without it is what a page on any origin can send with no preflight (a no-cors fetch, a
         # beacon, a form): refusing it is what keeps other sites from starting jobs with a visitor's browser.
         said = f"content-type {content_type!r}" if content_type else "no content-type"
-        return _proxy_error(415, HttpErrorCode.UNSUPPORTED_MEDIA_TYPE,
-                            f"{said}: the body must be sent as application/json")
+        return _proxy_error(
+            415, HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, f"{said}: the body must be sent as application/json"
+        )
     key = headers.get("idempotency-key")
     if key is not None and not IDEMPOTENCY_KEY.match(key):
-        return _proxy_error(400, HttpErrorCode.INVALID_IDEMPOTENCY_KEY,
-                            "Idempotency-Key must be 1-128 printable ASCII characters")
+        return _proxy_error(
+            400, HttpErrorCode.INVALID_IDEMPOTENCY_KEY, "Idempotency-Key must be 1-128 printable ASCII characters"
+        )
     raw = event.get("body") or ""
     try:
         body = base64.b64decode(raw, validate=True) if event.get("isBase64Encoded") else str(raw).encode()
@@ -193,7 +209,7 @@ def _with_media_type_lowered(event: dict[str, Any]) -> dict[str, Any]:
     if name is None:
         return event
     value = str(headers[name])
-    lowered = media_type(value) + value[len(value.split(";")[0]):]
+    lowered = media_type(value) + value[len(value.split(";")[0]) :]
     return {**event, "headers": {**headers, name: lowered}}
 
 
@@ -202,17 +218,22 @@ def _with_media_type_lowered(event: dict[str, Any]) -> dict[str, Any]:
 _Content = dict[str, OpenAPIResponseContentModel | OpenAPIResponseContentSchema]
 _ERROR: _Content = {"application/json": {"model": ErrorBody}}
 POST_RESPONSES: dict[int, OpenAPIResponse] = {
-    202: {"description": "Job accepted (or joined): poll `Location` every `pollAfterMs` until `deadlineAt`",
-          "content": {"application/json": {"model": CreateRecipeResponse}}},
+    202: {
+        "description": "Job accepted (or joined): poll `Location` every `pollAfterMs` until `deadlineAt`",
+        "content": {"application/json": {"model": CreateRecipeResponse}},
+    },
     400: {"description": "INVALID_DISH or INVALID_IDEMPOTENCY_KEY", "content": _ERROR},
     405: {"description": "METHOD_NOT_ALLOWED (see the Allow header)", "content": _ERROR},
-    409: {"description": "REQUEST_IN_PROGRESS: the same Idempotency-Key is being processed; retry shortly",
-          "content": _ERROR},
+    409: {
+        "description": "REQUEST_IN_PROGRESS: the same Idempotency-Key is being processed; retry shortly",
+        "content": _ERROR,
+    },
     415: {"description": "UNSUPPORTED_MEDIA_TYPE: the body must be application/json", "content": _ERROR},
-    422: {"description": "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used for another dish",
-          "content": _ERROR},
-    429: {"description": "TOO_MANY_JOBS: no more jobs can be taken now; retry after `Retry-After` seconds",
-          "content": _ERROR},
+    422: {"description": "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used for another dish", "content": _ERROR},
+    429: {
+        "description": "TOO_MANY_JOBS: no more jobs can be taken now; retry after `Retry-After` seconds",
+        "content": _ERROR,
+    },
     503: {"description": "INTERNAL: a dependency is unavailable; retry later", "content": _ERROR},
 }
 GET_RESPONSES: dict[int, OpenAPIResponse] = {
@@ -228,9 +249,13 @@ def _cors_for(origins: str) -> CORSConfig | None:
     allowed = [o.strip() for o in origins.split(",") if o.strip()]
     if not allowed:
         return None
-    return CORSConfig(allow_origin=allowed[0], extra_origins=allowed[1:], max_age=600,
-                      allow_headers=["content-type", "idempotency-key", "authorization"],
-                      expose_headers=["location", "retry-after"])
+    return CORSConfig(
+        allow_origin=allowed[0],
+        extra_origins=allowed[1:],
+        max_age=600,
+        allow_headers=["content-type", "idempotency-key", "authorization"],
+        expose_headers=["location", "retry-after"],
+    )
 
 
 def cors_config(origins: str | None = None) -> CORSConfig | None:
@@ -264,36 +289,58 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
     def _no_route(exc: Exception) -> Response:
         return error_response(404, HttpErrorCode.NOT_FOUND, "no such route")
 
-    @app.post("/recipes", summary="Start (or join) the job that writes a dish's recipe and draws it",
-              responses=POST_RESPONSES, tags=["recipes"])
+    @app.post(
+        "/recipes",
+        summary="Start (or join) the job that writes a dish's recipe and draws it",
+        responses=POST_RESPONSES,
+        tags=["recipes"],
+    )
     def create_recipe(
         request: Annotated[CreateRecipeRequest, Body()],
-        idempotency_key: Annotated[str | None, Header(
-            alias="idempotency-key", pattern=IDEMPOTENCY_KEY.pattern,  # the gate enforces it; this documents it
-            description="Same key and dish within 24 h: the same job. Same key, other dish: 422.")] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Header(
+                alias="idempotency-key",
+                pattern=IDEMPOTENCY_KEY.pattern,  # the gate enforces it; this documents it
+                description="Same key and dish within 24 h: the same job. Same key, other dish: 422.",
+            ),
+        ] = None,
     ) -> Response[Any]:
         try:
             if idempotency_key:
-                created = start_job_once({"dish": request.dish, "idempotencyKey": idempotency_key,
-                                          "caller": caller_of(app.current_event.raw_event)},
-                                         getattr(app, "lambda_context", None))
+                created = start_job_once(
+                    {
+                        "dish": request.dish,
+                        "idempotencyKey": idempotency_key,
+                        "caller": caller_of(app.current_event.raw_event),
+                    },
+                    getattr(app, "lambda_context", None),
+                )
             else:
                 created = start_job({"dish": request.dish, "caller": caller_of(app.current_event.raw_event)})
         except JobStartError:
             return error_response(503, ErrorCode.INTERNAL, "could not start the job")
         except TooManyJobs as busy:
             seconds = str(math.ceil(busy.retry_after_s))
-            return error_response(429, HttpErrorCode.TOO_MANY_JOBS, f"all job slots are taken; retry in {seconds} s",
-                                  headers={"Retry-After": seconds})
+            return error_response(
+                429,
+                HttpErrorCode.TOO_MANY_JOBS,
+                f"all job slots are taken; retry in {seconds} s",
+                headers={"Retry-After": seconds},
+            )
         except IdempotencyAlreadyInProgressError:
-            return error_response(409, HttpErrorCode.REQUEST_IN_PROGRESS,
-                                  "the same Idempotency-Key is being processed")
+            return error_response(409, HttpErrorCode.REQUEST_IN_PROGRESS, "the same Idempotency-Key is being processed")
         except IdempotencyValidationError:
-            return error_response(422, HttpErrorCode.IDEMPOTENCY_KEY_REUSED,
-                                  "this Idempotency-Key was first used with another dish")
+            return error_response(
+                422, HttpErrorCode.IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was first used with another dish"
+            )
         body = CreateRecipeResponse.model_validate(created)
-        return Response(status_code=202, content_type=content_types.APPLICATION_JSON,
-                        body=body.model_dump_json(), headers={"Location": f"/recipes/{body.jobId}"})
+        return Response(
+            status_code=202,
+            content_type=content_types.APPLICATION_JSON,
+            body=body.model_dump_json(),
+            headers={"Location": f"/recipes/{body.jobId}"},
+        )
 
     @app.get("/recipes/<jobId>", summary="Poll a job", responses=GET_RESPONSES, tags=["recipes"])
     def get_recipe(jobId: Annotated[str, Path()]) -> Response[Any]:  # noqa: N803
@@ -302,8 +349,12 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
         doc = load_job_document(jobId, caller_of(app.current_event.raw_event))
         if doc is None:
             return error_response(404, HttpErrorCode.JOB_NOT_FOUND, "no such job")
-        return Response(status_code=200, content_type=content_types.APPLICATION_JSON,
-                        body=doc.model_dump_json(), headers={"Cache-Control": "no-store"})
+        return Response(
+            status_code=200,
+            content_type=content_types.APPLICATION_JSON,
+            body=doc.model_dump_json(),
+            headers={"Cache-Control": "no-store"},
+        )
 
     @app.get("/openapi.json", summary="This API's OpenAPI 3 document", include_in_schema=False)
     def openapi() -> Response[Any]:

@@ -32,11 +32,7 @@ class Budget:
         self.started = time.monotonic()
         self.margin_ms = finish_margin_ms(lambda_remaining_ms)
         self.lambda_end = self.started + (lambda_remaining_ms - self.margin_ms) / 1000
-        self.job_end = (
-            self.started + (job_deadline_at - now_utc()).total_seconds()
-            if job_deadline_at
-            else None
-        )
+        self.job_end = self.started + (job_deadline_at - now_utc()).total_seconds() if job_deadline_at else None
 
     def remaining_ms(self) -> float:
         ends = [self.lambda_end] + ([self.job_end] if self.job_end is not None else [])

@@ -92,8 +92,9 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
         raise JobStartError(str(exc)) from exc
     # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
     deadline_at = iso(started["startDate"] + timedelta(seconds=STATE_MACHINE.of(settings)))
-    return CreateRecipeResponse(jobId=job_id, status=JobStatus.PENDING, pollAfterMs=POLL_AFTER_MS,
-                                deadlineAt=deadline_at).model_dump()
+    return CreateRecipeResponse(
+        jobId=job_id, status=JobStatus.PENDING, pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline_at
+    ).model_dump()
 
 
 def _joined(store: JobStore, leader: str, caller: str) -> dict[str, Any]:
@@ -103,16 +104,22 @@ def _joined(store: JobStore, leader: str, caller: str) -> dict[str, Any]:
         store.add_owner(leader, caller)
     joined = store.get(leader) or {}
     deadline = joined.get("deadlineAt") or iso(  # not submitted yet: at the latest its timeout after creation
-        parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(get_settings())))
-    return CreateRecipeResponse(jobId=leader, status=joined.get("status", JobStatus.PENDING),
-                                pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline).model_dump()
+        parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(get_settings()))
+    )
+    return CreateRecipeResponse(
+        jobId=leader, status=joined.get("status", JobStatus.PENDING), pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline
+    ).model_dump()
 
 
 @lru_cache(maxsize=4)
 def _idempotency_store(table: str, endpoint: str | None) -> DynamoDBPersistenceLayer:
     """Idempotency records share the jobs table (``pk = <function>#<hash>``, same TTL attribute)."""
-    return DynamoDBPersistenceLayer(table_name=table, key_attr="pk", expiry_attr="expiresAt",
-                                    boto3_client=boto3.client("dynamodb", endpoint_url=endpoint))
+    return DynamoDBPersistenceLayer(
+        table_name=table,
+        key_attr="pk",
+        expiry_attr="expiresAt",
+        boto3_client=boto3.client("dynamodb", endpoint_url=endpoint),
+    )
 
 
 def caller_of(event: dict[str, Any]) -> str:
@@ -138,8 +145,11 @@ def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str,
     settings = get_settings()
     store = _idempotency_store(settings.jobs_table, aws_endpoint())
     # The key is the caller's: another user's same key is another request, not theirs to replay.
-    config = IdempotencyConfig(event_key_jmespath="[caller, idempotencyKey]", payload_validation_jmespath="dish",
-                               expires_after_seconds=24 * 3600)
+    config = IdempotencyConfig(
+        event_key_jmespath="[caller, idempotencyKey]",
+        payload_validation_jmespath="dish",
+        expires_after_seconds=24 * 3600,
+    )
     if hasattr(lambda_context, "get_remaining_time_in_millis"):  # absent under `chuixiang serve`
         config.register_lambda_context(lambda_context)
     once = idempotent_function(data_keyword_argument="job", persistence_store=store, config=config)(start_job)

@@ -52,11 +52,13 @@ def register_secret(secret: str | None) -> None:
     if not secret:
         return
     if len(secret) < MIN_SECRET_CHARS:
-        raise SecretTooShort(f"the model key has {len(secret)} characters; at least {MIN_SECRET_CHARS} are needed "
-                             "to keep it out of logs and job documents")
+        raise SecretTooShort(
+            f"the model key has {len(secret)} characters; at least {MIN_SECRET_CHARS} are needed "
+            "to keep it out of logs and job documents"
+        )
     with _lock:
         _known.add(secret)
-        _pieces.update(secret[i:i + MIN_SECRET_CHARS] for i in range(len(secret) - MIN_SECRET_CHARS + 1))
+        _pieces.update(secret[i : i + MIN_SECRET_CHARS] for i in range(len(secret) - MIN_SECRET_CHARS + 1))
 
 
 def _unescape_ascii(text: str) -> str:
@@ -69,7 +71,7 @@ def _without_pieces(text: str, pieces: set[str]) -> str:
     """``text`` with every run made of overlapping secret pieces replaced by one :data:`REDACTED`."""
     spans: list[list[int]] = []
     for i in range(len(text) - MIN_SECRET_CHARS + 1):
-        if text[i:i + MIN_SECRET_CHARS] in pieces:
+        if text[i : i + MIN_SECRET_CHARS] in pieces:
             end = i + MIN_SECRET_CHARS
             if spans and i <= spans[-1][1]:
                 spans[-1][1] = max(spans[-1][1], end)
@@ -91,12 +93,14 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     for secret in extra:
-        pieces.update(secret[i:i + MIN_SECRET_CHARS] for i in range(len(secret) - MIN_SECRET_CHARS + 1))
+        pieces.update(secret[i : i + MIN_SECRET_CHARS] for i in range(len(secret) - MIN_SECRET_CHARS + 1))
     if pieces and len(text) >= MIN_SECRET_CHARS:
         text = _without_pieces(text, pieces)
     for pattern in _PATTERNS:
-        text = pattern.sub(lambda m: (m.group(1) + (m.group(2) if m.re.groups > 1 else "") + REDACTED)
-                           if m.re.groups else REDACTED, text)
+        text = pattern.sub(
+            lambda m: (m.group(1) + (m.group(2) if m.re.groups > 1 else "") + REDACTED) if m.re.groups else REDACTED,
+            text,
+        )
     return text
 
 

@@ -92,15 +92,15 @@ def _failure(error: StageError) -> StageFailure:
 
 def breakers(settings: Settings, store: JobStore) -> Callable[[str], CircuitBreaker]:
     """Each model's breaker, its state in the jobs table (shared by every invocation)."""
-    config = BreakerConfig(failure_threshold=BREAKER_THRESHOLD.of(settings),
-                           recovery_s=BREAKER_RECOVERY.of(settings))
+    config = BreakerConfig(failure_threshold=BREAKER_THRESHOLD.of(settings), recovery_s=BREAKER_RECOVERY.of(settings))
     return lambda model: CircuitBreaker(DynamoBreakerStore(store.table, settings.model_base_url, model), model, config)
 
 
 def model_health(settings: Settings, store: JobStore) -> Callable[[str], DynamoHealthStore]:
     """Each model's measured health, in the jobs table (added to by every call, read by ``fastest``)."""
-    return lambda model: DynamoHealthStore(store.table, settings.model_base_url, model,
-                                           max_age_s=settings.model_health_max_age_s)
+    return lambda model: DynamoHealthStore(
+        store.table, settings.model_base_url, model, max_age_s=settings.model_health_max_age_s
+    )
 
 
 def fastest_first(settings: Settings, health_for: Callable[[str], DynamoHealthStore]) -> FastestFirst | None:
@@ -118,8 +118,16 @@ def _call_metrics(prefix: str, calls: list[UpstreamCall]) -> None:
 def _stage_finished(stage: str, model: str | None, total_ms: int, error: StageError | None, **figures: Any) -> None:
     """One line per stage and job, what the saved Logs Insights queries read (slowest jobs and where
     their time went, failures by code and model): ``recipeMs``/``imageMs`` so one ``stats`` sums each."""
-    logger.info("stage finished", extra={"stage": stage, "model": model, f"{stage}Ms": total_ms,
-                                         "code": error.code.value if error else None, **figures})
+    logger.info(
+        "stage finished",
+        extra={
+            "stage": stage,
+            "model": model,
+            f"{stage}Ms": total_ms,
+            "code": error.code.value if error else None,
+            **figures,
+        },
+    )
 
 
 def _recipe_model_metrics(m: RecipeMetrics, valid: bool) -> None:
@@ -143,8 +151,15 @@ def _recipe_model_metrics(m: RecipeMetrics, valid: bool) -> None:
         model_metric("RecipeTokensPerSecond", MetricUnit.CountPerSecond, rate, m.model)
 
 
-def _stage_ended(store: JobStore, job_id: str, stage: JobStage, prefix: str, m: RecipeMetrics | ImageMetrics,
-                 error: StageError | None, **figures: Any) -> StageFailure | None:
+def _stage_ended(
+    store: JobStore,
+    job_id: str,
+    stage: JobStage,
+    prefix: str,
+    m: RecipeMetrics | ImageMetrics,
+    error: StageError | None,
+    **figures: Any,
+) -> StageFailure | None:
     """What run_recipe and run_image do alike once their generation ended: keep its measurements on the job,
     emit its metrics and its one log line; the failure to return, if it failed."""
     store.set_metrics(job_id, stage, m.model_dump(exclude_none=True))
@@ -179,12 +194,17 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
         dish = normalize_dish(event.dish)
     except InvalidDish as exc:
         failure = _failure(StageError(ErrorCode.INVALID_DISH, str(exc), retryable=False))
-        return SubmitResult(jobId=event.jobId, valid=False, error=failure.model_dump(), stateTimeouts=timeouts,
-                            slot=slot)
+        return SubmitResult(
+            jobId=event.jobId, valid=False, error=failure.model_dump(), stateTimeouts=timeouts, slot=slot
+        )
     started = parse_iso(event.executionStartTime) if event.executionStartTime else now_utc()
     deadline_at = iso(started + timedelta(seconds=STATE_MACHINE.of(settings)))
-    fields: dict[str, Any] = {"status": JobStatus.RUNNING, "stage": JobStage.RECIPE, "dish": dish,
-                              "deadlineAt": deadline_at}
+    fields: dict[str, Any] = {
+        "status": JobStatus.RUNNING,
+        "stage": JobStage.RECIPE,
+        "dish": dish,
+        "deadlineAt": deadline_at,
+    }
     cached = store.cached(dish)
     if cached:
         fields.update(stage=JobStage.DONE, recipe=cached["recipe"])
@@ -192,60 +212,100 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
             fields["imageKey"] = cached["imageKey"]
     store.update(event.jobId, **fields)
     metrics.add_metric(name="RecipeCacheHit" if cached else "RecipeCacheMiss", unit=MetricUnit.Count, value=1)
-    return SubmitResult(jobId=event.jobId, dish=dish, valid=True, cached=bool(cached),
-                        deadlineAt=deadline_at, stateTimeouts=timeouts, slot=slot)
+    return SubmitResult(
+        jobId=event.jobId,
+        dish=dish,
+        valid=True,
+        cached=bool(cached),
+        deadlineAt=deadline_at,
+        stateTimeouts=timeouts,
+        slot=slot,
+    )
 
 
-def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float],
-               store: JobStore | None = None) -> RecipeResult:
+def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: JobStore | None = None) -> RecipeResult:
     """``remaining_ms`` is the context's clock: read only once the clients and the key are ready,
     so the budget is what is really left and the finishing margin only has to cover the writes."""
     settings = get_settings()
     store = store or job_store(settings)
     endpoint = ModelEndpoint(settings.model_base_url, settings.recipe_model, model_api_key(settings))
     limits = RecipeLimits.from_settings(settings)
-    reporter = ProgressReporter(lambda progress, partial: store.record_progress(event.jobId, progress, partial),
-                                interval_s=PROGRESS_INTERVAL.of(settings) / 1000,
-                                expected_tokens=settings.recipe_expected_tokens)
+    reporter = ProgressReporter(
+        lambda progress, partial: store.record_progress(event.jobId, progress, partial),
+        interval_s=PROGRESS_INTERVAL.of(settings) / 1000,
+        expected_tokens=settings.recipe_expected_tokens,
+    )
     health_for = model_health(settings, store)
     fastest = fastest_first(settings, health_for)
-    hedge = Hedge(RECIPE_HEDGE_AFTER.of(settings), hedge_budget(settings.model_base_url),
-                  fastest.health if fastest else {}) if RECIPE_HEDGE_AFTER.of(settings) else None
+    hedge = (
+        Hedge(RECIPE_HEDGE_AFTER.of(settings), hedge_budget(settings.model_base_url), fastest.health if fastest else {})
+        if RECIPE_HEDGE_AFTER.of(settings)
+        else None
+    )
     with reporter:
-        outcome = generate_recipe(http_client(), endpoint, limits, event.dish,
-                                  _budget(remaining_ms, event.deadlineAt), fallbacks=settings.recipe_models[1:],
-                                  breaker_for=breakers(settings, store), progress=reporter,
-                                  health_for=health_for, fastest=fastest, hedge=hedge)
+        outcome = generate_recipe(
+            http_client(),
+            endpoint,
+            limits,
+            event.dish,
+            _budget(remaining_ms, event.deadlineAt),
+            fallbacks=settings.recipe_models[1:],
+            breaker_for=breakers(settings, store),
+            progress=reporter,
+            health_for=health_for,
+            fastest=fastest,
+            hedge=hedge,
+        )
     m = outcome.metrics
     _recipe_model_metrics(m, valid=outcome.recipe is not None)
     if m.firstContentMs is not None:
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
     if m.maxGapMs is not None:
         metrics.add_metric(name="RecipeMaxGapMs", unit=MetricUnit.Milliseconds, value=m.maxGapMs)
-    failure = _stage_ended(store, event.jobId, JobStage.RECIPE, "Recipe", m, outcome.error,
-                           firstContentMs=m.firstContentMs, maxGapMs=m.maxGapMs, boundBy=m.boundBy)
+    failure = _stage_ended(
+        store,
+        event.jobId,
+        JobStage.RECIPE,
+        "Recipe",
+        m,
+        outcome.error,
+        firstContentMs=m.firstContentMs,
+        maxGapMs=m.maxGapMs,
+        boundBy=m.boundBy,
+    )
     if failure is not None:
         return RecipeResult(ok=False, error=failure)
     if outcome.recipe is None:  # generate_recipe returns a recipe or an error, never neither
         raise RuntimeError("recipe generation returned neither a recipe nor an error")
     recipe = outcome.recipe.model_dump(mode="json")
-    store.update(event.jobId, recipe=recipe, stage=JobStage.IMAGE, progress=reporter.finished().model_dump(),
-                 remove=("partial",))
+    store.update(
+        event.jobId, recipe=recipe, stage=JobStage.IMAGE, progress=reporter.finished().model_dump(), remove=("partial",)
+    )
     store.put_cache(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
     return RecipeResult(ok=True, imagePrompt=outcome.recipe.imagePrompt)
 
 
-def run_image(event: ImageEvent, remaining_ms: Callable[[], float], store: JobStore | None = None,
-              images: ImageStore | None = None) -> ImageResult:
+def run_image(
+    event: ImageEvent,
+    remaining_ms: Callable[[], float],
+    store: JobStore | None = None,
+    images: ImageStore | None = None,
+) -> ImageResult:
     settings = get_settings()
     store = store or job_store(settings)
     images = images or ImageStore(settings)
     endpoint = ModelEndpoint(settings.model_base_url, settings.image_model, model_api_key(settings))
     limits = ImageLimits.from_settings(settings)
-    outcome = generate_image(http_client(), endpoint, limits, event.imagePrompt,
-                             _budget(remaining_ms, event.deadlineAt), fallbacks=settings.image_models[1:],
-                             breaker_for=breakers(settings, store))
+    outcome = generate_image(
+        http_client(),
+        endpoint,
+        limits,
+        event.imagePrompt,
+        _budget(remaining_ms, event.deadlineAt),
+        fallbacks=settings.image_models[1:],
+        breaker_for=breakers(settings, store),
+    )
     failure = _stage_ended(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
     if failure is not None:
         store.update(event.jobId, imageError={"code": failure.code, "detail": failure.detail})
@@ -276,9 +336,14 @@ def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryR
         outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, health_for=health_for)
         m = outcome.metrics
         _recipe_model_metrics(m, valid=outcome.recipe is not None)
-        return CanaryProbe(model=model, valid=outcome.recipe is not None,
-                           code=outcome.error.code.value if outcome.error else None,
-                           firstContentMs=m.firstContentMs, totalMs=m.totalMs, tokensPerSecond=tokens_per_second(m))
+        return CanaryProbe(
+            model=model,
+            valid=outcome.recipe is not None,
+            code=outcome.error.code.value if outcome.error else None,
+            firstContentMs=m.firstContentMs,
+            totalMs=m.totalMs,
+            tokensPerSecond=tokens_per_second(m),
+        )
 
     with ThreadPoolExecutor(max_workers=max(1, len(models))) as pool:
         probes = list(pool.map(probe, models))

@@ -30,8 +30,9 @@ def min_unreserved(quota: int) -> int:
 class AccountConcurrency:
     """``acquire(function)`` before an invocation (False: throttled), ``release(function)`` after it."""
 
-    def __init__(self, quota: int = DEFAULT_QUOTA, reserved: dict[str, int] | None = None,
-                 outside: Callable[[], int] = lambda: 0) -> None:
+    def __init__(
+        self, quota: int = DEFAULT_QUOTA, reserved: dict[str, int] | None = None, outside: Callable[[], int] = lambda: 0
+    ) -> None:
         """``reserved``: function name -> its reserved concurrency; ``outside``: invocations this object does
         not start but that use the unreserved pool (the api function's requests open at ``serve``)."""
         self.quota, self.reserved = quota, dict(reserved or {})
@@ -40,7 +41,8 @@ class AccountConcurrency:
             raise ConfigError(
                 f"reserving {sum(self.reserved.values())} leaves {unreserved} of the account's concurrency quota "
                 f"{quota} unreserved; Lambda requires {min_unreserved(quota)} (the function's create fails: "
-                "\"decreases account's UnreservedConcurrentExecution below its minimum value\")")
+                '"decreases account\'s UnreservedConcurrentExecution below its minimum value")'
+            )
         self.unreserved = unreserved
         self.outside = outside
         self.running: dict[str, int] = {}

@@ -23,8 +23,9 @@ class EventBridgeStandIn:
     EventBridge, any one failure (reading the executions, describing one, the invocation itself) is retried
     on the next pass, up to :data:`WATCH_ATTEMPTS` times per execution, and never stops the thread."""
 
-    def __init__(self, executions: Executions, target: Callable[[dict[str, Any]], Invocation] | None,
-                 log: TextIO | None) -> None:
+    def __init__(
+        self, executions: Executions, target: Callable[[dict[str, Any]], Invocation] | None, log: TextIO | None
+    ) -> None:
         """``target``: invokes the function the template subscribes to the events (None: nobody is)."""
         self.executions = executions
         self.target = target
@@ -68,8 +69,9 @@ class EventBridgeStandIn:
                     raise RuntimeError(f"the target failed: {done.payload}")
         except Exception:  # noqa: BLE001 - retried on the next pass
             self._attempts[arn] = self._attempts.get(arn, 0) + 1
-            print(f"eventbridge: delivery {self._attempts[arn]} of {arn} failed", file=self.log or sys.stderr,
-                  flush=True)
+            print(
+                f"eventbridge: delivery {self._attempts[arn]} of {arn} failed", file=self.log or sys.stderr, flush=True
+            )
             traceback.print_exc(file=self.log or sys.stderr)
             if self._attempts[arn] < WATCH_ATTEMPTS:
                 return

@@ -53,15 +53,27 @@ class Executions:
 
     def status_change_event(self, execution: dict[str, Any]) -> dict[str, Any]:
         """The "Step Functions Execution Status Change" event EventBridge would deliver for ``execution``."""
+
         def ms(value: Any) -> int | None:
             return int(value.timestamp() * 1000) if value else None
 
         return {
-            "version": "0", "id": str(time.time_ns()), "detail-type": "Step Functions Execution Status Change",
-            "source": "aws.states", "account": ACCOUNT, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "region": REGION, "resources": [execution["executionArn"]],
-            "detail": {"executionArn": execution["executionArn"], "stateMachineArn": self.state_machine_arn,
-                       "name": execution["name"], "status": execution["status"],
-                       "startDate": ms(execution.get("startDate")), "stopDate": ms(execution.get("stopDate")),
-                       "input": execution.get("input"), "output": execution.get("output")},
+            "version": "0",
+            "id": str(time.time_ns()),
+            "detail-type": "Step Functions Execution Status Change",
+            "source": "aws.states",
+            "account": ACCOUNT,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "region": REGION,
+            "resources": [execution["executionArn"]],
+            "detail": {
+                "executionArn": execution["executionArn"],
+                "stateMachineArn": self.state_machine_arn,
+                "name": execution["name"],
+                "status": execution["status"],
+                "startDate": ms(execution.get("startDate")),
+                "stopDate": ms(execution.get("stopDate")),
+                "input": execution.get("input"),
+                "output": execution.get("output"),
+            },
         }

@@ -65,8 +65,9 @@ class FrontDoorPriority:
     """``wait_quiet`` before dispatching an invocation: it returns once no request is open at the API
     (``requests_open``, checked every ``poll_s`` while someone waits), or after ``max_hold_s``."""
 
-    def __init__(self, requests_open: Callable[[], int], *, poll_s: float = 0.005,
-                 max_hold_s: float = STATE_TIMEOUT_MARGIN_S / 2) -> None:
+    def __init__(
+        self, requests_open: Callable[[], int], *, poll_s: float = 0.005, max_hold_s: float = STATE_TIMEOUT_MARGIN_S / 2
+    ) -> None:
         self.requests_open = requests_open
         self.poll_s = poll_s
         self.max_hold_s = max_hold_s
@@ -105,8 +106,10 @@ class FrontDoorPriority:
         if held:
             p95 = held[min(len(held) - 1, int(0.95 * len(held)))]
             at_bound = sum(1 for h in held if h >= self.max_hold_s)
-            line += (f" (p95 {p95 * 1000:.0f} ms, max {held[-1] * 1000:.0f} ms; "
-                     f"{at_bound} let go by the {self.max_hold_s:g} s bound)")
+            line += (
+                f" (p95 {p95 * 1000:.0f} ms, max {held[-1] * 1000:.0f} ms; "
+                f"{at_bound} let go by the {self.max_hold_s:g} s bound)"
+            )
         return line
 
     def _watch(self) -> None:
@@ -129,8 +132,9 @@ class PriorityGate:
     once must not starve the running jobs), and no second caller waits much past the bound.
     Waiters block on their own event: no thread spins or contends for the interpreter lock."""
 
-    def __init__(self, slots: int = 1, max_wait_s: float = 2.0, first_turns: int = 3,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, slots: int = 1, max_wait_s: float = 2.0, first_turns: int = 3, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.max_wait_s = max_wait_s
         self.first_turns = first_turns
         self._in_a_row = 0  #: first callers that went while a second one waited
@@ -158,8 +162,9 @@ class PriorityGate:
 
     def leave(self) -> None:
         with self._lock:
-            second_due = self._second and (self._in_a_row >= self.first_turns
-                                           or self._clock() - self._second[0][0] >= self.max_wait_s)
+            second_due = self._second and (
+                self._in_a_row >= self.first_turns or self._clock() - self._second[0][0] >= self.max_wait_s
+            )
             if self._first and not second_due:
                 self._in_a_row += bool(self._second)
                 self._first.popleft()[1].set()
@@ -196,7 +201,9 @@ class FrontDoorCallsFirst:
     def summary(self) -> str:
         """One line for serve's exit: the calls of each class, and how often the bound let one go."""
         gate = self.gate
-        return (f"front door first: moto served {gate.entered[True]} calls of the api function first, "
-                f"{gate.entered[False]} of the functions and the state machine after them "
-                f"({gate.let_go} went ahead of a waiting one: one turn in {gate.first_turns + 1}, or after "
-                f"{gate.max_wait_s:g} s)")
+        return (
+            f"front door first: moto served {gate.entered[True]} calls of the api function first, "
+            f"{gate.entered[False]} of the functions and the state machine after them "
+            f"({gate.let_go} went ahead of a waiting one: one turn in {gate.first_turns + 1}, or after "
+            f"{gate.max_wait_s:g} s)"
+        )

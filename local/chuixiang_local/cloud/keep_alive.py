@@ -145,8 +145,9 @@ def keep_alive_handler(base: type[WSGIRequestHandler], connections: OpenConnecti
                 self.close_connection = True
                 return "500 INTERNAL SERVER ERROR", [("Content-Type", "text/plain")], b"Internal Server Error"
 
-        def _respond(self, environ: dict[str, Any], status: str, headers: list[tuple[str, str]],
-                     payload: bytes) -> None:
+        def _respond(
+            self, environ: dict[str, Any], status: str, headers: list[tuple[str, str]], payload: bytes
+        ) -> None:
             code_text, _, reason = status.partition(" ")
             code = int(code_text)
             bodiless = environ["REQUEST_METHOD"] == "HEAD" or code in _NO_BODY or 100 <= code < 200

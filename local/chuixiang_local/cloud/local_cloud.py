@@ -54,10 +54,17 @@ from chuixiang_local.template import NO_VALUE, REGION, ConfigError, FunctionSpec
 from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 
 #: moto accepts any credentials; these are its documented dummies.
-FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",  # nosec B105
-                    "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION}  # nosec B105
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",  # nosec B105
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+}  # nosec B105
 #: The api function's access key id (moto takes any): its AWS calls are the front door's.
 API_ACCESS_KEY_ID = "local-api-function"  # nosec B105 - an identifier, not a secret
+
+
 def seed_job(store: JobStore, event: Any) -> bool:
     """Create the job a stage event names, RUNNING, as the API and the submit stage would have (True if created)."""
     if not (isinstance(event, dict) and event.get("jobId") and isinstance(event.get("dish"), str)):
@@ -72,11 +79,21 @@ def seed_job(store: JobStore, event: Any) -> bool:
 class LocalCloud:
     """Deploys ``template.yaml`` into moto; use as a context manager."""
 
-    def __init__(self, overrides: dict[str, str] | None = None, *, model_base_url: str,
-                 work_dir: Path, log: TextIO | None = None, model_api_key: str | None = None,
-                 worker_nice: int = 0, front_door_first: bool = False, port: int = 0,
-                 bind: str = "127.0.0.1", enforce_iam: bool = True,
-                 account_concurrency: int = DEFAULT_QUOTA) -> None:
+    def __init__(
+        self,
+        overrides: dict[str, str] | None = None,
+        *,
+        model_base_url: str,
+        work_dir: Path,
+        log: TextIO | None = None,
+        model_api_key: str | None = None,
+        worker_nice: int = 0,
+        front_door_first: bool = False,
+        port: int = 0,
+        bind: str = "127.0.0.1",
+        enforce_iam: bool = True,
+        account_concurrency: int = DEFAULT_QUOTA,
+    ) -> None:
         """``worker_nice``: run function workers at this niceness. On AWS a function's CPU is its own;
         here sixty executions share two cores with the API and moto, and ``serve`` lowers the
         functions' priority so the front door answers first (tests keep 0: their timings are the functions').
@@ -100,8 +117,10 @@ class LocalCloud:
         self.log = log
         self.model_api_key = model_api_key or os.environ.get("MODEL_API_KEY") or "local-dev-key"
         if len(self.model_api_key) < MIN_SECRET_CHARS:  # as the functions' init would refuse it
-            raise ConfigError(f"the model key has {len(self.model_api_key)} characters; at least "
-                              f"{MIN_SECRET_CHARS} are needed to keep it out of logs and job documents")
+            raise ConfigError(
+                f"the model key has {len(self.model_api_key)} characters; at least "
+                f"{MIN_SECRET_CHARS} are needed to keep it out of logs and job documents"
+            )
         self.invocations: list[tuple[str, Invocation]] = []
         #: Each function's published versions (name -> version -> what it runs: code and layer, snapshotted).
         self.versions: dict[str, dict[str, FunctionSpec]] = {}
@@ -139,7 +158,8 @@ class LocalCloud:
         self.executions = Executions(self.state_machine_arn, lambda: self.client("stepfunctions"))
         reconcile = next((s for s in self.functions.values() if self._subscribes_to_sfn(s)), None)
         self.eventbridge = EventBridgeStandIn(
-            self.executions, (lambda event: self.invoke(reconcile, event)) if reconcile else None, self.log)
+            self.executions, (lambda event: self.invoke(reconcile, event)) if reconcile else None, self.log
+        )
         self.eventbridge.start()
 
     def stop(self) -> None:
@@ -163,8 +183,13 @@ class LocalCloud:
         return self.server.requests
 
     def client(self, service: Any) -> Any:
-        return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
-                            aws_access_key_id="testing", aws_secret_access_key="testing")  # nosec B106 - moto
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )  # nosec B106 - moto
 
     # --- deployment ----------------------------------------------------------------------
 
@@ -182,15 +207,21 @@ class LocalCloud:
         self._enforce_iam()
         self._start_workers()  # the zygote's imports (~1 s of CPU) overlap the rest of the deployment
         self._create_functions()
-        self.concurrency = AccountConcurrency(self.account_concurrency, self._reservations(),
-                                              outside=self.api_requests.value if self.api_requests else lambda: 0)
+        self.concurrency = AccountConcurrency(
+            self.account_concurrency,
+            self._reservations(),
+            outside=self.api_requests.value if self.api_requests else lambda: 0,
+        )
         lid, arn, definition = self.template.state_machine()
         iam = self.client("iam")
         role = iam.create_role(RoleName=f"{self.prefix}sfn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         name = physical[lid]["Name"]
         asl = json.dumps(definition)
         created = self.client("stepfunctions").create_state_machine(
-            name=name, definition=asl, roleArn=role, type="STANDARD",
+            name=name,
+            definition=asl,
+            roleArn=role,
+            type="STANDARD",
         )["stateMachineArn"]
         asl_program(asl)  # not in the first executions' time
         if created != arn:
@@ -202,23 +233,28 @@ class LocalCloud:
         gate.enforcing, gate.log = self.enforce_iam, self.log
         for lid, res in t.of_type("AWS::DynamoDB::Table").items():
             keys = res["Properties"]["KeySchema"]
-            self.server.partition_keys[t.physical[lid]["Ref"]] = next(k["AttributeName"] for k in keys
-                                                                      if k["KeyType"] == "HASH")
+            self.server.partition_keys[t.physical[lid]["Ref"]] = next(
+                k["AttributeName"] for k in keys if k["KeyType"] == "HASH"
+            )
         transformed = sam.transformed(t.root / "template.yaml", t.doc)["Resources"]
         self.version_ids = sam.version_ids(transformed)
         self.roles = roles(transformed, t)
         for spec in self.functions.values():
             role = self.roles[spec.logical_id]
-            gate.register(self.access_key(spec), Principal(f"{self.prefix}{role.logical_id}", spec.name,
-                                                           role.statements))
+            gate.register(
+                self.access_key(spec), Principal(f"{self.prefix}{role.logical_id}", spec.name, role.statements)
+            )
         lid, arn, _ = t.state_machine()
         role = self.roles[lid]
         refused = log_delivery_refused(role) if t.resources[lid]["Properties"].get("Logging") else []
         if refused and self.enforce_iam:
-            raise ConfigError(f"CreateStateMachine would fail (InvalidLoggingConfiguration): the state machine's "
-                              f"role is not allowed {', '.join(refused)}, which logging to CloudWatch Logs needs")
-        gate.register(STATE_MACHINE_ACCESS_KEY_ID, Principal(f"{self.prefix}{role.logical_id}", "execution",
-                                                             role.statements))
+            raise ConfigError(
+                f"CreateStateMachine would fail (InvalidLoggingConfiguration): the state machine's "
+                f"role is not allowed {', '.join(refused)}, which logging to CloudWatch Logs needs"
+            )
+        gate.register(
+            STATE_MACHINE_ACCESS_KEY_ID, Principal(f"{self.prefix}{role.logical_id}", "execution", role.statements)
+        )
         alias = t.resources[lid]["Properties"].get("AutoPublishAlias")
         if alias:
             STATE_MACHINE_ALIASES[f"{arn}:{alias}"] = arn
@@ -232,15 +268,23 @@ class LocalCloud:
         runner's), so a worker only has its handler module left to import."""
         spec = next(iter(self.functions.values()))
         glob = self.template.doc["Globals"]["Function"]["Environment"]["Variables"]
-        shared = {k: v for k, v in lambda_env(spec, self.function_env(spec)).items()
-                  if k in glob or k in self.function_env(spec) or k in PASSTHROUGH}
-        self.pool = WorkerPool(self.log, env=shared, nice=self.worker_nice,
-                               code_dirs=[*self.layer_dirs(), *(s.code_dir for s in self.functions.values())])
+        shared = {
+            k: v
+            for k, v in lambda_env(spec, self.function_env(spec)).items()
+            if k in glob or k in self.function_env(spec) or k in PASSTHROUGH
+        }
+        self.pool = WorkerPool(
+            self.log,
+            env=shared,
+            nice=self.worker_nice,
+            code_dirs=[*self.layer_dirs(), *(s.code_dir for s in self.functions.values())],
+        )
 
     def _create_secret(self) -> None:
         sm = self.client("secretsmanager")
-        self.secret_arn = sm.create_secret(Name=f"chuixiang/{time.time_ns()}/model-api-key",
-                                           SecretString=self.model_api_key)["ARN"]
+        self.secret_arn = sm.create_secret(
+            Name=f"chuixiang/{time.time_ns()}/model-api-key", SecretString=self.model_api_key
+        )["ARN"]
 
     def _create_storage(self) -> None:
         t = self.template
@@ -248,9 +292,12 @@ class LocalCloud:
         for lid, res in t.of_type("AWS::DynamoDB::Table").items():
             props = t.resolve(res["Properties"])
             name = t.physical[lid]["Ref"]
-            ddb.create_table(TableName=name, KeySchema=props["KeySchema"],
-                             AttributeDefinitions=props["AttributeDefinitions"],
-                             BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"))
+            ddb.create_table(
+                TableName=name,
+                KeySchema=props["KeySchema"],
+                AttributeDefinitions=props["AttributeDefinitions"],
+                BillingMode=props.get("BillingMode", "PAY_PER_REQUEST"),
+            )
             if "TimeToLiveSpecification" in props:
                 ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
         s3 = self.client("s3")
@@ -268,9 +315,16 @@ class LocalCloud:
         lam = self.client("lambda")
         for spec in self.functions.values():
             spec.layers = tuple(self.layer_dirs())
-            lam.create_function(FunctionName=spec.name, Runtime="python3.12", Role=role,
-                                Handler=spec.handler, Code={"ZipFile": code.getvalue()},
-                                Timeout=spec.timeout_s, MemorySize=spec.memory_mb, Publish=True)  # version 1
+            lam.create_function(
+                FunctionName=spec.name,
+                Runtime="python3.12",
+                Role=role,
+                Handler=spec.handler,
+                Code={"ZipFile": code.getvalue()},
+                Timeout=spec.timeout_s,
+                MemorySize=spec.memory_mb,
+                Publish=True,
+            )  # version 1
             self.versions[spec.name] = {"1": spec}
             ROUTES[spec.name] = self._route
 
@@ -278,22 +332,27 @@ class LocalCloud:
         """Each function's reserved concurrency (``ReservedConcurrentExecutions``), by function name."""
         out = {}
         for spec in self.functions.values():
-            value = self.template.resolve(self.template.resources[spec.logical_id]["Properties"]
-                                          .get("ReservedConcurrentExecutions", {"Ref": "AWS::NoValue"}))
+            value = self.template.resolve(
+                self.template.resources[spec.logical_id]["Properties"].get(
+                    "ReservedConcurrentExecutions", {"Ref": "AWS::NoValue"}
+                )
+            )
             if value is not NO_VALUE:
                 out[spec.name] = int(value)
         return out
 
     def layer_dirs(self) -> list[Path]:
         t = self.template
-        return [t.root / res["Properties"]["ContentUri"]
-                for res in t.of_type("AWS::Serverless::LayerVersion").values()]
+        return [t.root / res["Properties"]["ContentUri"] for res in t.of_type("AWS::Serverless::LayerVersion").values()]
 
     def function_env(self, spec: FunctionSpec) -> dict[str, str]:
         """Extra environment of a local function process: moto endpoint, its role's access key, image export."""
-        return {**self.aws_env, "AWS_ACCESS_KEY_ID": self.access_key(spec),
-                "POWERTOOLS_METRICS_DISABLED": "false",
-                "LOCAL_IMAGE_DIR": str(self.work_dir / "images")}
+        return {
+            **self.aws_env,
+            "AWS_ACCESS_KEY_ID": self.access_key(spec),
+            "POWERTOOLS_METRICS_DISABLED": "false",
+            "LOCAL_IMAGE_DIR": str(self.work_dir / "images"),
+        }
 
     # --- invocation ----------------------------------------------------------------------
 
@@ -317,23 +376,37 @@ class LocalCloud:
         if self.log:
             self.log.write(f"\n=== {spec.logical_id} invoked ===\n")
             self.log.flush()
-        result = invoke(spec, event, pool=self.pool, layer_dirs=list(spec.layers) or self.layer_dirs(),
-                        extra_env=self.function_env(spec))
+        result = invoke(
+            spec,
+            event,
+            pool=self.pool,
+            layer_dirs=list(spec.layers) or self.layer_dirs(),
+            extra_env=self.function_env(spec),
+        )
         self.invocations.append((spec.logical_id, result))
         if self.log:
             init = f" (cold: init {result.init_ms} ms, outside the Timeout)" if result.init_ms is not None else ""
-            memory = f"; max memory used {result.max_memory_mb} of {spec.memory_mb} MB" \
-                if result.max_memory_mb is not None else ""
-            self.log.write(f"=== {spec.logical_id} {'failed: ' + str(result.error_type) if result.failed else 'ok'}"
-                           f" in {result.duration_ms} ms{init}{memory} ===\n")
+            memory = (
+                f"; max memory used {result.max_memory_mb} of {spec.memory_mb} MB"
+                if result.max_memory_mb is not None
+                else ""
+            )
+            self.log.write(
+                f"=== {spec.logical_id} {'failed: ' + str(result.error_type) if result.failed else 'ok'}"
+                f" in {result.duration_ms} ms{init}{memory} ===\n"
+            )
             self.log.flush()
         return result
 
     def job_store(self) -> JobStore:
         """The layer's own JobStore over this cloud's table (for the runner and tests)."""
-        table = boto3.resource("dynamodb", endpoint_url=self.endpoint, region_name=REGION,
-                               aws_access_key_id="testing",
-                               aws_secret_access_key="testing").Table(self.table_name)  # nosec B106 - moto
+        table = boto3.resource(
+            "dynamodb",
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).Table(self.table_name)  # nosec B106 - moto
         return JobStore(Settings.model_validate({"JOBS_TABLE": self.table_name}), table)
 
     def reset_breakers(self) -> None:
@@ -348,7 +421,6 @@ class LocalCloud:
         """A stage event names a job the fresh local table does not have: create it RUNNING,
         as the API and the submit stage would have, so ``invoke`` works on ``events/*.json``."""
         seed_job(self.job_store(), event)
-
 
     def release(self, code: dict[str, Path]) -> dict[str, str]:
         """A deploy in the middle of jobs, as SAM and CloudFormation do it. ``code``: new directories of
@@ -392,7 +464,8 @@ class LocalCloud:
         where = self.work_dir / "versions" / spec.logical_id / version
         layers = tuple(Path(shutil.copytree(d, where / "layers" / str(i))) for i, d in enumerate(spec.layers))
         self.versions[spec.name][version] = dataclasses.replace(
-            spec, code_dir=Path(shutil.copytree(spec.code_dir, where / "code")), layers=layers)
+            spec, code_dir=Path(shutil.copytree(spec.code_dir, where / "code")), layers=layers
+        )
 
     # --- executions (see Executions and EventBridgeStandIn) ---------------------------------
 
@@ -411,8 +484,10 @@ class LocalCloud:
 
     def _subscribes_to_sfn(self, spec: FunctionSpec) -> bool:
         events = self.template.resources[spec.logical_id]["Properties"].get("Events", {})
-        return any(e["Type"] == "EventBridgeRule" and "aws.states" in e["Properties"]["Pattern"].get("source", [])
-                   for e in events.values())
+        return any(
+            e["Type"] == "EventBridgeRule" and "aws.states" in e["Properties"]["Pattern"].get("source", [])
+            for e in events.values()
+        )
 
     # --- the API, in-process -------------------------------------------------------------
 

@@ -42,10 +42,9 @@ STATE_MACHINE_ALIASES: dict[str, str] = {}
 
 def stopped_route(name: str, body: bytes, qualifier: str | None = None) -> tuple[bytes, str | None]:
     """The route of a stopped cloud's function: what Lambda answers for a deleted one."""
-    return json.dumps({"errorType": "ResourceNotFoundException",
-                       "errorMessage": f"{name}: the local cloud has stopped"}).encode(), "Unhandled"
-
-
+    return json.dumps(
+        {"errorType": "ResourceNotFoundException", "errorMessage": f"{name}: the local cloud has stopped"}
+    ).encode(), "Unhandled"
 
 
 def _name_and_qualifier(function_name: str, qualifier: str | None) -> tuple[str, str | None]:
@@ -65,8 +64,11 @@ def lambda_throttled(function: str) -> Exception:
     class TooManyRequests(JsonRESTError):
         code = 429
 
-    return TooManyRequests("TooManyRequestsException", f"Rate Exceeded. (function {function}: concurrency limit)",
-                           Reason="ReservedFunctionConcurrentInvocationLimitExceeded")
+    return TooManyRequests(
+        "TooManyRequestsException",
+        f"Rate Exceeded. (function {function}: concurrency limit)",
+        Reason="ReservedFunctionConcurrentInvocationLimitExceeded",
+    )
 
 
 class EngineError(RuntimeError):
@@ -128,8 +130,9 @@ def _route_lambda_invoke() -> None:
     """Route moto's simple-Lambda ``invoke`` to our handlers."""
     from moto.awslambda_simple.models import LambdaSimpleBackend
 
-    def routed_invoke(self: Any, function_name: str, qualifier: str | None, body: Any,
-                      headers: Any, response_headers: dict[str, str]) -> bytes:
+    def routed_invoke(
+        self: Any, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: dict[str, str]
+    ) -> bytes:
         name, qualifier = _name_and_qualifier(function_name, qualifier)
         route = ROUTES.get(name)
         if route is None:
@@ -215,10 +218,19 @@ def _share_interpreter_clients() -> None:
         with lock:
             if key not in clients:  # as moto builds it, with a connection pool for every execution at once
                 clients[key] = make_client(
-                    service_name=service, region_name=region, endpoint_url=f"http://localhost:{port}",
-                    aws_access_key_id=STATE_MACHINE_ACCESS_KEY_ID, aws_secret_access_key="sk",  # nosec B106
-                    config=Config(parameter_validation=False, retries={"total_max_attempts": 1},
-                                  connect_timeout=99999, read_timeout=99999, max_pool_connections=256))
+                    service_name=service,
+                    region_name=region,
+                    endpoint_url=f"http://localhost:{port}",
+                    aws_access_key_id=STATE_MACHINE_ACCESS_KEY_ID,
+                    aws_secret_access_key="sk",  # nosec B106
+                    config=Config(
+                        parameter_validation=False,
+                        retries={"total_max_attempts": 1},
+                        connect_timeout=99999,
+                        read_timeout=99999,
+                        max_pool_connections=256,
+                    ),
+                )
             return clients[key]
 
     for module in (lambda_eval_utils, state_task_service_dynamodb):  # each imported it by name
@@ -226,8 +238,18 @@ def _share_interpreter_clients() -> None:
 
 
 #: Every item operation of moto's DynamoDB backend (each taken under one lock).
-ATOMIC_DYNAMODB_OPERATIONS = ("get_item", "put_item", "update_item", "delete_item", "transact_write_items",
-                              "transact_get_items", "batch_write_item", "batch_get_item", "query", "scan")
+ATOMIC_DYNAMODB_OPERATIONS = (
+    "get_item",
+    "put_item",
+    "update_item",
+    "delete_item",
+    "transact_write_items",
+    "transact_get_items",
+    "batch_write_item",
+    "batch_get_item",
+    "query",
+    "scan",
+)
 
 
 def atomic_dynamodb() -> None:
@@ -248,6 +270,7 @@ def atomic_dynamodb() -> None:
         def call(*args: Any, **kwargs: Any) -> Any:
             with lock:
                 return method(*args, **kwargs)
+
         return call
 
     for name in ATOMIC_DYNAMODB_OPERATIONS:  # every one must exist: a lock silently skipped is a race
@@ -317,8 +340,9 @@ def _convert_items_in_one_pass() -> None:
     def to_regular_json(self: DynamoType) -> dict[str, Any]:
         value = self.value
         if isinstance(value, dict):
-            value = {k: v.to_regular_json() if isinstance(v, DynamoType) else copy.deepcopy(v)
-                     for k, v in value.items()}
+            value = {
+                k: v.to_regular_json() if isinstance(v, DynamoType) else copy.deepcopy(v) for k, v in value.items()
+            }
         elif isinstance(value, list):
             value = [v.to_regular_json() if isinstance(v, DynamoType) else copy.deepcopy(v) for v in value]
         else:
@@ -380,57 +404,112 @@ def without_debug_mode(dispatcher: Any) -> None:
     dispatcher.create_app = create_app
 
 
+_TASKS = "moto.stepfunctions.parser.asl.component.state.exec.state_task"
+_EXECUTION = "moto.stepfunctions.parser.backend.execution"
+
 #: Every patch, in the order applied. The hashes are of moto 5.2.5 and werkzeug as pinned by it.
 PATCHES: tuple[Patch, ...] = (
-    Patch("lambda-invoke", "route moto's Lambda invoke to our worker processes", {
-        "moto.awslambda_simple.models:LambdaSimpleBackend.invoke": "b09b0396b92dd439",
-        "moto.awslambda.responses:LambdaResponse.invoke": "ce72022a55b73bec",
-    }, _route_lambda_invoke),
-    Patch("interpreter-clients", "one boto3 client per service for the ASL interpreter, not one per task", {
-        "moto.stepfunctions.parser.asl.utils.boto_client:boto_client_for": "1f44dc2ac8aa2179",
-        "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils": "3b0e86edfb1661db",
-        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_dynamodb":
-            "d372827fa781e08b",
-    }, _share_interpreter_clients),
-    Patch("state-machine-aliases", "StartExecution on an alias ARN (moto takes versions only)", {
-        "moto.stepfunctions.parser.models:StepFunctionsParserBackend.start_execution": "f09a7457fe0637d5",
-        "moto.stepfunctions.models:StepFunctionBackend.describe_state_machine": "72b815f5d01f4dd2",
-    }, _start_executions_on_aliases),
-    Patch("stop-at-once", "StopExecution makes the execution ABORTED at once, as on AWS (moto waits for the task)", {
-        "moto.stepfunctions.parser.backend.execution:Execution.stop": "a99e0e4c1145baf2",
-        "moto.stepfunctions.parser.backend.execution:BaseExecutionWorkerCommunication._reflect_execution_status":
-            "376298d05af9ecb2",
-    }, _stop_executions_at_once),
-    Patch("asl-programs", "parse each ASL definition once, each JSONPath once", {
-        "moto.stepfunctions.parser.backend.execution_worker:ExecutionWorker._get_evaluation_entrypoint":
-            "e773c5ce42b6efd4",
-        "moto.stepfunctions.parser.backend.execution_worker:ExecutionWorker._execution_logic": "b6f86b0dc6b20494",
-        "moto.stepfunctions.parser.asl.utils.json_path": "33a9527fc839442d",
-        "moto.stepfunctions.parser.asl.component.common.path.result_path": "33b4fae320351419",
-    }, _cache_asl_programs),
-    Patch("atomic-dynamodb", "DynamoDB's per-item atomicity (moto's backend has no lock)", {
-        "moto.dynamodb.models:DynamoDBBackend": "f6071840f3fad4ba",
-    }, atomic_dynamodb),
-    Patch("module-list", "moto lists its package directory on every request, inside a global lock", {
-        "moto.backends:list_of_moto_modules": "4f741a10b06500e8",
-        "moto.moto_server.werkzeug_app:DomainDispatcherApplication.get_backend_for_host": "105a0141fcfd0a6d",
-    }, _cache_module_list),
-    Patch("attribute-values", "write an AttributeValue moto already holds in wire form as it is", {
-        "moto.core.serialize:BaseJSONSerializer._serialize_type_structure": "cacf61ed95637b1b",
-        "moto.core.serialize:BaseJSONSerializer._default_serialize": "f6b129fafa3a8ae7",
-    }, _serialize_attribute_values_directly),
-    Patch("regular-json", "convert an item in one pass (moto deep-copies each level once per level above)", {
-        "moto.dynamodb.models.dynamo_type:DynamoType.to_regular_json": "bbd91a5bf1787f3e",
-    }, _convert_items_in_one_pass),
-    Patch("debug-mode", "Flask apps out of debug mode (a new class per request with a body); per server", {
-        "moto.moto_server.werkzeug_app:create_backend_app": "a317751ebd1c922b",
-        "moto.moto_server.werkzeug_app:DomainDispatcherApplication.get_application": "5d1372e9a2e5f6d7",
-    }, None),
-    Patch("keep-alive", "keep connections open (werkzeug closes each); cloud/keep_alive.py, per server", {
-        "werkzeug.serving:WSGIRequestHandler.run_wsgi": "90b08409b3453d78",
-        "werkzeug.serving:WSGIRequestHandler.make_environ": "931e485657d9dfcb",
-        "moto.moto_server.werkzeug_app:MotoRequestHandler": "fd31947e647cc2fc",
-    }, None),
+    Patch(
+        "lambda-invoke",
+        "route moto's Lambda invoke to our worker processes",
+        {
+            "moto.awslambda_simple.models:LambdaSimpleBackend.invoke": "b09b0396b92dd439",
+            "moto.awslambda.responses:LambdaResponse.invoke": "ce72022a55b73bec",
+        },
+        _route_lambda_invoke,
+    ),
+    Patch(
+        "interpreter-clients",
+        "one boto3 client per service for the ASL interpreter, not one per task",
+        {
+            "moto.stepfunctions.parser.asl.utils.boto_client:boto_client_for": "1f44dc2ac8aa2179",
+            f"{_TASKS}.lambda_eval_utils": "3b0e86edfb1661db",
+            f"{_TASKS}.service.state_task_service_dynamodb": "d372827fa781e08b",
+        },
+        _share_interpreter_clients,
+    ),
+    Patch(
+        "state-machine-aliases",
+        "StartExecution on an alias ARN (moto takes versions only)",
+        {
+            "moto.stepfunctions.parser.models:StepFunctionsParserBackend.start_execution": "f09a7457fe0637d5",
+            "moto.stepfunctions.models:StepFunctionBackend.describe_state_machine": "72b815f5d01f4dd2",
+        },
+        _start_executions_on_aliases,
+    ),
+    Patch(
+        "stop-at-once",
+        "StopExecution makes the execution ABORTED at once, as on AWS (moto waits for the task)",
+        {
+            f"{_EXECUTION}:Execution.stop": "a99e0e4c1145baf2",
+            f"{_EXECUTION}:BaseExecutionWorkerCommunication._reflect_execution_status": "376298d05af9ecb2",
+        },
+        _stop_executions_at_once,
+    ),
+    Patch(
+        "asl-programs",
+        "parse each ASL definition once, each JSONPath once",
+        {
+            f"{_EXECUTION}_worker:ExecutionWorker._get_evaluation_entrypoint": "e773c5ce42b6efd4",
+            "moto.stepfunctions.parser.backend.execution_worker:ExecutionWorker._execution_logic": "b6f86b0dc6b20494",
+            "moto.stepfunctions.parser.asl.utils.json_path": "33a9527fc839442d",
+            "moto.stepfunctions.parser.asl.component.common.path.result_path": "33b4fae320351419",
+        },
+        _cache_asl_programs,
+    ),
+    Patch(
+        "atomic-dynamodb",
+        "DynamoDB's per-item atomicity (moto's backend has no lock)",
+        {
+            "moto.dynamodb.models:DynamoDBBackend": "f6071840f3fad4ba",
+        },
+        atomic_dynamodb,
+    ),
+    Patch(
+        "module-list",
+        "moto lists its package directory on every request, inside a global lock",
+        {
+            "moto.backends:list_of_moto_modules": "4f741a10b06500e8",
+            "moto.moto_server.werkzeug_app:DomainDispatcherApplication.get_backend_for_host": "105a0141fcfd0a6d",
+        },
+        _cache_module_list,
+    ),
+    Patch(
+        "attribute-values",
+        "write an AttributeValue moto already holds in wire form as it is",
+        {
+            "moto.core.serialize:BaseJSONSerializer._serialize_type_structure": "cacf61ed95637b1b",
+            "moto.core.serialize:BaseJSONSerializer._default_serialize": "f6b129fafa3a8ae7",
+        },
+        _serialize_attribute_values_directly,
+    ),
+    Patch(
+        "regular-json",
+        "convert an item in one pass (moto deep-copies each level once per level above)",
+        {
+            "moto.dynamodb.models.dynamo_type:DynamoType.to_regular_json": "bbd91a5bf1787f3e",
+        },
+        _convert_items_in_one_pass,
+    ),
+    Patch(
+        "debug-mode",
+        "Flask apps out of debug mode (a new class per request with a body); per server",
+        {
+            "moto.moto_server.werkzeug_app:create_backend_app": "a317751ebd1c922b",
+            "moto.moto_server.werkzeug_app:DomainDispatcherApplication.get_application": "5d1372e9a2e5f6d7",
+        },
+        None,
+    ),
+    Patch(
+        "keep-alive",
+        "keep connections open (werkzeug closes each); cloud/keep_alive.py, per server",
+        {
+            "werkzeug.serving:WSGIRequestHandler.run_wsgi": "90b08409b3453d78",
+            "werkzeug.serving:WSGIRequestHandler.make_environ": "931e485657d9dfcb",
+            "moto.moto_server.werkzeug_app:MotoRequestHandler": "fd31947e647cc2fc",
+        },
+        None,
+    ),
 )
 
 

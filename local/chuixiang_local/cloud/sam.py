@@ -27,8 +27,9 @@ def content_digest(directory: Path) -> str:
     """What ``sam package`` names an artifact by: a digest of its files (paths and bytes), so that any change
     to a function's code or the layer gives a new S3 key, which SAM hashes into the version's logical id."""
     digest = hashlib.md5(usedforsecurity=False)
-    files = sorted(p for p in directory.rglob("*") if p.is_file() and not _SKIPPED & set(p.parts)
-                   and p.suffix != ".pyc")
+    files = sorted(
+        p for p in directory.rglob("*") if p.is_file() and not _SKIPPED & set(p.parts) and p.suffix != ".pyc"
+    )
     for path in files:
         digest.update(str(path.relative_to(directory)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -48,13 +49,24 @@ def artifact_digests(doc: dict[str, Any], root: Path, code_dirs: dict[str, Path]
     return out
 
 
-def transformed(template_path: Path, doc: dict[str, Any], *, params: dict[str, str] | None = None,
-                region: str = "us-east-1", code_dirs: dict[str, Path] | None = None) -> dict[str, Any]:
+def transformed(
+    template_path: Path,
+    doc: dict[str, Any],
+    *,
+    params: dict[str, str] | None = None,
+    region: str = "us-east-1",
+    code_dirs: dict[str, Path] | None = None,
+) -> dict[str, Any]:
     """The whole transformed template (``Resources``, ``Conditions``…) for these parameters and this code."""
-    request = {"template": str(template_path), "region": region, "params": params or {},
-               "content": artifact_digests(doc, template_path.parent, code_dirs)}
-    key = hashlib.sha256(json.dumps(request, sort_keys=True).encode() + template_path.read_bytes()
-                         + SCRIPT.read_bytes()).hexdigest()
+    request = {
+        "template": str(template_path),
+        "region": region,
+        "params": params or {},
+        "content": artifact_digests(doc, template_path.parent, code_dirs),
+    }
+    key = hashlib.sha256(
+        json.dumps(request, sort_keys=True).encode() + template_path.read_bytes() + SCRIPT.read_bytes()
+    ).hexdigest()
     if key in _MEMO:
         return _MEMO[key]
     cache = REPO_ROOT / ".chuixiang" / "sam-transform" / f"{key}.json"
@@ -62,10 +74,18 @@ def transformed(template_path: Path, doc: dict[str, Any], *, params: dict[str, s
         _MEMO[key] = json.loads(cache.read_text())
         return _MEMO[key]
     if not SAM_PYTHON.exists():
-        raise ConfigError(f"SAM's translator is not installed ({SAM_PYTHON} is missing): run `make run` or "
-                          "`make test` once, which install aws-sam-cli's venv")
-    done = subprocess.run([str(SAM_PYTHON), str(SCRIPT)], input=json.dumps(request),  # nosec B603 - fixed argv
-                          capture_output=True, text=True, timeout=120, check=False)
+        raise ConfigError(
+            f"SAM's translator is not installed ({SAM_PYTHON} is missing): run `make run` or "
+            "`make test` once, which install aws-sam-cli's venv"
+        )
+    done = subprocess.run(
+        [str(SAM_PYTHON), str(SCRIPT)],
+        input=json.dumps(request),  # nosec B603 - fixed argv
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     if done.returncode != 0:
         raise ConfigError(f"SAM's transform failed: {done.stderr.strip()[-2000:]}")
     out: dict[str, Any] = json.loads(done.stdout)

@@ -80,24 +80,41 @@ def bench_settings(template: Template, base_url: str) -> Settings:
     return Settings.model_validate({**env, "MODEL_BASE_URL": base_url})
 
 
-def one_call(client: httpx.Client, settings: Settings, model: str, dish: str, run: int,
-             api_key: str | None, function_ms: float) -> BenchCall:
+def one_call(
+    client: httpx.Client, settings: Settings, model: str, dish: str, run: int, api_key: str | None, function_ms: float
+) -> BenchCall:
     """``function_ms``: the recipe function's Timeout, as a fresh invocation would have it."""
     limits = RecipeLimits.from_settings(settings)
     endpoint = ModelEndpoint(settings.model_base_url, model, api_key)
     outcome = generate_recipe(client, endpoint, limits, dish, Budget(function_ms, None))
     m = outcome.metrics
-    return BenchCall(model=model, dish=dish, run=run, valid=outcome.recipe is not None,
-                     code=outcome.error.code.value if outcome.error else None, firstContentMs=m.firstContentMs,
-                     totalMs=m.totalMs, tokensPerSecond=tokens_per_second(m), maxGapMs=m.maxGapMs,
-                     finishReason=m.finishReason,
-                     completionTokens=m.completionTokens, attempts=m.attempts,
-                     detail=outcome.error.detail[:200] if outcome.error else "")
+    return BenchCall(
+        model=model,
+        dish=dish,
+        run=run,
+        valid=outcome.recipe is not None,
+        code=outcome.error.code.value if outcome.error else None,
+        firstContentMs=m.firstContentMs,
+        totalMs=m.totalMs,
+        tokensPerSecond=tokens_per_second(m),
+        maxGapMs=m.maxGapMs,
+        finishReason=m.finishReason,
+        completionTokens=m.completionTokens,
+        attempts=m.attempts,
+        detail=outcome.error.detail[:200] if outcome.error else "",
+    )
 
 
-def run_bench(settings: Settings, models: Sequence[str], dishes: Sequence[str], runs: int, concurrency: int,
-              api_key: str | None, function_ms: float,
-              on_done: Callable[[BenchCall], None] | None = None) -> list[BenchCall]:
+def run_bench(
+    settings: Settings,
+    models: Sequence[str],
+    dishes: Sequence[str],
+    runs: int,
+    concurrency: int,
+    api_key: str | None,
+    function_ms: float,
+    on_done: Callable[[BenchCall], None] | None = None,
+) -> list[BenchCall]:
     """Every (model, dish, run), ``concurrency`` at a time; results in a stable order."""
     jobs = [(model, dish, run) for run in range(1, runs + 1) for model in models for dish in dishes]
     limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency)
@@ -129,18 +146,22 @@ def summarise(calls: Sequence[BenchCall], models: Sequence[str]) -> list[dict[st
         first = [c.firstContentMs for c in mine if c.firstContentMs is not None]
         rates = [c.tokensPerSecond for c in mine if c.tokensPerSecond is not None]
         gaps = [c.maxGapMs for c in mine if c.maxGapMs is not None]
-        rows.append({
-            "model": model,
-            "runs": len(mine),
-            "valid": sum(c.valid for c in mine),
-            "failures": dict(Counter(c.code for c in mine if c.code)),
-            "firstContentMs": {"p50": percentile(first, 50), "p90": percentile(first, 90)},
-            "totalMs": {"p50": percentile([c.totalMs for c in mine], 50),
-                        "p90": percentile([c.totalMs for c in mine], 90)},
-            "tokensPerSecond": {"p50": percentile(rates, 50)},
-            "maxGapMs": {"p90": percentile(gaps, 90)},
-            "finishReasons": dict(Counter(c.finishReason or "none" for c in mine)),
-        })
+        rows.append(
+            {
+                "model": model,
+                "runs": len(mine),
+                "valid": sum(c.valid for c in mine),
+                "failures": dict(Counter(c.code for c in mine if c.code)),
+                "firstContentMs": {"p50": percentile(first, 50), "p90": percentile(first, 90)},
+                "totalMs": {
+                    "p50": percentile([c.totalMs for c in mine], 50),
+                    "p90": percentile([c.totalMs for c in mine], 90),
+                },
+                "tokensPerSecond": {"p50": percentile(rates, 50)},
+                "maxGapMs": {"p90": percentile(gaps, 90)},
+                "finishReasons": dict(Counter(c.finishReason or "none" for c in mine)),
+            }
+        )
     return rows
 
 
@@ -148,8 +169,10 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     def s(ms: float | None) -> str:
         return "-" if ms is None else f"{ms / 1000:.2f}"
 
-    header = (f"{'model':<18} {'runs':>4} {'valid':>5}  {'first content p50/p90 s':>23}  {'total p50/p90 s':>15}  "
-              f"{'tok/s p50':>9}  {'gap p90 s':>9}  failures / finish reasons")
+    header = (
+        f"{'model':<18} {'runs':>4} {'valid':>5}  {'first content p50/p90 s':>23}  {'total p50/p90 s':>15}  "
+        f"{'tok/s p50':>9}  {'gap p90 s':>9}  failures / finish reasons"
+    )
     lines = [header, "-" * len(header)]
     for r in rows:
         failures = ", ".join(f"{k} {v}" for k, v in r["failures"].items()) or "-"
@@ -159,18 +182,23 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             f"{r['model']:<18} {r['runs']:>4} {r['valid']:>5}  "
             f"{s(r['firstContentMs']['p50']) + ' / ' + s(r['firstContentMs']['p90']):>23}  "
             f"{s(r['totalMs']['p50']) + ' / ' + s(r['totalMs']['p90']):>15}  "
-            f"{'-' if rate is None else f'{rate:.0f}':>9}  {s(r['maxGapMs']['p90']):>9}  {failures} / {finish}")
+            f"{'-' if rate is None else f'{rate:.0f}':>9}  {s(r['maxGapMs']['p90']):>9}  {failures} / {finish}"
+        )
     return "\n".join(lines)
 
 
 def limit_lines(settings: Settings) -> dict[str, float]:
     """The limits a reader of the chart compares the times with (ms)."""
-    return {"first content": RECIPE_FIRST_CONTENT.of(settings), "idle": RECIPE_IDLE.of(settings),
-            "total": RECIPE_TOTAL.of(settings)}
+    return {
+        "first content": RECIPE_FIRST_CONTENT.of(settings),
+        "idle": RECIPE_IDLE.of(settings),
+        "total": RECIPE_TOTAL.of(settings),
+    }
 
 
-def write_outputs(out_dir: Path, document: dict[str, Any], calls: Sequence[BenchCall],
-                  settings: Settings) -> list[Path]:
+def write_outputs(
+    out_dir: Path, document: dict[str, Any], calls: Sequence[BenchCall], settings: Settings
+) -> list[Path]:
     """``bench.json`` (= ``--json``), ``calls.csv`` (one line per call) and ``bench.png``."""
     from chuixiang_local.commands.bench_chart import draw
 
@@ -185,8 +213,9 @@ def write_outputs(out_dir: Path, document: dict[str, Any], calls: Sequence[Bench
     return [json_path, csv_path, png_path]
 
 
-def document(rows: list[dict[str, Any]], parameters: dict[str, str], started_at: str,
-             extra: dict[str, Any]) -> dict[str, Any]:
+def document(
+    rows: list[dict[str, Any]], parameters: dict[str, str], started_at: str, extra: dict[str, Any]
+) -> dict[str, Any]:
     return {"models": rows, "parameters": parameters, "startedAt": started_at, **extra}
 
 

@@ -21,25 +21,52 @@ def draw(path: Path, rows: Sequence[dict[str, Any]], calls: Sequence[BenchCall],
     import matplotlib.pyplot as plt
 
     models = [r["model"] for r in rows]
-    fig, (times, valid) = plt.subplots(1, 2, figsize=(12, 0.6 * len(models) + 3), sharey=True,
-                                       gridspec_kw={"width_ratios": [4, 1]})
+    fig, (times, valid) = plt.subplots(
+        1, 2, figsize=(12, 0.6 * len(models) + 3), sharey=True, gridspec_kw={"width_ratios": [4, 1]}
+    )
     for i, model in enumerate(models):
         mine = [c for c in calls if c.model == model]
         jitter = [(k - (len(mine) - 1) / 2) * 0.08 for k in range(len(mine))]
-        first = [(c.firstContentMs / 1000, i + j) for c, j in zip(mine, jitter, strict=True)
-                 if c.firstContentMs is not None]
+        first = [
+            (c.firstContentMs / 1000, i + j) for c, j in zip(mine, jitter, strict=True) if c.firstContentMs is not None
+        ]
         total = [(c.totalMs / 1000, i + j, c.valid) for c, j in zip(mine, jitter, strict=True)]
         gaps = [(c.maxGapMs / 1000, i + j) for c, j in zip(mine, jitter, strict=True) if c.maxGapMs is not None]
         if gaps:
-            times.scatter([x for x, _ in gaps], [y for _, y in gaps], marker="^", color="tab:gray",
-                          label="longest gap (vs idle)" if i == 0 else None, zorder=3)
+            times.scatter(
+                [x for x, _ in gaps],
+                [y for _, y in gaps],
+                marker="^",
+                color="tab:gray",
+                label="longest gap (vs idle)" if i == 0 else None,
+                zorder=3,
+            )
         if first:
-            times.scatter([x for x, _ in first], [y for _, y in first], marker="o", color="tab:blue",
-                          label="first content" if i == 0 else None, zorder=3)
-        times.scatter([x for x, _, ok in total if ok], [y for _, y, ok in total if ok], marker="s",
-                      color="tab:green", label="total (valid)" if i == 0 else None, zorder=3)
-        times.scatter([x for x, _, ok in total if not ok], [y for _, y, ok in total if not ok], marker="x",
-                      color="tab:red", s=60, label="total (failed)" if i == 0 else None, zorder=3)
+            times.scatter(
+                [x for x, _ in first],
+                [y for _, y in first],
+                marker="o",
+                color="tab:blue",
+                label="first content" if i == 0 else None,
+                zorder=3,
+            )
+        times.scatter(
+            [x for x, _, ok in total if ok],
+            [y for _, y, ok in total if ok],
+            marker="s",
+            color="tab:green",
+            label="total (valid)" if i == 0 else None,
+            zorder=3,
+        )
+        times.scatter(
+            [x for x, _, ok in total if not ok],
+            [y for _, y, ok in total if not ok],
+            marker="x",
+            color="tab:red",
+            s=60,
+            label="total (failed)" if i == 0 else None,
+            zorder=3,
+        )
     for name, ms in limits_ms.items():
         color, style = LIMIT_STYLES[name]
         times.axvline(ms / 1000, color=color, linestyle=style, label=f"{name} limit {ms / 1000:g} s")
@@ -51,8 +78,9 @@ def draw(path: Path, rows: Sequence[dict[str, Any]], calls: Sequence[BenchCall],
     times.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4, fontsize="small")
 
     rates = [r["valid"] / r["runs"] if r["runs"] else 0 for r in rows]
-    valid.barh(range(len(models)), rates, color=["tab:green" if v == 1 else "tab:orange" if v else "tab:red"
-                                                 for v in rates])
+    valid.barh(
+        range(len(models)), rates, color=["tab:green" if v == 1 else "tab:orange" if v else "tab:red" for v in rates]
+    )
     for i, r in enumerate(rows):
         valid.text(0.02, i, f"{r['valid']}/{r['runs']}", va="center")
     valid.set_xlim(0, 1)

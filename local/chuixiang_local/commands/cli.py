@@ -56,11 +56,17 @@ def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalC
         fake = FakeModelProcess(pace_s=args.fake_pace_ms / 1000, host=bind, port=getattr(args, "model_port", 0))
         base_url = fake.start()
         _progress(f"embedded fake model at {base_url} ({args.fake_pace_ms} ms per chunk)")
-    cloud = LocalCloud(overrides, model_base_url=base_url, work_dir=WORK_DIR, log=log,
-                       worker_nice=SERVE_WORKER_NICE if args.command == "serve" else 0,
-                       front_door_first=args.command == "serve" and args.front_door_first,
-                       port=getattr(args, "cloud_port", 0), bind=bind,
-                       account_concurrency=getattr(args, "account_concurrency", DEFAULT_QUOTA))
+    cloud = LocalCloud(
+        overrides,
+        model_base_url=base_url,
+        work_dir=WORK_DIR,
+        log=log,
+        worker_nice=SERVE_WORKER_NICE if args.command == "serve" else 0,
+        front_door_first=args.command == "serve" and args.front_door_first,
+        port=getattr(args, "cloud_port", 0),
+        bind=bind,
+        account_concurrency=getattr(args, "account_concurrency", DEFAULT_QUOTA),
+    )
     try:
         cloud.start()
         yield cloud
@@ -114,15 +120,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
         extra_env = cloud.api_environment()
         env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
         api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
-            [sys.executable, "-m", "chuixiang_local.gateway.api_server", "--host", args.host, "--port", str(args.port),
-             "--workers", str(args.workers), "--body-idle-seconds", str(args.body_idle_seconds),
-             "--function", function_argument(spec, cloud.layer_dirs(), extra_env),
-             "--jwt-issuer", cloud.template.parameters["JwtIssuer"],
-             "--jwt-audience", cloud.template.parameters["JwtAudience"],
-             *(["--requests-file", str(cloud.api_requests.path)] if cloud.api_requests else [])],
+            [
+                sys.executable,
+                "-m",
+                "chuixiang_local.gateway.api_server",
+                "--host",
+                args.host,
+                "--port",
+                str(args.port),
+                "--workers",
+                str(args.workers),
+                "--body-idle-seconds",
+                str(args.body_idle_seconds),
+                "--function",
+                function_argument(spec, cloud.layer_dirs(), extra_env),
+                "--jwt-issuer",
+                cloud.template.parameters["JwtIssuer"],
+                "--jwt-audience",
+                cloud.template.parameters["JwtAudience"],
+                *(["--requests-file", str(cloud.api_requests.path)] if cloud.api_requests else []),
+            ],
             # stdin: it exits with this process (see exit_with_parent); a session of its own: Ctrl-C is
             # this process's to handle (a drain first), not a signal that stops the API mid-drain.
-            env=env, stdin=subprocess.PIPE, start_new_session=True)
+            env=env,
+            stdin=subprocess.PIPE,
+            start_new_session=True,
+        )
         draining = threading.Event()
 
         def stop(*_: Any) -> None:
@@ -136,9 +159,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        _progress(f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
-                  f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops "
-                  f"(jobs in flight get {args.drain_seconds:g} s to finish; twice: at once)")
+        _progress(
+            f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
+            f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops "
+            f"(jobs in flight get {args.drain_seconds:g} s to finish; twice: at once)"
+        )
         _wait_interruptibly(api, until=draining)
         died = not draining.is_set() and api.poll() is not None
         if died:  # nobody asked it to stop: say so, and exit with an error (a supervisor restarts serve)
@@ -162,8 +187,10 @@ def _drain(cloud: LocalCloud, api: subprocess.Popen[bytes], bound_s: float) -> N
     """Let the executions running now finish, for at most ``bound_s`` (or until a second signal stops the
     API), then say how many finished and how many were cut."""
     running = set(cloud.running_executions())
-    _progress(f"draining: no new jobs (503 + Retry-After), polls answered; {len(running)} job(s) in flight, "
-              f"up to {bound_s:g} s")
+    _progress(
+        f"draining: no new jobs (503 + Retry-After), polls answered; {len(running)} job(s) in flight, "
+        f"up to {bound_s:g} s"
+    )
     end = time.monotonic() + bound_s
     left = running
     while left and time.monotonic() < end and api.poll() is None:
@@ -193,6 +220,7 @@ SERVE_STOP_LIMIT_S = 10.0
 def _exit_if_still_stopping_after(seconds: float) -> None:
     """A stop must end: should a step hang (a child that ignores SIGTERM, a server that never wakes),
     exit anyway after ``seconds``, saying so; the last "stopping:" line on stderr names the step."""
+
     def bail() -> None:
         time.sleep(seconds)
         _progress(f"still stopping after {seconds:g} s; exiting now")
@@ -208,8 +236,9 @@ def cmd_invoke(args: argparse.Namespace) -> int:
         cloud.seed_job_for(event)
         result = cloud.invoke(spec, event)
     print(json.dumps(result.payload, ensure_ascii=False, indent=2))
-    _progress(f"{spec.logical_id}: {'error ' + str(result.error_type) if result.failed else 'ok'} "
-              f"in {result.duration_ms} ms")
+    _progress(
+        f"{spec.logical_id}: {'error ' + str(result.error_type) if result.failed else 'ok'} in {result.duration_ms} ms"
+    )
     return 1 if result.failed else 0
 
 
@@ -225,12 +254,16 @@ def cmd_cloud(args: argparse.Namespace) -> int:
     with open(log_path, "w", encoding="utf-8") as log, local_stack(args, log) as cloud:
         env_file, state_file = Path(args.env_vars), Path(args.state)
         write_files(cloud, env_file, state_file, args.host_address)
-        _progress(f"local cloud up: moto at {cloud.endpoint} (from a container: {args.host_address}); "
-                  f"function logs: {log_path}")
-        _progress(f"env-vars file for SAM: {env_file}; then, e.g.:\n"
-                  f"  .venv/bin/chuixiang seed -e events/recipe.json\n"
-                  f"  sam local invoke RecipeFunction -e events/recipe.json --env-vars {env_file}\n"
-                  f"  sam local start-api --env-vars {env_file}\nCtrl-C stops it.")
+        _progress(
+            f"local cloud up: moto at {cloud.endpoint} (from a container: {args.host_address}); "
+            f"function logs: {log_path}"
+        )
+        _progress(
+            f"env-vars file for SAM: {env_file}; then, e.g.:\n"
+            f"  .venv/bin/chuixiang seed -e events/recipe.json\n"
+            f"  sam local invoke RecipeFunction -e events/recipe.json --env-vars {env_file}\n"
+            f"  sam local start-api --env-vars {env_file}\nCtrl-C stops it."
+        )
         while not stopping.wait(0.5):
             pass
     state_file.unlink(missing_ok=True)
@@ -251,13 +284,18 @@ def cmd_seed(args: argparse.Namespace) -> int:
         raise ConfigError("no local cloud is running: start `chuixiang cloud` first")
     state = json.loads(state_file.read_text())
     event = json.loads(Path(args.event).read_text())
-    table = boto3.resource("dynamodb", endpoint_url=state["endpoint"], region_name="us-east-1",
-                           aws_access_key_id="testing", aws_secret_access_key="testing"  # nosec B106 - moto
-                           ).Table(state["table"])
+    table = boto3.resource(
+        "dynamodb",
+        endpoint_url=state["endpoint"],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",  # nosec B106 - moto
+    ).Table(state["table"])
     created = seed_job(JobStore(Settings.model_validate({"JOBS_TABLE": state["table"]}), table), event)
     job = event.get("jobId") if isinstance(event, dict) else None
-    _progress(f"job {job} created RUNNING" if created else f"nothing to create (job {job} exists, or the event "
-                                                              f"names none)")
+    _progress(
+        f"job {job} created RUNNING" if created else f"nothing to create (job {job} exists, or the event names none)"
+    )
     return 0
 
 
@@ -285,8 +323,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         base_url = fake.start()
         overrides = bench.scaled_overrides(Template(), fake.time_scale, given)
         extra["fakeTimeScale"] = round(fake.time_scale, 4)
-        _progress(f"embedded fake model at {base_url}: profiles play {1 / fake.time_scale:.0f}x faster than "
-                  f"real time, recipe limits scaled alike")
+        _progress(
+            f"embedded fake model at {base_url}: profiles play {1 / fake.time_scale:.0f}x faster than "
+            f"real time, recipe limits scaled alike"
+        )
     elif not models:
         raise ConfigError("--models is required with --model-base-url")
     template = Template(overrides)
@@ -304,15 +344,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     logger.setLevel("WARNING")  # one log line per call would mix with the table; calls.csv has them all
     function_ms = template.function_by_dir("recipe").timeout_s * 1000
     try:
-        calls = bench.run_bench(settings, models, dishes, args.runs, args.concurrency, bench.api_key_from_env(),
-                                function_ms, done)
+        calls = bench.run_bench(
+            settings, models, dishes, args.runs, args.concurrency, bench.api_key_from_env(), function_ms, done
+        )
     finally:
         bar.close()
         if fake:
             fake.stop()
     rows = bench.summarise(calls, models)
-    parameters = {p: str(template.parameters[p]) for p in sorted(template.parameters)
-                  if p.startswith("Recipe") and p not in ("RecipeModel", "RecipeFallbackModels")}
+    parameters = {
+        p: str(template.parameters[p])
+        for p in sorted(template.parameters)
+        if p.startswith("Recipe") and p not in ("RecipeModel", "RecipeFallbackModels")
+    }
     doc = bench.document(rows, parameters, started, {"dishes": dishes, **extra})
     written = bench.write_outputs(Path(args.out), doc, calls, settings)
     if args.json:
@@ -320,8 +364,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         print(bench.table(rows))
         if fake:
-            print(f"(fake time: the profiles and the recipe limits run {1 / fake.time_scale:.1f}x faster than real "
-                  "time; multiply times by that, divide tokens/s)")
+            print(
+                f"(fake time: the profiles and the recipe limits run {1 / fake.time_scale:.1f}x faster than real "
+                "time; multiply times by that, divide tokens/s)"
+            )
     _progress("wrote " + ", ".join(str(p) for p in written))
     return 0
 
@@ -332,8 +378,10 @@ def cmd_cost(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.parameter_overrides)
     check_or_raise(Template(overrides))
     _progress("running a generated, a cached and a failed job on the local cloud to count their AWS calls…")
-    doc = report(overrides, Assumptions(recipe_seconds=args.recipe_seconds, image_seconds=args.image_seconds,
-                                        image_mb=args.image_mb))
+    doc = report(
+        overrides,
+        Assumptions(recipe_seconds=args.recipe_seconds, image_seconds=args.image_seconds, image_mb=args.image_mb),
+    )
     print(json.dumps(doc, ensure_ascii=False, indent=2) if args.json else render(doc))
     return 0
 
@@ -371,11 +419,15 @@ def _what_deploy_deploys(command_line: dict[str, str], stack_name: str | None) -
     name = stack_name or samconfig_stack_name(samconfig) or "chuixiang"
     try:
         previous = deployed_parameters(boto3.client("cloudformation"), name)
-        print(f"checking stack {name}: {len(previous)} deployed parameter values kept unless overridden",
-              file=sys.stderr)
+        print(
+            f"checking stack {name}: {len(previous)} deployed parameter values kept unless overridden", file=sys.stderr
+        )
     except (BotoCoreError, ClientError) as exc:
-        print(f"note: stack {name}'s deployed parameters could not be read ({exc}); checking samconfig.toml "
-              f"and the command line over the template's defaults", file=sys.stderr)
+        print(
+            f"note: stack {name}'s deployed parameters could not be read ({exc}); checking samconfig.toml "
+            f"and the command line over the template's defaults",
+            file=sys.stderr,
+        )
         previous = {}
     return {**previous, **samconfig_overrides(samconfig), **command_line}
 
@@ -390,8 +442,10 @@ def _account_problems(template: Template) -> list[str]:
     try:
         limit, reserved = account_concurrency(boto3.client("lambda"))
     except (BotoCoreError, ClientError) as exc:
-        print(f"note: the account's concurrency quota could not be read ({exc}); reservation not checked against it",
-              file=sys.stderr)
+        print(
+            f"note: the account's concurrency quota could not be read ({exc}); reservation not checked against it",
+            file=sys.stderr,
+        )
         return []
     own = [p for p in reservation_problems(template, limit, reserved) if "quota" in p]
     print(f"account: concurrency quota {limit}, {reserved} already reserved", file=sys.stderr)
@@ -399,22 +453,32 @@ def _account_problems(template: Template) -> list[str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="chuixiang", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="chuixiang", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="command", required=True)
 
     def account_quota(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--account-concurrency", type=int, default=DEFAULT_QUOTA, metavar="N",
-                       help=f"the AWS account's Lambda concurrent-executions quota (default {DEFAULT_QUOTA}; some "
-                            "new accounts get 10): the state machine's invocations beyond it are throttled as Lambda "
-                            "throttles them")
+        p.add_argument(
+            "--account-concurrency",
+            type=int,
+            default=DEFAULT_QUOTA,
+            metavar="N",
+            help=f"the AWS account's Lambda concurrent-executions quota (default {DEFAULT_QUOTA}; some "
+            "new accounts get 10): the state machine's invocations beyond it are throttled as Lambda "
+            "throttles them",
+        )
 
     def common(p: argparse.ArgumentParser, model: bool = True) -> None:
-        p.add_argument("--parameter-overrides", nargs="+", metavar="KEY=VALUE",
-                       help="template parameters, as for `sam deploy`")
+        p.add_argument(
+            "--parameter-overrides", nargs="+", metavar="KEY=VALUE", help="template parameters, as for `sam deploy`"
+        )
         if model:
-            p.add_argument("--model-base-url", help="OpenAI-compatible base URL (default: embedded fake model); "
-                                                    "MODEL_API_KEY is sent as the bearer token")
+            p.add_argument(
+                "--model-base-url",
+                help="OpenAI-compatible base URL (default: embedded fake model); "
+                "MODEL_API_KEY is sent as the bearer token",
+            )
             p.add_argument("--fake-pace-ms", type=float, default=2.0, help="fake model delay between chunks")
 
     p = sub.add_parser("cook", help="run one job end to end")
@@ -427,18 +491,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=3000)
     p.add_argument("--verbose", action="store_true", help="function logs on stderr")
-    p.add_argument("--workers", type=int, default=16,
-                   help="api invocations at once (warm api function processes)")
-    p.add_argument("--body-idle-seconds", type=float, default=10,
-                   help="a request whose headers or body stall this long is answered 408 (it never holds the "
-                        "functions)")
-    p.add_argument("--drain-seconds", type=float, default=30,
-                   help="on SIGTERM or Ctrl-C, how long the jobs in flight may take to finish (a second signal: "
-                        "stop at once)")
-    p.add_argument("--no-front-door-first", dest="front_door_first", action="store_false",
-                   help="do not hold the state machine's invocations while API calls are in flight, nor "
-                        "serve the api function's AWS calls first in moto (on by default: on AWS the API "
-                        "never shares a CPU or a DynamoDB server with the functions)")
+    p.add_argument("--workers", type=int, default=16, help="api invocations at once (warm api function processes)")
+    p.add_argument(
+        "--body-idle-seconds",
+        type=float,
+        default=10,
+        help="a request whose headers or body stall this long is answered 408 (it never holds the functions)",
+    )
+    p.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=30,
+        help="on SIGTERM or Ctrl-C, how long the jobs in flight may take to finish (a second signal: stop at once)",
+    )
+    p.add_argument(
+        "--no-front-door-first",
+        dest="front_door_first",
+        action="store_false",
+        help="do not hold the state machine's invocations while API calls are in flight, nor "
+        "serve the api function's AWS calls first in moto (on by default: on AWS the API "
+        "never shares a CPU or a DynamoDB server with the functions)",
+    )
     account_quota(p)
     common(p)
     p.set_defaults(func=cmd_serve)
@@ -450,23 +523,32 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_invoke)
 
     p = sub.add_parser("bench", help="send the recipe request to several models; time and check every answer")
-    p.add_argument("--models", help="comma-separated models (default, offline: the embedded profiles fake-steady, "
-                                    "fake-peak, fake-late-start, fake-broken-json, fake-length, fake-thinker)")
+    p.add_argument(
+        "--models",
+        help="comma-separated models (default, offline: the embedded profiles fake-steady, "
+        "fake-peak, fake-late-start, fake-broken-json, fake-length, fake-thinker)",
+    )
     p.add_argument("--dishes", help="comma-separated dishes (default: 番茄炒蛋,红烧肉)")
     p.add_argument("--runs", type=int, default=1, help="runs of every (model, dish)")
     p.add_argument("--concurrency", type=int, default=4, help="calls at once")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.add_argument("--out", default=str(WORK_DIR / "bench"), help="directory for bench.json, calls.csv, bench.png")
-    p.add_argument("--routing", action="store_true",
-                   help="compare RecipeRouting ordered and fastest and hedging over the write-up's measured models "
-                        "(off-peak, peak, a queued primary), offline, time scaled down")
+    p.add_argument(
+        "--routing",
+        action="store_true",
+        help="compare RecipeRouting ordered and fastest and hedging over the write-up's measured models "
+        "(off-peak, peak, a queued primary), offline, time scaled down",
+    )
     p.add_argument("--jobs", type=int, default=20, help="with --routing: jobs per scenario and strategy")
     p.add_argument("--chart", default="", help="with --routing: where to draw the chart (PNG)")
     common(p)
     p.set_defaults(func=cmd_bench, fake_pace_ms=3.0)
 
-    p = sub.add_parser("cost", help="AWS cost per 1 000 jobs (generated, cached, failed) from the template "
-                                    "and AWS calls counted on the local cloud")
+    p = sub.add_parser(
+        "cost",
+        help="AWS cost per 1 000 jobs (generated, cached, failed) from the template "
+        "and AWS calls counted on the local cloud",
+    )
     p.add_argument("--recipe-seconds", type=float, default=86.0, help="production recipe stream time (default 86)")
     p.add_argument("--image-seconds", type=float, default=30.0, help="production image generation time")
     p.add_argument("--image-mb", type=float, default=1.5, help="stored and downloaded image size")
@@ -477,10 +559,16 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cloud", help="keep the local cloud up on a fixed port for `sam local invoke`/`start-api`")
     p.add_argument("--port", dest="cloud_port", type=int, default=4566, help="moto's port (default 4566)")
     p.add_argument("--model-port", type=int, default=8765, help="the embedded fake model's port")
-    p.add_argument("--bind", default="127.0.0.1",
-                   help="address moto and the fake model listen on; 0.0.0.0 lets containers on Linux reach them")
-    p.add_argument("--host-address", default="host.docker.internal",
-                   help="how a container reaches this machine (written into the env-vars file)")
+    p.add_argument(
+        "--bind",
+        default="127.0.0.1",
+        help="address moto and the fake model listen on; 0.0.0.0 lets containers on Linux reach them",
+    )
+    p.add_argument(
+        "--host-address",
+        default="host.docker.internal",
+        help="how a container reaches this machine (written into the env-vars file)",
+    )
     p.add_argument("--env-vars", default=str(WORK_DIR / "sam-env.json"), help="where to write SAM's env-vars file")
     p.add_argument("--state", default=str(CLOUD_STATE), help="where to say where the cloud runs (for `seed`)")
     account_quota(p)
@@ -494,14 +582,24 @@ def parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("ladder", help="print and check the timeout ladder")
     p.add_argument("--markdown", action="store_true", help="print the ladder as the README's table")
-    p.add_argument("--account", action="store_true",
-                   help="also check the reservation, the admitted jobs and the API's peak against the AWS account's "
-                        "concurrency quota (read with your credentials)")
-    p.add_argument("--account-concurrency", type=int, metavar="N",
-                   help="the same check against a quota of N, without AWS (a new account may have 10)")
-    p.add_argument("--deployed", action="store_true",
-                   help="check what `sam deploy` will deploy: the stack's current values, then samconfig.toml's "
-                        "parameter_overrides, then --parameter-overrides")
+    p.add_argument(
+        "--account",
+        action="store_true",
+        help="also check the reservation, the admitted jobs and the API's peak against the AWS account's "
+        "concurrency quota (read with your credentials)",
+    )
+    p.add_argument(
+        "--account-concurrency",
+        type=int,
+        metavar="N",
+        help="the same check against a quota of N, without AWS (a new account may have 10)",
+    )
+    p.add_argument(
+        "--deployed",
+        action="store_true",
+        help="check what `sam deploy` will deploy: the stack's current values, then samconfig.toml's "
+        "parameter_overrides, then --parameter-overrides",
+    )
     p.add_argument("--stack-name", help="with --deployed (default: samconfig.toml's stack_name)")
     common(p, model=False)
     p.set_defaults(func=cmd_ladder)

@@ -113,8 +113,11 @@ def measure(overrides: dict[str, str], work_dir: Path) -> tuple[list[PathCounts]
     paths: list[PathCounts] = []
     poll = PollCost()
     log_path = work_dir / "cost.log"
-    with FakeModel(pace_s=0.0005) as fake, open(log_path, "w") as log, \
-            LocalCloud(overrides, model_base_url=fake.base_url, work_dir=work_dir, log=log) as cloud:
+    with (
+        FakeModel(pace_s=0.0005) as fake,
+        open(log_path, "w") as log,
+        LocalCloud(overrides, model_base_url=fake.base_url, work_dir=work_dir, log=log) as cloud,
+    ):
         api = LocalApi(cloud)
         sfn = cloud.client("stepfunctions")
         model = cloud.template.parameters["RecipeModel"]
@@ -132,8 +135,11 @@ def measure(overrides: dict[str, str], work_dir: Path) -> tuple[list[PathCounts]
             while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":  # the polls are modelled
                 fake.wait(0.05)
             log.flush()
-            counts = PathCounts(path=path, calls=cloud.requests.snapshot() - before_calls,
-                                log_bytes=log_path.stat().st_size - before_log)
+            counts = PathCounts(
+                path=path,
+                calls=cloud.requests.snapshot() - before_calls,
+                log_bytes=log_path.stat().st_size - before_log,
+            )
             counts.calls -= Counter({"states:DescribeExecution": counts.calls["states:DescribeExecution"]})
             for logical_id, invocation in cloud.invocations[before_inv:]:
                 counts.invocations[logical_id] += 1
@@ -156,20 +162,29 @@ def measure(overrides: dict[str, str], work_dir: Path) -> tuple[list[PathCounts]
 
 
 def _tokens(calls: list[dict[str, Any]]) -> tuple[int, int]:
-    return (sum(int(c.get("promptTokens") or 0) for c in calls),
-            sum(int(c.get("completionTokens") or 0) for c in calls))
+    return (
+        sum(int(c.get("promptTokens") or 0) for c in calls),
+        sum(int(c.get("completionTokens") or 0) for c in calls),
+    )
 
 
 def model_tokens(paths: list[PathCounts], assume: Assumptions) -> dict[str, dict[str, float]]:
     """Per 1 000 jobs of each path: the recipe calls' tokens (measured on the local model: its recipe is
     shorter than a real one), the wasted ones, and what both cost at the assumed prices."""
-    return {p.path: {"tokensUsed": 1000 * sum(p.tokens_used), "tokensWasted": 1000 * sum(p.tokens_wasted),
-                     "usdUsed": 1000 * assume.tokens_usd(*p.tokens_used),
-                     "usdWasted": 1000 * assume.tokens_usd(*p.tokens_wasted)} for p in paths}
+    return {
+        p.path: {
+            "tokensUsed": 1000 * sum(p.tokens_used),
+            "tokensWasted": 1000 * sum(p.tokens_wasted),
+            "usdUsed": 1000 * assume.tokens_usd(*p.tokens_used),
+            "usdWasted": 1000 * assume.tokens_usd(*p.tokens_wasted),
+        }
+        for p in paths
+    }
 
 
-def estimate(paths: list[PathCounts], poll: PollCost, template: Template,
-             assume: Assumptions) -> dict[str, dict[str, float]]:
+def estimate(
+    paths: list[PathCounts], poll: PollCost, template: Template, assume: Assumptions
+) -> dict[str, dict[str, float]]:
     """USD per 1 000 jobs of each path, by cost item."""
     memory = {s.logical_id: s.memory_mb for s in template.functions().values()}
     interval_s = template.number("ProgressIntervalMs") / 1000
@@ -205,9 +220,12 @@ def estimate(paths: list[PathCounts], poll: PollCost, template: Template,
             "DynamoDB writes": writes * math.ceil(max(p.item_kb, 1)) * DDB_WRITE_UNIT,
             "DynamoDB reads": reads * math.ceil(max(p.item_kb, 1) / 4) * DDB_READ_UNIT,
             "HTTP API requests": (1 + polls) * HTTP_API_REQUEST,
-            "S3 puts, storage, download": calls["s3:PutObject"] * S3_PUT + (
+            "S3 puts, storage, download": calls["s3:PutObject"] * S3_PUT
+            + (
                 assume.image_mb / 1024 * (S3_GB_MONTH * retention_months + TRANSFER_OUT_GB) + S3_GET
-                if stored_image else 0.0),
+                if stored_image
+                else 0.0
+            ),
             "CloudWatch Logs": (p.log_bytes + 200 * (1 + polls)) / 1024**3 * LOGS_INGEST_GB,
             "Secrets Manager": calls["secretsmanager:GetSecretValue"] * SECRETS_API_CALL,
         }
@@ -222,37 +240,64 @@ def report(overrides: dict[str, str], assume: Assumptions) -> dict[str, Any]:
         paths, poll = measure(overrides, Path(work))
     usd = estimate(paths, poll, template, assume)
     model = 1000 * (assume.model_usd_per_recipe + assume.model_usd_per_image)
-    return {"pricedOn": PRICED_ON, "region": "us-east-1", "assumptions": asdict(assume),
-            "modelTokensPer1000Jobs": model_tokens(paths, assume),
-            "usdPer1000Jobs": usd, "modelUsdPer1000GeneratedJobs": model,
-            "measured": {p.path: {"status": p.status, "calls": dict(p.calls), "transitions": p.transitions,
-                                  "invocations": dict(p.invocations), "logBytes": p.log_bytes,
-                                  "jobItemKb": round(p.item_kb, 1)} for p in paths},
-            "perPoll": {"calls": dict(poll.calls), "localMs": poll.local_ms},
-            "memoryMb": {s.logical_id: s.memory_mb for s in template.functions().values()}}
+    return {
+        "pricedOn": PRICED_ON,
+        "region": "us-east-1",
+        "assumptions": asdict(assume),
+        "modelTokensPer1000Jobs": model_tokens(paths, assume),
+        "usdPer1000Jobs": usd,
+        "modelUsdPer1000GeneratedJobs": model,
+        "measured": {
+            p.path: {
+                "status": p.status,
+                "calls": dict(p.calls),
+                "transitions": p.transitions,
+                "invocations": dict(p.invocations),
+                "logBytes": p.log_bytes,
+                "jobItemKb": round(p.item_kb, 1),
+            }
+            for p in paths
+        },
+        "perPoll": {"calls": dict(poll.calls), "localMs": poll.local_ms},
+        "memoryMb": {s.logical_id: s.memory_mb for s in template.functions().values()},
+    }
 
 
 def render(doc: dict[str, Any]) -> str:
     usd = doc["usdPer1000Jobs"]
     paths = list(usd)
     memory = ", ".join(f"{k.removesuffix('Function')} {v}" for k, v in doc["memoryMb"].items())
-    lines = [f"AWS cost per 1 000 jobs, USD (us-east-1 prices of {doc['pricedOn']}; memory MB: {memory})",
-             f"  {'':<28}" + "".join(f"{p:>12}" for p in paths)]
+    lines = [
+        f"AWS cost per 1 000 jobs, USD (us-east-1 prices of {doc['pricedOn']}; memory MB: {memory})",
+        f"  {'':<28}" + "".join(f"{p:>12}" for p in paths),
+    ]
     for item in usd[paths[0]]:
         lines.append(f"  {item:<28}" + "".join(f"{usd[p][item]:>12.4f}" for p in paths))
     a = doc["assumptions"]
-    recipe_usd = (a["recipe_prompt_tokens"] * a["usd_per_million_prompt_tokens"]
-                  + a["recipe_completion_tokens"] * a["usd_per_million_completion_tokens"]) / 1e6
-    lines.append(f"  model bill, generated job: {doc['modelUsdPer1000GeneratedJobs']:.2f} "
-                 f"(${recipe_usd:.4f} a recipe of {a['recipe_completion_tokens']} tokens + "
-                 f"${a['model_usd_per_image']} an image): "
-                 f"AWS is {usd['generated']['total'] / doc['modelUsdPer1000GeneratedJobs']:.1%} of it")
+    recipe_usd = (
+        a["recipe_prompt_tokens"] * a["usd_per_million_prompt_tokens"]
+        + a["recipe_completion_tokens"] * a["usd_per_million_completion_tokens"]
+    ) / 1e6
+    lines.append(
+        f"  model bill, generated job: {doc['modelUsdPer1000GeneratedJobs']:.2f} "
+        f"(${recipe_usd:.4f} a recipe of {a['recipe_completion_tokens']} tokens + "
+        f"${a['model_usd_per_image']} an image): "
+        f"AWS is {usd['generated']['total'] / doc['modelUsdPer1000GeneratedJobs']:.1%} of it"
+    )
     tokens = doc["modelTokensPer1000Jobs"]
-    lines.append("  model tokens per 1 000 jobs, measured locally (used / wasted, USD): " + "; ".join(
-        f"{p} {t['tokensUsed']:,.0f} / {t['tokensWasted']:,.0f} ({t['usdUsed']:.2f} / {t['usdWasted']:.2f})"
-        for p, t in tokens.items()))
-    lines.append(f"  assumed: recipe {a['recipe_seconds']:g} s, image {a['image_seconds']:g} s "
-                 f"and {a['image_mb']:g} MB; measured locally: " + "; ".join(
-                     f"{p} {m['transitions']} transitions, {sum(m['calls'].values())} AWS calls"
-                     for p, m in doc["measured"].items()))
+    lines.append(
+        "  model tokens per 1 000 jobs, measured locally (used / wasted, USD): "
+        + "; ".join(
+            f"{p} {t['tokensUsed']:,.0f} / {t['tokensWasted']:,.0f} ({t['usdUsed']:.2f} / {t['usdWasted']:.2f})"
+            for p, t in tokens.items()
+        )
+    )
+    lines.append(
+        f"  assumed: recipe {a['recipe_seconds']:g} s, image {a['image_seconds']:g} s "
+        f"and {a['image_mb']:g} MB; measured locally: "
+        + "; ".join(
+            f"{p} {m['transitions']} transitions, {sum(m['calls'].values())} AWS calls"
+            for p, m in doc["measured"].items()
+        )
+    )
     return "\n".join(lines)

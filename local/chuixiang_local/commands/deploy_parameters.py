@@ -28,8 +28,11 @@ def deployed_parameters(cloudformation: Any, stack_name: str) -> dict[str, str]:
         if "does not exist" in str(exc):
             return {}
         raise
-    return {p["ParameterKey"]: p["ParameterValue"] for p in stacks[0].get("Parameters", [])
-            if p.get("ParameterValue") not in (None, MASKED)}
+    return {
+        p["ParameterKey"]: p["ParameterValue"]
+        for p in stacks[0].get("Parameters", [])
+        if p.get("ParameterValue") not in (None, MASKED)
+    }
 
 
 def samconfig_overrides(path: Path, environment: str = "default") -> dict[str, str]:
@@ -54,6 +57,7 @@ def samconfig_stack_name(path: Path, environment: str = "default") -> str | None
     return None
 
 
-def effective_overrides(cloudformation: Any, stack_name: str, samconfig: Path,
-                        command_line: dict[str, str]) -> dict[str, str]:
+def effective_overrides(
+    cloudformation: Any, stack_name: str, samconfig: Path, command_line: dict[str, str]
+) -> dict[str, str]:
     return {**deployed_parameters(cloudformation, stack_name), **samconfig_overrides(samconfig), **command_line}

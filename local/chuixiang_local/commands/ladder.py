@@ -34,8 +34,12 @@ from chuixiang_local.template import ConfigError, FunctionSpec, Template, unqual
 
 #: Limits whose value the ladder reads from the ASL itself (after substitution), and how it names them.
 ASL_LABELS = {STATE_MACHINE.parameter: "state machine TimeoutSeconds"}
-LAMBDA_SERVICE_ERRORS = {"Lambda.ServiceException", "Lambda.AWSLambdaException",
-                         "Lambda.SdkClientException", "Lambda.TooManyRequestsException"}
+LAMBDA_SERVICE_ERRORS = {
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+}
 
 
 @dataclass
@@ -53,9 +57,11 @@ class Check:
 
     def line(self) -> str:
         status = "ok  " if self.ok else "FAIL"
-        return (f"{status} {self.inner} = {self.inner_value:g} {self.unit}  <  {self.outer} = "
-                f"{self.outer_value:g} {self.unit}  (margin needed {self.margin:g} {self.unit}, "
-                f"have {self.outer_value - self.inner_value:g})")
+        return (
+            f"{status} {self.inner} = {self.inner_value:g} {self.unit}  <  {self.outer} = "
+            f"{self.outer_value:g} {self.unit}  (margin needed {self.margin:g} {self.unit}, "
+            f"have {self.outer_value - self.inner_value:g})"
+        )
 
 
 @dataclass
@@ -144,16 +150,18 @@ def build_ladder(template: Template) -> Ladder:
             continue
         ladder.states[name] = StateLimit(name, timeout, source, backoff, attempts, fn.logical_id if fn else None)
         if fn is not None:
-            ladder.checks.append(Check(f"{fn.logical_id} Timeout", fn.timeout_s,
-                                       f"{name} state TimeoutSeconds", timeout, 1, "s"))
+            ladder.checks.append(
+                Check(f"{fn.logical_id} Timeout", fn.timeout_s, f"{name} state TimeoutSeconds", timeout, 1, "s")
+            )
             for r in state.get("Retry", []):
                 extra = set(r.get("ErrorEquals", [])) - LAMBDA_SERVICE_ERRORS
                 if extra:
-                    ladder.problems.append(f"{name} retries {sorted(extra)}: Lambda tasks may retry only "
-                                           f"Lambda service errors (the stage handles its own retries)")
+                    ladder.problems.append(
+                        f"{name} retries {sorted(extra)}: Lambda tasks may retry only "
+                        f"Lambda service errors (the stage handles its own retries)"
+                    )
 
-    ladder.limits = [(f"{limit.title} ({limit.parameter})",
-                      f"{value(limit):g} {limit.unit}") for limit in LIMITS]
+    ladder.limits = [(f"{limit.title} ({limit.parameter})", f"{value(limit):g} {limit.unit}") for limit in LIMITS]
     ladder.limits += [(f"{s.logical_id} Timeout", f"{s.timeout_s} s") for s in functions.values()]
 
     for limit in LIMITS:
@@ -162,13 +170,17 @@ def build_ladder(template: Template) -> Ladder:
             if fn is None:
                 ladder.problems.append(f"{limit.parameter}: no Lambda task state {limit.inside_state}")
             elif fn.timeout_s != value(limit):
-                ladder.problems.append(f"{fn.logical_id} Timeout = {fn.timeout_s} s is not {limit.parameter} "
-                                       f"= {value(limit):g} s (the template must !Ref the parameter)")
+                ladder.problems.append(
+                    f"{fn.logical_id} Timeout = {fn.timeout_s} s is not {limit.parameter} "
+                    f"= {value(limit):g} s (the template must !Ref the parameter)"
+                )
         if limit.timeout_of:
             fn = next((f for f in functions.values() if f.code_dir.name == limit.timeout_of), None)
             if fn is None or fn.timeout_s != value(limit):
-                ladder.problems.append(f"functions/{limit.timeout_of} Timeout is not {limit.parameter} "
-                                       f"= {value(limit):g} s (the template must !Ref the parameter)")
+                ladder.problems.append(
+                    f"functions/{limit.timeout_of} Timeout is not {limit.parameter} "
+                    f"= {value(limit):g} s (the template must !Ref the parameter)"
+                )
         for outer in limit.inside:
             ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
 
@@ -179,8 +191,16 @@ def build_ladder(template: Template) -> Ladder:
         ladder.problems.append(str(exc))
 
     ladder.worst_path, ladder.worst_path_s = _worst_path(asl, ladder.states)
-    ladder.checks.append(Check("worst-case path", ladder.worst_path_s, ASL_LABELS[STATE_MACHINE.parameter],
-                               sm_timeout, SAFETY_MARGIN_S, "s"))
+    ladder.checks.append(
+        Check(
+            "worst-case path",
+            ladder.worst_path_s,
+            ASL_LABELS[STATE_MACHINE.parameter],
+            sm_timeout,
+            SAFETY_MARGIN_S,
+            "s",
+        )
+    )
     return ladder
 
 
@@ -204,14 +224,19 @@ def markdown_table(template: Template) -> str:
     for limit in LIMITS:
         env = f" → `{limit.env}`" if limit.env else ""
         default = f"{template.number(limit.parameter):g} {limit.unit}"
-        rows.append(f"| **{limit.title}**: {limit.meaning} | `{limit.parameter}`{env} | {default} | "
-                    f"{_inside_text(limit)} |")
+        rows.append(
+            f"| **{limit.title}**: {limit.meaning} | `{limit.parameter}`{env} | {default} | {_inside_text(limit)} |"
+        )
     for state in ladder.states.values():
         if state.source == "TimeoutSeconds":
-            rows.append(f"| `{state.name}` state (direct integration or fixed) | ASL `TimeoutSeconds` | "
-                        f"{state.timeout_s:g} s | worst path |")
-    rows.append(f"| worst path: {' → '.join(ladder.worst_path)} (+ Lambda service-error back-offs) | computed | "
-                f"{ladder.worst_path_s:g} s | < `{STATE_MACHINE.parameter}` − {SAFETY_MARGIN_S} s |")
+            rows.append(
+                f"| `{state.name}` state (direct integration or fixed) | ASL `TimeoutSeconds` | "
+                f"{state.timeout_s:g} s | worst path |"
+            )
+    rows.append(
+        f"| worst path: {' → '.join(ladder.worst_path)} (+ Lambda service-error back-offs) | computed | "
+        f"{ladder.worst_path_s:g} s | < `{STATE_MACHINE.parameter}` − {SAFETY_MARGIN_S} s |"
+    )
     return "\n".join(rows)
 
 
@@ -222,8 +247,9 @@ def _inside_text(limit: Limit) -> str:
         return "encloses the recipe limits (the canary runs outside the state machine)"
     if not limit.inside:
         return "outermost" if limit is CLIENT_GIVE_UP else "not a nested limit"
-    margin = {Margin.STRICT: "", Margin.SAFETY: f" − {SAFETY_MARGIN_S} s",
-              Margin.FINISH: " − finish margin"}[limit.margin]
+    margin = {Margin.STRICT: "", Margin.SAFETY: f" − {SAFETY_MARGIN_S} s", Margin.FINISH: " − finish margin"}[
+        limit.margin
+    ]
     return ", ".join(f"< `{outer}`{margin}" for outer in limit.inside)
 
 
@@ -266,8 +292,7 @@ def api_peak(template: Template) -> int:
     return math.ceil(rate * API_INVOCATION_S)
 
 
-def reservation_problems(template: Template, account_limit: int | None = None,
-                         already_reserved: int = 0) -> list[str]:
+def reservation_problems(template: Template, account_limit: int | None = None, already_reserved: int = 0) -> list[str]:
     """A reservation below the admission limit throttles admitted jobs; one the account cannot give fails
     the deploy; a quota that cannot hold the admitted jobs and the API's peak throttles jobs (new accounts
     have a quota of 10 or 50)."""
@@ -275,26 +300,32 @@ def reservation_problems(template: Template, account_limit: int | None = None,
     admitted = int(template.number("RecipeConcurrency"))
     problems = []
     if 0 < reserved < admitted:
-        problems.append(f"RecipeReservedConcurrency = {reserved} is below RecipeConcurrency = {admitted}: "
-                        f"admitted jobs would be throttled")
+        problems.append(
+            f"RecipeReservedConcurrency = {reserved} is below RecipeConcurrency = {admitted}: "
+            f"admitted jobs would be throttled"
+        )
     if account_limit is None:
         return problems
     wanted = reserved * len(RESERVING_FUNCTIONS)
     left = account_limit - already_reserved - wanted
     if reserved and left < min_unreserved(account_limit):
-        problems.append(f"reserving {wanted} (RecipeReservedConcurrency = {reserved} for each of "
-                        f"{len(RESERVING_FUNCTIONS)} functions) leaves {left} of the account's concurrency "
-                        f"quota {account_limit} unreserved; Lambda requires {min_unreserved(account_limit)}: set "
-                        f"RecipeReservedConcurrency=0 or ask for a higher quota")
+        problems.append(
+            f"reserving {wanted} (RecipeReservedConcurrency = {reserved} for each of "
+            f"{len(RESERVING_FUNCTIONS)} functions) leaves {left} of the account's concurrency "
+            f"quota {account_limit} unreserved; Lambda requires {min_unreserved(account_limit)}: set "
+            f"RecipeReservedConcurrency=0 or ask for a higher quota"
+        )
     # Each admitted job runs one function at a time (submit, recipe or image); the api's invocations beside them.
     jobs = 0 if reserved else admitted
     need = jobs + api_peak(template)
     if need > left:
-        problems.append(f"the account's concurrency quota {account_limit} ({left} unreserved) cannot hold "
-                        f"{need} at the peak: {jobs} admitted jobs (RecipeConcurrency) + {api_peak(template)} api "
-                        f"invocations ((ApiThrottleRateLimit + ApiPollRateLimit) x {API_INVOCATION_S} s); stage "
-                        f"invocations beyond it are throttled and those jobs fail: ask for a higher quota or lower "
-                        f"RecipeConcurrency and the API's rates")
+        problems.append(
+            f"the account's concurrency quota {account_limit} ({left} unreserved) cannot hold "
+            f"{need} at the peak: {jobs} admitted jobs (RecipeConcurrency) + {api_peak(template)} api "
+            f"invocations ((ApiThrottleRateLimit + ApiPollRateLimit) x {API_INVOCATION_S} s); stage "
+            f"invocations beyond it are throttled and those jobs fail: ask for a higher quota or lower "
+            f"RecipeConcurrency and the API's rates"
+        )
     return problems
 
 

@@ -41,16 +41,21 @@ from chuixiang_local.model.profiles import PROFILES, REAL_MS_PER_TOKEN, ModelPro
 SCALE = 40.0  #: real seconds played this many times faster
 EXPECTED_TOKENS = 1600
 SCENARIOS: dict[str, tuple[ModelProfile, ...]] = {
-    "off-peak": (ModelProfile("bench-gpt-offpeak", 2.0, 1600 / 19, first_content_s_max=4.0,
-                              tokens_per_s_min=1600 / 32),
-                 ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4),
-                 ModelProfile("bench-late", 57.0, 30.0, first_content_s_max=58.0)),
-    "peak": (ModelProfile("bench-gpt-peak", 6.0, 1600 / 74, first_content_s_max=10.0, tokens_per_s_min=1600 / 86),
-             ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4),
-             ModelProfile("bench-late", 107.0, 30.0, first_content_s_max=110.0)),
-    "queued": (ModelProfile("bench-queued", 57.0, 30.0, first_content_s_max=107.0),
-               ModelProfile("bench-gpt-offpeak", 2.0, 1600 / 19, first_content_s_max=4.0, tokens_per_s_min=1600 / 32),
-               ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4)),
+    "off-peak": (
+        ModelProfile("bench-gpt-offpeak", 2.0, 1600 / 19, first_content_s_max=4.0, tokens_per_s_min=1600 / 32),
+        ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4),
+        ModelProfile("bench-late", 57.0, 30.0, first_content_s_max=58.0),
+    ),
+    "peak": (
+        ModelProfile("bench-gpt-peak", 6.0, 1600 / 74, first_content_s_max=10.0, tokens_per_s_min=1600 / 86),
+        ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4),
+        ModelProfile("bench-late", 107.0, 30.0, first_content_s_max=110.0),
+    ),
+    "queued": (
+        ModelProfile("bench-queued", 57.0, 30.0, first_content_s_max=107.0),
+        ModelProfile("bench-gpt-offpeak", 2.0, 1600 / 19, first_content_s_max=4.0, tokens_per_s_min=1600 / 32),
+        ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4),
+    ),
 }
 
 
@@ -63,7 +68,9 @@ class MemoryHealth:
     def observe(self, o: Observation) -> None:
         real = Observation(  # the bench's calls run SCALE times faster: measured back in real time
             first_content_ms=int(o.first_content_ms * SCALE) if o.first_content_ms is not None else None,
-            tokens_per_s=o.tokens_per_s / SCALE if o.tokens_per_s is not None else None, valid=o.valid)
+            tokens_per_s=o.tokens_per_s / SCALE if o.tokens_per_s is not None else None,
+            valid=o.valid,
+        )
         self.counts.update(counters(real))
 
     def read(self) -> ModelHealth:
@@ -71,8 +78,14 @@ class MemoryHealth:
         if not health.known or health.first_content_p90_ms is None:
             return health
         # the routing compares with the scaled budget: its figures in scaled time
-        return ModelHealth(True, health.samples, int(health.first_content_p90_ms / SCALE),
-                           (health.tokens_per_s_p10 or 0) * SCALE, health.valid_rate, 0.0)
+        return ModelHealth(
+            True,
+            health.samples,
+            int(health.first_content_p90_ms / SCALE),
+            (health.tokens_per_s_p10 or 0) * SCALE,
+            health.valid_rate,
+            0.0,
+        )
 
 
 @dataclass
@@ -83,15 +96,31 @@ class Result:
 
 
 def limits() -> RecipeLimits:
-    ms = {p: BY_PARAMETER[p].default / SCALE for p in ("RecipeFirstContentTimeoutMs", "RecipeIdleTimeoutMs",
-                                                         "RecipeTotalTimeoutMs", "RecipeRetryWindowMs",
-                                                         "RecipeMinAttemptMs")}
-    return RecipeLimits(total_ms=ms["RecipeTotalTimeoutMs"],
-                        stream=StreamLimits(first_content_s=ms["RecipeFirstContentTimeoutMs"] / 1000,
-                                            idle_s=ms["RecipeIdleTimeoutMs"] / 1000, max_chunks=10**6),
-                        retry=RetryPolicy(max_attempts=2, window_ms=ms["RecipeRetryWindowMs"],
-                                          min_attempt_ms=ms["RecipeMinAttemptMs"], base_backoff_s=0.5 / SCALE),
-                        max_tokens=3000)
+    ms = {
+        p: BY_PARAMETER[p].default / SCALE
+        for p in (
+            "RecipeFirstContentTimeoutMs",
+            "RecipeIdleTimeoutMs",
+            "RecipeTotalTimeoutMs",
+            "RecipeRetryWindowMs",
+            "RecipeMinAttemptMs",
+        )
+    }
+    return RecipeLimits(
+        total_ms=ms["RecipeTotalTimeoutMs"],
+        stream=StreamLimits(
+            first_content_s=ms["RecipeFirstContentTimeoutMs"] / 1000,
+            idle_s=ms["RecipeIdleTimeoutMs"] / 1000,
+            max_chunks=10**6,
+        ),
+        retry=RetryPolicy(
+            max_attempts=2,
+            window_ms=ms["RecipeRetryWindowMs"],
+            min_attempt_ms=ms["RecipeMinAttemptMs"],
+            base_backoff_s=0.5 / SCALE,
+        ),
+        max_tokens=3000,
+    )
 
 
 def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> Result:
@@ -101,17 +130,35 @@ def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> R
     out = Result()
     with httpx.Client() as client:
         for model in models * 3:  # the canary's probes: every model measured before the first job
-            generate_recipe(client, ModelEndpoint(fake.base_url, model, None), limits(), "番茄炒蛋",
-                            Budget(budget_ms, None), health_for=lambda m: health[m])  # type: ignore[arg-type, return-value]
+            generate_recipe(
+                client,
+                ModelEndpoint(fake.base_url, model, None),
+                limits(),
+                "番茄炒蛋",
+                Budget(budget_ms, None),
+                health_for=lambda m: health[m],
+            )  # type: ignore[arg-type, return-value]
         for _ in range(jobs):
-            fastest = FastestFirst({m: health[m].read() for m in models}, EXPECTED_TOKENS) \
-                if strategy == "fastest" else None
-            hedge = Hedge(BY_PARAMETER["RecipeHedgeAfterMs"].default / SCALE, hedge_budget) \
-                if strategy == "hedging" else None
+            fastest = (
+                FastestFirst({m: health[m].read() for m in models}, EXPECTED_TOKENS) if strategy == "fastest" else None
+            )
+            hedge = (
+                Hedge(BY_PARAMETER["RecipeHedgeAfterMs"].default / SCALE, hedge_budget)
+                if strategy == "hedging"
+                else None
+            )
             endpoint = ModelEndpoint(fake.base_url, models[0], None)
-            done = generate_recipe(client, endpoint, limits(), "番茄炒蛋", Budget(budget_ms, None),
-                                   fallbacks=models[1:], health_for=lambda m: health[m],  # type: ignore[arg-type, return-value]
-                                   fastest=fastest, hedge=hedge)
+            done = generate_recipe(
+                client,
+                endpoint,
+                limits(),
+                "番茄炒蛋",
+                Budget(budget_ms, None),
+                fallbacks=models[1:],
+                health_for=lambda m: health[m],  # type: ignore[arg-type, return-value]
+                fastest=fastest,
+                hedge=hedge,
+            )
             out.tokens += done.metrics.tokensUsed
             if done.recipe is not None:
                 out.ok += 1

@@ -52,7 +52,12 @@ def write_files(cloud: LocalCloud, env_file: Path, state_file: Path, host_addres
     variables = env_vars(cloud, host_address)
     env_file.parent.mkdir(parents=True, exist_ok=True)
     env_file.write_text(json.dumps(variables, indent=2, ensure_ascii=False) + "\n")
-    state: dict[str, Any] = {"endpoint": cloud.endpoint, "table": cloud.table_name, "bucket": cloud.bucket_name,
-                             "stateMachineArn": cloud.state_machine_arn, "envVars": str(env_file)}
+    state: dict[str, Any] = {
+        "endpoint": cloud.endpoint,
+        "table": cloud.table_name,
+        "bucket": cloud.bucket_name,
+        "stateMachineArn": cloud.state_machine_arn,
+        "envVars": str(env_file),
+    }
     state_file.write_text(json.dumps(state, indent=2) + "\n")
     return variables

@@ -40,7 +40,7 @@ class JobWatch:
         if partial.get("ingredients") and not self._ingredients:
             self._ingredients = True
             self._print("ingredients: " + _ingredients(partial["ingredients"]))
-        for step in (partial.get("steps") or [])[self._steps:]:
+        for step in (partial.get("steps") or [])[self._steps :]:
             self._steps += 1
             self._print(f"step {step['order']}: {step['text']}")
         progress = doc.get("progress")
@@ -70,6 +70,9 @@ class JobWatch:
 
 
 def _ingredients(groups: dict[str, Any]) -> str:
-    items = [f"{i['name']} {i.get('amount', '')}".strip() for group in ("main", "auxiliary", "seasoning")
-             for i in groups.get(group) or []]
+    items = [
+        f"{i['name']} {i.get('amount', '')}".strip()
+        for group in ("main", "auxiliary", "seasoning")
+        for i in groups.get(group) or []
+    ]
     return ", ".join(items)

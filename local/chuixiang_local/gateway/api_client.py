@@ -16,8 +16,9 @@ from chuixiang_local.template import REPO_ROOT
 from chuixiang_local.workers.context import LocalContext
 
 
-def http_event(method: str, path: str, body: str | None = None,
-               headers: dict[str, str] | None = None) -> dict[str, Any]:
+def http_event(
+    method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
+) -> dict[str, Any]:
     """An HTTP API v2 event, built from ``events/api-post.json`` / ``events/api-get.json``."""
     name = "api-post.json" if method == "POST" else "api-get.json"
     event: dict[str, Any] = json.loads((REPO_ROOT / "events" / name).read_text())
@@ -48,8 +49,9 @@ class LocalApi:
         self.handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, func)
         self._one_at_a_time = threading.Lock()
 
-    def request(self, method: str, path: str, body: str | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    def request(
+        self, method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, Any]]:
         resp = self.invoke(http_event(method, path, body, headers))
         return resp["statusCode"], json.loads(resp["body"])
 
@@ -58,8 +60,9 @@ class LocalApi:
         if os.environ.get("AWS_ENDPOINT_URL") != self.cloud.endpoint:  # another local cloud ran since
             self.cloud.activate_api_environment()
         spec = self.cloud.template.function_by_dir("api")
-        context = LocalContext(spec.name, spec.memory_mb, "local", int(time.time() * 1000) + spec.timeout_s * 1000,
-                               spec.arn)
+        context = LocalContext(
+            spec.name, spec.memory_mb, "local", int(time.time() * 1000) + spec.timeout_s * 1000, spec.arn
+        )
         with self._one_at_a_time:
             return self.handler(event, context)
 
@@ -70,8 +73,9 @@ class LocalApi:
     def get(self, job_id: str) -> tuple[int, dict[str, Any]]:
         return self.request("GET", f"/recipes/{job_id}")
 
-    def wait(self, job_id: str, give_up_s: float, on_doc: Callable[[dict[str, Any]], None] | None = None,
-             poll_s: float = 0.1) -> dict[str, Any]:
+    def wait(
+        self, job_id: str, give_up_s: float, on_doc: Callable[[dict[str, Any]], None] | None = None, poll_s: float = 0.1
+    ) -> dict[str, Any]:
         """Poll until the job is terminal or the client gives up (then the last document);
         ``on_doc`` sees every polled document."""
         end = time.monotonic() + give_up_s

@@ -29,16 +29,27 @@ from chuixiang_local.template import FunctionSpec
 from chuixiang_local.workers.invoker import Invocation, WorkerPool, invoke, lambda_env
 
 #: What API Gateway (HTTP API) answers when the function itself fails or times out.
-FUNCTION_ERROR = {"statusCode": 500, "headers": {"content-type": "application/json"},
-                  "body": json.dumps({"message": "Internal Server Error"})}
-FUNCTION_TIMEOUT = {"statusCode": 503, "headers": {"content-type": "application/json"},
-                    "body": json.dumps({"message": "Service Unavailable"})}
+FUNCTION_ERROR = {
+    "statusCode": 500,
+    "headers": {"content-type": "application/json"},
+    "body": json.dumps({"message": "Internal Server Error"}),
+}
+FUNCTION_TIMEOUT = {
+    "statusCode": 503,
+    "headers": {"content-type": "application/json"},
+    "body": json.dumps({"message": "Service Unavailable"}),
+}
 
 
 def function_argument(spec: FunctionSpec, layer_dirs: list[Path], extra_env: dict[str, str]) -> str:
     """``--function``: what the API process needs to run the api function as the engine would."""
-    return json.dumps({"spec": {**vars(spec), "code_dir": str(spec.code_dir)},
-                       "layer_dirs": [str(d) for d in layer_dirs], "extra_env": extra_env})
+    return json.dumps(
+        {
+            "spec": {**vars(spec), "code_dir": str(spec.code_dir)},
+            "layer_dirs": [str(d) for d in layer_dirs],
+            "extra_env": extra_env,
+        }
+    )
 
 
 def as_proxy_response(result: Invocation) -> dict[str, Any]:
@@ -72,6 +83,7 @@ def counting_open_requests(app: Any, count: SharedCount) -> Any:
         finally:
             if counting:
                 count.add(-1)
+
     return counted
 
 
@@ -83,8 +95,9 @@ def main() -> None:
     ap.add_argument("--function", required=True, help="the api function (see function_argument)")
     ap.add_argument("--jwt-issuer", default="", help="the template's JwtIssuer: check tokens as API Gateway would")
     ap.add_argument("--jwt-audience", default="", help="the template's JwtAudience (comma-separated)")
-    ap.add_argument("--body-idle-seconds", type=float, default=10.0,
-                    help="a request whose body stalls this long is answered 408")
+    ap.add_argument(
+        "--body-idle-seconds", type=float, default=10.0, help="a request whose body stalls this long is answered 408"
+    )
     ap.add_argument("--requests-file", help="keep the count of open requests here (serve's front door first)")
     args = ap.parse_args()
 
@@ -115,10 +128,13 @@ def main() -> None:
         with swagger_lock:
             return handle(swagger_app, event, None)
 
-    asgi = LambdaAsgi(run, workers=args.workers, local_routes={"/swagger": swagger},
-                      body_idle_s=args.body_idle_seconds,
-                      authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(","))
-                      if args.jwt_issuer else None)
+    asgi = LambdaAsgi(
+        run,
+        workers=args.workers,
+        local_routes={"/swagger": swagger},
+        body_idle_s=args.body_idle_seconds,
+        authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(",")) if args.jwt_issuer else None,
+    )
     app: Any = counting_open_requests(asgi, SharedCount(Path(args.requests_file))) if args.requests_file else asgi
     exit_with_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))  # uvicorn stops gracefully on it
 
@@ -136,8 +152,16 @@ def main() -> None:
         # h11's limit on a request's line and headers (uvicorn's default, said here): over it, or for anything h11
         # cannot parse, the protocol answers 400 before any app sees the request, in the API's error shape
         # (JsonErrorH11Protocol); the body's limits (size, a stalled body) are LambdaAsgi's.
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5,
-                    backlog=2048, h11_max_incomplete_event_size=16 * 1024, http=JsonErrorH11Protocol)
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+            backlog=2048,
+            h11_max_incomplete_event_size=16 * 1024,
+            http=JsonErrorH11Protocol,
+        )
     finally:
         pool.close()
 

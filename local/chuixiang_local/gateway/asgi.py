@@ -41,9 +41,15 @@ class LambdaAsgi:
     """ASGI app handing every HTTP request, as an HTTP API event, to ``invoke`` (one invocation of the
     api function, in a process of its own) on one of ``workers`` threads; more requests wait for one."""
 
-    def __init__(self, invoke: Callable[[dict[str, Any]], dict[str, Any]], *, workers: int = 16,
-                 local_routes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
-                 authorizer: JwtAuthorizer | None = None, body_idle_s: float = BODY_IDLE_S) -> None:
+    def __init__(
+        self,
+        invoke: Callable[[dict[str, Any]], dict[str, Any]],
+        *,
+        workers: int = 16,
+        local_routes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
+        authorizer: JwtAuthorizer | None = None,
+        body_idle_s: float = BODY_IDLE_S,
+    ) -> None:
         """``local_routes``: paths (and ``<path>.<ext>``) answered by another handler than ``invoke``."""
         self.invoke = invoke
         self.local_routes = local_routes or {}
@@ -69,26 +75,44 @@ class LambdaAsgi:
         if scope["type"] != "http":
             return
         if sum(len(k) + len(v) + 4 for k, v in scope.get("headers", [])) > MAX_HEADER_BYTES:
-            await _send(send, 431, {"content-type": "application/json", "connection": "close"},
-                        error_body(HttpErrorCode.BAD_REQUEST, f"headers over {MAX_HEADER_BYTES} bytes").encode())
+            await _send(
+                send,
+                431,
+                {"content-type": "application/json", "connection": "close"},
+                error_body(HttpErrorCode.BAD_REQUEST, f"headers over {MAX_HEADER_BYTES} bytes").encode(),
+            )
             return
         if self.draining and scope.get("method") == "POST" and scope.get("path", "").rstrip("/") == "/recipes":
-            await _send(send, 503, {"content-type": "application/json", "retry-after": str(DRAIN_RETRY_AFTER_S)},
-                        error_body(HttpErrorCode.SERVICE_UNAVAILABLE, "the server is stopping: no new jobs; "
-                                   f"retry after {DRAIN_RETRY_AFTER_S} s").encode())
+            await _send(
+                send,
+                503,
+                {"content-type": "application/json", "retry-after": str(DRAIN_RETRY_AFTER_S)},
+                error_body(
+                    HttpErrorCode.SERVICE_UNAVAILABLE,
+                    f"the server is stopping: no new jobs; retry after {DRAIN_RETRY_AFTER_S} s",
+                ).encode(),
+            )
             return
         body = bytearray()
         while True:
             try:
                 message = await asyncio.wait_for(receive(), self.body_idle_s)
             except TimeoutError:
-                await _send(send, 408, {"content-type": "application/json", "connection": "close"},
-                            error_body(HttpErrorCode.BAD_REQUEST, f"no body bytes for {self.body_idle_s:g} s").encode())
+                await _send(
+                    send,
+                    408,
+                    {"content-type": "application/json", "connection": "close"},
+                    error_body(HttpErrorCode.BAD_REQUEST, f"no body bytes for {self.body_idle_s:g} s").encode(),
+                )
                 return
             body += message.get("body", b"")
             if len(body) > MAX_BODY_BYTES:
-                await _send(send, 413, {"content-type": "application/json"},
-                            error_body(HttpErrorCode.BAD_REQUEST, "body over 10 MiB").encode())
+                await _send(
+                    send,
+                    413,
+                    {"content-type": "application/json"},
+                    error_body(HttpErrorCode.BAD_REQUEST, "body over 10 MiB").encode(),
+                )
                 return
             if not message.get("more_body"):
                 break
@@ -109,8 +133,11 @@ class LambdaAsgi:
 
 
 async def _send(send: Send, status: int, headers: dict[str, str], data: bytes) -> None:
-    raw = [(k.encode("latin-1"), v.encode("latin-1", errors="replace")) for k, v in headers.items()
-           if k != "content-length"]
+    raw = [
+        (k.encode("latin-1"), v.encode("latin-1", errors="replace"))
+        for k, v in headers.items()
+        if k != "content-length"
+    ]
     raw.append((b"content-length", str(len(data)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": data})
@@ -137,15 +164,23 @@ def http_api_event(scope: Scope, body: bytes) -> dict[str, Any]:
         "rawPath": path,
         "rawQueryString": query,
         "headers": headers,
-        "queryStringParameters": dict(p.split("=", 1) if "=" in p else (p, "") for p in query.split("&") if p)
-        or None,
+        "queryStringParameters": dict(p.split("=", 1) if "=" in p else (p, "") for p in query.split("&") if p) or None,
         "requestContext": {
-            "accountId": "123456789012", "apiId": "local", "domainName": "localhost", "stage": "$default",
-            "requestId": str(uuid.uuid4()), "routeKey": "$default", "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "accountId": "123456789012",
+            "apiId": "local",
+            "domainName": "localhost",
+            "stage": "$default",
+            "requestId": str(uuid.uuid4()),
+            "routeKey": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000"),
             "timeEpoch": int(now * 1000),
-            "http": {"method": scope.get("method", "GET"), "path": path,
-                     "protocol": f"HTTP/{scope.get('http_version')}", "sourceIp": client[0],
-                     "userAgent": headers.get("user-agent", "")},
+            "http": {
+                "method": scope.get("method", "GET"),
+                "path": path,
+                "protocol": f"HTTP/{scope.get('http_version')}",
+                "sourceIp": client[0],
+                "userAgent": headers.get("user-agent", ""),
+            },
         },
         "body": (text if text is not None else base64.b64encode(body).decode()) if body else None,
         "isBase64Encoded": bool(body) and text is None,

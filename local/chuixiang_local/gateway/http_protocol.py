@@ -35,10 +35,13 @@ class JsonErrorH11Protocol(H11Protocol):
         the API's error shape, written as bytes (h11 sends no response before it has read a request)."""
         if self.cycle is not None or self.conn.their_state is not h11.IDLE or self.transport.is_closing():
             return
-        body = error_body(HttpErrorCode.BAD_REQUEST,
-                          f"no complete request line and headers within {self.header_timeout_s:g} s").encode()
-        self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-                             b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
+        body = error_body(
+            HttpErrorCode.BAD_REQUEST, f"no complete request line and headers within {self.header_timeout_s:g} s"
+        ).encode()
+        self.transport.write(
+            b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
+        )
         self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -47,21 +50,37 @@ class JsonErrorH11Protocol(H11Protocol):
 
     def send_400_response(self, msg: str) -> None:
         body = error_body(HttpErrorCode.BAD_REQUEST, f"the HTTP request could not be parsed: {msg}").encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                   (b"connection", b"close")]
-        for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"), h11.Data(data=body),
-                      h11.EndOfMessage()):
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
             self.transport.write(self.conn.send(event) or b"")
         self.transport.close()
 
 
 PATCHES = (
-    Patch("uvicorn-400", "a request uvicorn cannot parse is answered in the API's error shape (a subclass)", {
-        "uvicorn.protocols.http.h11_impl:H11Protocol.send_400_response": "322c6ac4bde7e0c7",
-        "uvicorn.protocols.http.h11_impl:H11Protocol.handle_events": "1fba7774f4201d2e",
-    }, None),
-    Patch("uvicorn-header-timeout", "a connection without whole request headers in time gets a 408 (a subclass)", {
-        "uvicorn.protocols.http.h11_impl:H11Protocol.connection_made": "ba1915817ccf6c1b",
-        "uvicorn.protocols.http.h11_impl:H11Protocol.connection_lost": "4401bc3dceba5dc7",
-    }, None),
+    Patch(
+        "uvicorn-400",
+        "a request uvicorn cannot parse is answered in the API's error shape (a subclass)",
+        {
+            "uvicorn.protocols.http.h11_impl:H11Protocol.send_400_response": "322c6ac4bde7e0c7",
+            "uvicorn.protocols.http.h11_impl:H11Protocol.handle_events": "1fba7774f4201d2e",
+        },
+        None,
+    ),
+    Patch(
+        "uvicorn-header-timeout",
+        "a connection without whole request headers in time gets a 408 (a subclass)",
+        {
+            "uvicorn.protocols.http.h11_impl:H11Protocol.connection_made": "ba1915817ccf6c1b",
+            "uvicorn.protocols.http.h11_impl:H11Protocol.connection_lost": "4401bc3dceba5dc7",
+        },
+        None,
+    ),
 )

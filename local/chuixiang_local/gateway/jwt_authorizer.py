@@ -50,8 +50,13 @@ class JwtAuthorizer:
             return None
         try:
             key = self._client().get_signing_key_from_jwt(token).key
-            claims: dict[str, Any] = jwt.decode(token, key, algorithms=ALGORITHMS, issuer=self.issuer,
-                                                options={"require": ["exp", "iss"], "verify_aud": False})
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key,
+                algorithms=ALGORITHMS,
+                issuer=self.issuer,
+                options={"require": ["exp", "iss"], "verify_aud": False},
+            )
         except (jwt.PyJWTError, httpx.HTTPError, KeyError, ValueError):
             return None
         aud = claims.get("aud")

@@ -66,19 +66,21 @@ def recipe_for(dish: str) -> dict[str, Any]:
         },
         "steps": [
             {"order": i + 1, "text": text}
-            for i, text in enumerate([
-                f"把{dish}的主料洗净，切成均匀的小块，沥干水分备用。",
-                "葱切段，姜切片，调料提前放在手边，炒的时候不手忙脚乱。",
-                "鸡蛋打散，加一小撮盐，搅打到蛋液表面起细泡。",
-                "锅烧热后倒油，油温六成热时下蛋液，凝固后盛出。",
-                "锅中留底油，下葱姜爆香，再下主料大火翻炒两分钟。",
-                "加入生抽和盐调味，倒回鸡蛋，翻炒均匀后出锅装盘。",
-            ])
+            for i, text in enumerate(
+                [
+                    f"把{dish}的主料洗净，切成均匀的小块，沥干水分备用。",
+                    "葱切段，姜切片，调料提前放在手边，炒的时候不手忙脚乱。",
+                    "鸡蛋打散，加一小撮盐，搅打到蛋液表面起细泡。",
+                    "锅烧热后倒油，油温六成热时下蛋液，凝固后盛出。",
+                    "锅中留底油，下葱姜爆香，再下主料大火翻炒两分钟。",
+                    "加入生抽和盐调味，倒回鸡蛋，翻炒均匀后出锅装盘。",
+                ]
+            )
         ],
         "pairings": {"side": "凉拌黄瓜", "soup": "紫菜蛋花汤", "staple": "米饭", "drink": "大麦茶"},
         "nutrition": {"caloriesKcal": 320, "proteinG": 18, "fatG": 20, "carbsG": 12},
         "imagePrompt": f"An overhead photo of {dish}, a home-style Chinese dish on a white plate, "
-                       "soft daylight, wooden table, steam rising, shallow depth of field.",
+        "soft daylight, wooden table, steam rising, shallow depth of field.",
     }
 
 
@@ -204,8 +206,12 @@ def _dish(body: dict[str, Any]) -> str:
 
 
 def _chunk_base(body: dict[str, Any]) -> dict[str, Any]:
-    return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": body.get("model", "fake")}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body.get("model", "fake"),
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -312,9 +318,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._body(200, "text/html", f"<html>502 Bad Gateway; request was {echoed}</html>".encode())
             return
         if b.kind == "json" or not body.get("stream"):
-            doc = {**base, "object": "chat.completion", "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 200, "completion_tokens": len(text) // 2}}
+            doc = {
+                **base,
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 200, "completion_tokens": len(text) // 2},
+            }
             if not b.body_delay_s:
                 self._json(200, doc)
                 return
@@ -368,10 +377,16 @@ class _Handler(BaseHTTPRequestHandler):
         scale = self.fake.time_scale
         base = _chunk_base(body)
         with self.fake.lock:  # a range in the profile: this request's draw (seeded: a bench repeats)
-            first_s = p.first_content_s if p.first_content_s_max is None else \
-                self.fake.rng.uniform(p.first_content_s, p.first_content_s_max)
-            rate = p.tokens_per_s if p.tokens_per_s_min is None else \
-                self.fake.rng.uniform(p.tokens_per_s_min, p.tokens_per_s)
+            first_s = (
+                p.first_content_s
+                if p.first_content_s_max is None
+                else self.fake.rng.uniform(p.first_content_s, p.first_content_s_max)
+            )
+            rate = (
+                p.tokens_per_s
+                if p.tokens_per_s_min is None
+                else self.fake.rng.uniform(p.tokens_per_s_min, p.tokens_per_s)
+            )
             kind = "length" if p.length_share and self.fake.rng.random() < p.length_share else p.kind
         if kind == "length":  # the whole token budget goes to reasoning
             budget = int(body.get("max_tokens") or body.get("max_completion_tokens") or 3000)
@@ -424,9 +439,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         model = str(body.get("model", ""))
         if model.startswith("gpt-image-") and "response_format" in body:
-            self._json(400, {"error": {"message": "Unknown parameter: 'response_format'.",
-                                       "type": "invalid_request_error", "param": "response_format",
-                                       "code": "unknown_parameter"}})
+            self._json(
+                400,
+                {
+                    "error": {
+                        "message": "Unknown parameter: 'response_format'.",
+                        "type": "invalid_request_error",
+                        "param": "response_format",
+                        "code": "unknown_parameter",
+                    }
+                },
+            )
             return
         if b.kind == "echo":
             self._json(200, {"status": "queued", "request_headers": self._headers_auth_first()})
@@ -458,11 +481,23 @@ class FakeModelProcess:
 
     def start(self) -> str:
         self._proc = subprocess.Popen(  # nosec B603 - sys.executable and our own module
-            [sys.executable, "-m", "chuixiang_local.model.fake_model", "--pace-ms", str(self.pace_s * 1000),
-             "--host", self.host, "--port", str(self.port)],
+            [
+                sys.executable,
+                "-m",
+                "chuixiang_local.model.fake_model",
+                "--pace-ms",
+                str(self.pace_s * 1000),
+                "--host",
+                self.host,
+                "--port",
+                str(self.port),
+            ],
             # stdin: see exit_with_parent; a session of its own: Ctrl-C is the parent's to handle (serve drains
             # its jobs first, and they need the model), the parent stops this process itself.
-            stdout=subprocess.PIPE, stdin=subprocess.PIPE, start_new_session=True)
+            stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            start_new_session=True,
+        )
         assert self._proc.stdout is not None  # nosec B101 - type narrowing (stdout=PIPE)
         line = self._proc.stdout.readline().decode().strip()
         if not line.startswith("http://"):

@@ -38,15 +38,24 @@ class ModelProfile:
     length_share: float = 0.0
 
 
-PROFILES: dict[str, ModelProfile] = {p.name: p for p in (
-    ModelProfile("fake-steady", 2.0, 18.0, description="~1,600 tokens at 18 tokens/s"),
-    ModelProfile("fake-peak", 6.0, 6.0, description="the same model at the evening peak, 3x slower"),
-    ModelProfile("fake-late-start", 57.0, 30.0, description="first content after 57 s"),
-    ModelProfile("fake-broken-json", 2.0, 18.0, kind="broken_json", description="invalid JSON"),
-    ModelProfile("fake-length", 1.0, 36.0, kind="length", description="max_tokens spent on reasoning"),
-    ModelProfile("fake-thinker", 2.0, 24.0, kind="thinker", think_tokens=200,
-                 description="<think>…</think> in the content, then the JSON"),
-)}
+PROFILES: dict[str, ModelProfile] = {
+    p.name: p
+    for p in (
+        ModelProfile("fake-steady", 2.0, 18.0, description="~1,600 tokens at 18 tokens/s"),
+        ModelProfile("fake-peak", 6.0, 6.0, description="the same model at the evening peak, 3x slower"),
+        ModelProfile("fake-late-start", 57.0, 30.0, description="first content after 57 s"),
+        ModelProfile("fake-broken-json", 2.0, 18.0, kind="broken_json", description="invalid JSON"),
+        ModelProfile("fake-length", 1.0, 36.0, kind="length", description="max_tokens spent on reasoning"),
+        ModelProfile(
+            "fake-thinker",
+            2.0,
+            24.0,
+            kind="thinker",
+            think_tokens=200,
+            description="<think>…</think> in the content, then the JSON",
+        ),
+    )
+}
 
 _STEPS = [
     "把{dish}的主料用流动的清水冲洗干净，去掉表面的杂质和多余的水分，切成大小均匀、约两厘米见方的块，"
@@ -70,22 +79,31 @@ _STEPS = [
 
 def long_recipe_for(dish: str) -> dict[str, Any]:
     """A full-length recipe (8 detailed steps, an image prompt of ~90 words): about 1,600 tokens."""
-    prompt_words = ("An overhead photograph of {dish}, a home-style Chinese dish served on a round white porcelain "
-                    "plate, glossy sauce clinging to tender pieces, soft scrambled egg folded through, scattered "
-                    "green scallion, a few slices of ginger, steam rising gently, natural window light from the "
-                    "left, warm tones, a rustic wooden table, a bowl of steamed rice and chopsticks beside the "
-                    "plate, shallow depth of field, crisp focus on the food, appetising, realistic food "
-                    "photography, high detail, no text, no watermark, no people, square composition.")
+    prompt_words = (
+        "An overhead photograph of {dish}, a home-style Chinese dish served on a round white porcelain "
+        "plate, glossy sauce clinging to tender pieces, soft scrambled egg folded through, scattered "
+        "green scallion, a few slices of ginger, steam rising gently, natural window light from the "
+        "left, warm tones, a rustic wooden table, a bowl of steamed rice and chopsticks beside the "
+        "plate, shallow depth of field, crisp focus on the food, appetising, realistic food "
+        "photography, high detail, no text, no watermark, no people, square composition."
+    )
     return {
         "name": dish,
         "summary": f"{dish}是一道经典的家常菜，食材易得、做法简单，咸鲜适口、略带回甜，十五分钟就能上桌，"
-                   "下饭又营养，是工作日晚餐的好选择。",
+        "下饭又营养，是工作日晚餐的好选择。",
         "ingredients": {
             "main": [{"name": f"{dish}主料", "amount": "300克"}, {"name": "鸡蛋", "amount": "3个"}],
-            "auxiliary": [{"name": "葱", "amount": "2根"}, {"name": "姜", "amount": "3片"},
-                          {"name": "蒜", "amount": "2瓣"}],
-            "seasoning": [{"name": "盐", "amount": "3克"}, {"name": "生抽", "amount": "1勺"},
-                          {"name": "白糖", "amount": "5克"}, {"name": "食用油", "amount": "30毫升"}],
+            "auxiliary": [
+                {"name": "葱", "amount": "2根"},
+                {"name": "姜", "amount": "3片"},
+                {"name": "蒜", "amount": "2瓣"},
+            ],
+            "seasoning": [
+                {"name": "盐", "amount": "3克"},
+                {"name": "生抽", "amount": "1勺"},
+                {"name": "白糖", "amount": "5克"},
+                {"name": "食用油", "amount": "30毫升"},
+            ],
         },
         "steps": [{"order": i + 1, "text": text.format(dish=dish)} for i, text in enumerate(_STEPS)],
         "pairings": {"side": "凉拌黄瓜", "soup": "紫菜蛋花汤", "staple": "白米饭", "drink": "大麦茶"},

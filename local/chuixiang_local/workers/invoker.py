@@ -105,8 +105,15 @@ class Worker:
 class WorkerPool:
     """Warm workers per (function, environment), forked from one zygote; safe to use from many threads."""
 
-    def __init__(self, log: TextIO | None = None, *, env: dict[str, str] | None = None,
-                 code_dirs: list[Path] | None = None, nice: int = 0, max_idle: int = MAX_IDLE_PER_FUNCTION) -> None:
+    def __init__(
+        self,
+        log: TextIO | None = None,
+        *,
+        env: dict[str, str] | None = None,
+        code_dirs: list[Path] | None = None,
+        nice: int = 0,
+        max_idle: int = MAX_IDLE_PER_FUNCTION,
+    ) -> None:
         """``env``: what every function's environment shares (the zygote imports the layer with it);
         ``code_dirs``: the layer and function code, compiled to ``.pyc`` once here, not by each worker;
         ``nice``: the workers' scheduling niceness (see ``LocalCloud``); ``max_idle``: warm workers kept
@@ -119,9 +126,12 @@ class WorkerPool:
         dirs = [str(d) for d in code_dirs or []]
         for d in dirs:
             compileall.compile_dir(d, quiet=1)
-        self._zygote_env = {**(env if env is not None else os.environ),
-                            "CHUIXIANG_PRELOAD_PATH": os.pathsep.join(dirs),
-                            "CHUIXIANG_WORKER_NICE": str(nice), "CHUIXIANG_WORKER_DIR": self._dir}
+        self._zygote_env = {
+            **(env if env is not None else os.environ),
+            "CHUIXIANG_PRELOAD_PATH": os.pathsep.join(dirs),
+            "CHUIXIANG_WORKER_NICE": str(nice),
+            "CHUIXIANG_WORKER_DIR": self._dir,
+        }
         self._log = log
         self.max_idle = max_idle
         self.zygotes_started = 0
@@ -136,8 +146,12 @@ class WorkerPool:
     def _start_zygote(self) -> subprocess.Popen[bytes]:
         self.zygotes_started += 1
         return subprocess.Popen(  # nosec B603 - sys.executable and our own module
-            [sys.executable, "-m", "chuixiang_local.workers.zygote"], stdin=subprocess.PIPE, env=self._zygote_env,
-            stdout=self._log or subprocess.DEVNULL, stderr=self._log or subprocess.DEVNULL)
+            [sys.executable, "-m", "chuixiang_local.workers.zygote"],
+            stdin=subprocess.PIPE,
+            env=self._zygote_env,
+            stdout=self._log or subprocess.DEVNULL,
+            stderr=self._log or subprocess.DEVNULL,
+        )
 
     def _fork(self, request: dict[str, Any]) -> None:
         """Ask the zygote for a worker; a zygote that died (killed, out of memory) is replaced first, as
@@ -147,8 +161,11 @@ class WorkerPool:
             for _ in range(2):
                 if self._zygote.poll() is not None:
                     if self._log:
-                        print(f"worker zygote {self._zygote.pid} exited ({self._zygote.returncode}); starting "
-                              "another", file=self._log, flush=True)
+                        print(
+                            f"worker zygote {self._zygote.pid} exited ({self._zygote.returncode}); starting another",
+                            file=self._log,
+                            flush=True,
+                        )
                     self._zygote = self._start_zygote()
                 try:
                     assert self._zygote.stdin is not None  # nosec B101 - type narrowing (stdin=PIPE)
@@ -203,8 +220,14 @@ class WorkerPool:
         worker_id = str(uuid.uuid4())
         arrived: queue.Queue[tuple[socket.socket, int, bytes]] = queue.Queue()
         self._pending[worker_id] = arrived
-        request = {"worker_id": worker_id, "socket": self.socket_path, "env": env, "cwd": str(spec.code_dir),
-                   "sys_path": sys_path, "handler": spec.handler}
+        request = {
+            "worker_id": worker_id,
+            "socket": self.socket_path,
+            "env": env,
+            "cwd": str(spec.code_dir),
+            "sys_path": sys_path,
+            "handler": spec.handler,
+        }
         started = time.monotonic()
         try:
             self._fork(request)
@@ -223,8 +246,10 @@ class WorkerPool:
             ready = {"init_error": {"errorType": "Runtime.ExitError", "errorMessage": "worker exited during init"}}
         if ready is None or "init_error" in ready:
             self.discard(worker)
-            error = (ready or {}).get("init_error") or {"errorType": "Runtime.InitTimeout",
-                                                         "errorMessage": f"init over {INIT_LIMIT_S:g} s"}
+            error = (ready or {}).get("init_error") or {
+                "errorType": "Runtime.InitTimeout",
+                "errorMessage": f"init over {INIT_LIMIT_S:g} s",
+            }
             raise InitFailed(error["errorType"], error["errorMessage"])
         return worker, int((time.monotonic() - started) * 1000)
 
@@ -289,26 +314,28 @@ def lambda_env(spec: FunctionSpec, extra_env: dict[str, str]) -> dict[str, str]:
     env = {k: os.environ[k] for k in PASSTHROUGH if k in os.environ}
     env.update(spec.env)
     env.update(extra_env)
-    env.update({
-        "_HANDLER": spec.handler,
-        "LAMBDA_TASK_ROOT": str(spec.code_dir),
-        "AWS_LAMBDA_FUNCTION_NAME": spec.name,
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
-        "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_s),
-        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-        "CHUIXIANG_FUNCTION_ARN": spec.arn,
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "_HANDLER": spec.handler,
+            "LAMBDA_TASK_ROOT": str(spec.code_dir),
+            "AWS_LAMBDA_FUNCTION_NAME": spec.name,
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory_mb),
+            "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_s),
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "CHUIXIANG_FUNCTION_ARN": spec.arn,
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
-def invoke(spec: FunctionSpec, event: Any, *, pool: WorkerPool, layer_dirs: list[Path],
-           extra_env: dict[str, str]) -> Invocation:
+def invoke(
+    spec: FunctionSpec, event: Any, *, pool: WorkerPool, layer_dirs: list[Path], extra_env: dict[str, str]
+) -> Invocation:
     """One invocation on a warm (or new) worker; its Timeout starts once the worker is ready."""
     request_id = str(uuid.uuid4())
     try:
-        worker, init_ms = pool.acquire(spec, lambda_env(spec, extra_env),
-                                       [str(spec.code_dir), *map(str, layer_dirs)])
+        worker, init_ms = pool.acquire(spec, lambda_env(spec, extra_env), [str(spec.code_dir), *map(str, layer_dirs)])
     except InitFailed as exc:
         return Invocation({"errorType": exc.error_type, "errorMessage": str(exc)}, exc.error_type, 0)
     started = time.time()
@@ -318,14 +345,24 @@ def invoke(spec: FunctionSpec, event: Any, *, pool: WorkerPool, layer_dirs: list
         out = worker.recv(max(0.0, deadline_ms / 1000 - time.time()))
     except (WorkerGone, OSError) as exc:
         pool.discard(worker)
-        return Invocation({"errorType": "Runtime.ExitError", "errorMessage": f"worker died: {exc}"},
-                          "Runtime.ExitError", int((time.time() - started) * 1000), init_ms)
+        return Invocation(
+            {"errorType": "Runtime.ExitError", "errorMessage": f"worker died: {exc}"},
+            "Runtime.ExitError",
+            int((time.time() - started) * 1000),
+            init_ms,
+        )
     duration = int((time.time() - started) * 1000)
     if out is None:
         pool.discard(worker)  # a timed-out sandbox is not reused
-        return Invocation({"errorType": "Sandbox.Timedout",
-                           "errorMessage": f"{request_id} Task timed out after {spec.timeout_s:.2f} seconds"},
-                          "Sandbox.Timedout", duration, init_ms)
+        return Invocation(
+            {
+                "errorType": "Sandbox.Timedout",
+                "errorMessage": f"{request_id} Task timed out after {spec.timeout_s:.2f} seconds",
+            },
+            "Sandbox.Timedout",
+            duration,
+            init_ms,
+        )
     pool.release(worker)
     memory = int(out["max_rss_kb"]) // 1024 if "max_rss_kb" in out else None
     if "error" in out:

@@ -33,11 +33,24 @@ from typing import Any, BinaryIO
 
 #: Imported once here; every worker inherits them already loaded.
 PRELOAD = (
-    "boto3", "botocore.session", "botocore.client", "botocore.loaders", "httpx", "pydantic", "pydantic_settings",
-    "aws_lambda_powertools", "aws_lambda_powertools.logging", "aws_lambda_powertools.metrics",
+    "boto3",
+    "botocore.session",
+    "botocore.client",
+    "botocore.loaders",
+    "httpx",
+    "pydantic",
+    "pydantic_settings",
+    "aws_lambda_powertools",
+    "aws_lambda_powertools.logging",
+    "aws_lambda_powertools.metrics",
     "aws_lambda_powertools.utilities.parser",
-    "aws_lambda_powertools.utilities.typing", "aws_lambda_powertools.utilities.idempotency",
-    "aws_lambda_powertools.event_handler", "json", "decimal", "uuid", "chuixiang_local.workers.context",
+    "aws_lambda_powertools.utilities.typing",
+    "aws_lambda_powertools.utilities.idempotency",
+    "aws_lambda_powertools.event_handler",
+    "json",
+    "decimal",
+    "uuid",
+    "chuixiang_local.workers.context",
 )
 
 
@@ -65,16 +78,24 @@ def worker(request: dict[str, Any]) -> None:
     _send(sock, {"ready": True, "init_ms": int((time.monotonic() - started) * 1000)})
     for line in sock.makefile("rb"):  # one JSON line per invocation, until the engine hangs up
         message = json.loads(line)
-        context = LocalContext(function_name=request["env"]["AWS_LAMBDA_FUNCTION_NAME"],
-                               memory_limit_in_mb=int(request["env"]["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"]),
-                               aws_request_id=message["request_id"], deadline_ms=message["deadline_ms"],
-                               invoked_function_arn=request["env"].get("CHUIXIANG_FUNCTION_ARN", ""))
+        context = LocalContext(
+            function_name=request["env"]["AWS_LAMBDA_FUNCTION_NAME"],
+            memory_limit_in_mb=int(request["env"]["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"]),
+            aws_request_id=message["request_id"],
+            deadline_ms=message["deadline_ms"],
+            invoked_function_arn=request["env"].get("CHUIXIANG_FUNCTION_ARN", ""),
+        )
         try:
             out: dict[str, Any] = {"result": func(message["event"], context)}
         except Exception as exc:  # noqa: BLE001 - reported like the Lambda runtime does
             traceback.print_exc()
-            out = {"error": {"errorType": type(exc).__name__, "errorMessage": str(exc),
-                             "stackTrace": traceback.format_exception(exc)}}
+            out = {
+                "error": {
+                    "errorType": type(exc).__name__,
+                    "errorMessage": str(exc),
+                    "stackTrace": traceback.format_exception(exc),
+                }
+            }
         sys.stdout.flush()
         sys.stderr.flush()
         out["max_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Lambda's "Max Memory Used"

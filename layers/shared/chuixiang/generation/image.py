@@ -39,13 +39,19 @@ class ImageLimits:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ImageLimits:
-        return cls(retry_window_ms=IMAGE_RETRY_WINDOW.of(settings), max_bytes=settings.image_max_bytes,
-                   dialects=settings.model_dialects)
+        return cls(
+            retry_window_ms=IMAGE_RETRY_WINDOW.of(settings),
+            max_bytes=settings.image_max_bytes,
+            dialects=settings.model_dialects,
+        )
 
     def retry_policy(self, budget_ms: float) -> RetryPolicy:
         """The image has no limit of its own but the budget: a retry must leave half of what it started with."""
-        return RetryPolicy(max_attempts=self.max_attempts, window_ms=self.retry_window_ms,
-                           min_attempt_ms=budget_ms * RETRY_BUDGET_FRACTION)
+        return RetryPolicy(
+            max_attempts=self.max_attempts,
+            window_ms=self.retry_window_ms,
+            min_attempt_ms=budget_ms * RETRY_BUDGET_FRACTION,
+        )
 
 
 @dataclass
@@ -65,9 +71,16 @@ def image_payload(model: str, prompt: str, dialect: Dialect | None = None) -> di
     return {**payload, **dialect.extra}
 
 
-def generate_image(client: httpx.Client, endpoint: ModelEndpoint, limits: ImageLimits, prompt: str,
-                   budget: Budget, *, fallbacks: tuple[str, ...] = (),
-                   breaker_for: Callable[[str], CircuitBreaker | None] | None = None) -> ImageOutcome:
+def generate_image(
+    client: httpx.Client,
+    endpoint: ModelEndpoint,
+    limits: ImageLimits,
+    prompt: str,
+    budget: Budget,
+    *,
+    fallbacks: tuple[str, ...] = (),
+    breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
+) -> ImageOutcome:
     url = endpoint.url("/images/generations")
     headers = endpoint.headers()
 
@@ -78,8 +91,19 @@ def generate_image(client: httpx.Client, endpoint: ModelEndpoint, limits: ImageL
         return image
 
     budget_ms = budget.remaining_ms()
-    done = generate("IMAGE", (endpoint.model, *fallbacks), call, upstream="images.generations",
-                    policy=limits.retry_policy(budget_ms), budget=budget, attempt_limit_ms=None,
-                    breaker_for=breaker_for, lease_s=budget_ms / 1000)
-    return ImageOutcome(done.result, done.error, ImageMetrics(attempts=done.attempts, totalMs=done.total_ms,
-                                                              model=done.model, calls=done.calls))
+    done = generate(
+        "IMAGE",
+        (endpoint.model, *fallbacks),
+        call,
+        upstream="images.generations",
+        policy=limits.retry_policy(budget_ms),
+        budget=budget,
+        attempt_limit_ms=None,
+        breaker_for=breaker_for,
+        lease_s=budget_ms / 1000,
+    )
+    return ImageOutcome(
+        done.result,
+        done.error,
+        ImageMetrics(attempts=done.attempts, totalMs=done.total_ms, model=done.model, calls=done.calls),
+    )

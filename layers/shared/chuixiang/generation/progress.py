@@ -103,8 +103,14 @@ class StreamState(Protocol):
 class ProgressReporter:
     """Writes ``progress`` and ``partial`` at most once per interval while a recipe streams."""
 
-    def __init__(self, write: Callable[[Progress, PartialRecipe | None], bool], *, interval_s: float,
-                 expected_tokens: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        write: Callable[[Progress, PartialRecipe | None], bool],
+        *,
+        interval_s: float,
+        expected_tokens: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.write = write
         self.interval_s = interval_s
         self.expected_tokens = expected_tokens
@@ -146,15 +152,26 @@ class ProgressReporter:
             writing_s = self.clock() - stream.first_text_at
             if writing_s >= MIN_RATE_WINDOW_S:
                 eta_ms = int(max(expected - tokens, 0) / (tokens / writing_s) * 1000)
-        return Progress(chars=chars, tokens=tokens, expectedTokens=expected,
-                        percent=min(MAX_STREAMING_PERCENT, tokens * 100 // expected), etaMs=eta_ms,
-                        updatedAt=iso(now_utc()))
+        return Progress(
+            chars=chars,
+            tokens=tokens,
+            expectedTokens=expected,
+            percent=min(MAX_STREAMING_PERCENT, tokens * 100 // expected),
+            etaMs=eta_ms,
+            updatedAt=iso(now_utc()),
+        )
 
     def finished(self) -> Progress:
         """The ``progress`` of a validated recipe: 100 %, nothing left to wait for."""
         doc = self.progress()
-        return Progress(chars=doc.chars if doc else 0, tokens=doc.tokens if doc else 0,
-                        expectedTokens=self.expected_tokens, percent=100, etaMs=0, updatedAt=iso(now_utc()))
+        return Progress(
+            chars=doc.chars if doc else 0,
+            tokens=doc.tokens if doc else 0,
+            expectedTokens=self.expected_tokens,
+            percent=100,
+            etaMs=0,
+            updatedAt=iso(now_utc()),
+        )
 
     def report(self) -> bool:
         """Write the current state (again, if unchanged: the write is also the job's liveness check); False

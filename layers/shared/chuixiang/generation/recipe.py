@@ -46,10 +46,16 @@ class RecipeLimits:
     def from_settings(cls, settings: Settings) -> RecipeLimits:
         return cls(
             total_ms=RECIPE_TOTAL.of(settings),
-            stream=StreamLimits(first_content_s=RECIPE_FIRST_CONTENT.of(settings) / 1000,
-                                idle_s=RECIPE_IDLE.of(settings) / 1000, max_chunks=settings.recipe_max_tokens * 4),
-            retry=RetryPolicy(max_attempts=2, window_ms=RECIPE_RETRY_WINDOW.of(settings),
-                              min_attempt_ms=RECIPE_MIN_ATTEMPT.of(settings)),
+            stream=StreamLimits(
+                first_content_s=RECIPE_FIRST_CONTENT.of(settings) / 1000,
+                idle_s=RECIPE_IDLE.of(settings) / 1000,
+                max_chunks=settings.recipe_max_tokens * 4,
+            ),
+            retry=RetryPolicy(
+                max_attempts=2,
+                window_ms=RECIPE_RETRY_WINDOW.of(settings),
+                min_attempt_ms=RECIPE_MIN_ATTEMPT.of(settings),
+            ),
             max_tokens=settings.recipe_max_tokens,
             dialects=settings.model_dialects,
         )
@@ -87,8 +93,10 @@ def to_recipe(completion: Completion) -> Recipe:
     completion.reasoning_chars += think_chars
     if not content.strip():
         if completion.finish_reason == "length":
-            raise EmptyAnswer(f"the token budget (max_tokens) went to reasoning: {completion.reasoning_chars} "
-                              "characters of reasoning, no content")
+            raise EmptyAnswer(
+                f"the token budget (max_tokens) went to reasoning: {completion.reasoning_chars} "
+                "characters of reasoning, no content"
+            )
         why = "reasoning only" if completion.reasoning_chars else "no content"
         raise EmptyAnswer(f"{why} (finish_reason={completion.finish_reason})")
     if completion.finish_reason == "length":
@@ -99,12 +107,20 @@ def to_recipe(completion: Completion) -> Recipe:
         raise InvalidAnswer(exc.detail) from exc
 
 
-def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: RecipeLimits, dish: str,
-                    budget: Budget, *, fallbacks: tuple[str, ...] = (),
-                    breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
-                    progress: ProgressReporter | None = None,
-                    health_for: Callable[[str], HealthStore] | None = None,
-                    fastest: FastestFirst | None = None, hedge: Hedge | None = None) -> RecipeOutcome:
+def generate_recipe(
+    client: httpx.Client,
+    endpoint: ModelEndpoint,
+    limits: RecipeLimits,
+    dish: str,
+    budget: Budget,
+    *,
+    fallbacks: tuple[str, ...] = (),
+    breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
+    progress: ProgressReporter | None = None,
+    health_for: Callable[[str], HealthStore] | None = None,
+    fastest: FastestFirst | None = None,
+    hedge: Hedge | None = None,
+) -> RecipeOutcome:
     """Stream ``endpoint.model`` (then each of ``fallbacks`` when it cannot serve now) into a recipe;
     ``progress`` watches each attempt's stream; each call adds what it measured to ``health_for(model)``;
     ``fastest`` orders the models by their measured speed and skips who cannot finish in time; ``hedge``
@@ -119,18 +135,30 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
         valid: bool | None = None
         waited_out = False
         # Closed when the job stops running this stage, or when a hedge race goes to the other model.
-        unlink = progress.cancellation.listen(lambda: attempt.cancellation.cancel(progress.cancellation.reason)) \
-            if progress else (lambda: None)
+        unlink = (
+            progress.cancellation.listen(lambda: attempt.cancellation.cancel(progress.cancellation.reason))
+            if progress
+            else (lambda: None)
+        )
 
         def first_text(reader: SSEReader) -> None:
             if attempt.first_text() and progress:  # this call wrote first: the progress follows it
                 progress.watch(reader)
 
         try:
-            read_chat_completion(client, url, chat_payload(model, dish, limits.max_tokens, dialect), headers,
-                                 limits=limits.stream, deadline=deadline, out=completion,
-                                 watch=progress.watch if progress else None, streamed=dialect.stream,
-                                 cancellation=attempt.cancellation, on_first_text=first_text)
+            read_chat_completion(
+                client,
+                url,
+                chat_payload(model, dish, limits.max_tokens, dialect),
+                headers,
+                limits=limits.stream,
+                deadline=deadline,
+                out=completion,
+                watch=progress.watch if progress else None,
+                streamed=dialect.stream,
+                cancellation=attempt.cancellation,
+                on_first_text=first_text,
+            )
             attempt.status = completion.http_status
             valid = False
             recipe = to_recipe(completion)
@@ -143,12 +171,27 @@ def generate_recipe(client: httpx.Client, endpoint: ModelEndpoint, limits: Recip
             unlink()
             _fill(metrics, completion, deadline)
             attempt.prompt_tokens, attempt.completion_tokens = billed_tokens(completion, dish)
-            attempt.observation = observation(completion, attempt.completion_tokens, valid,
-                                              limits.stream.first_content_s * 1000 if waited_out else None)
+            attempt.observation = observation(
+                completion,
+                attempt.completion_tokens,
+                valid,
+                limits.stream.first_content_s * 1000 if waited_out else None,
+            )
 
-    done = generate("RECIPE", (endpoint.model, *fallbacks), call, upstream="chat.completions", policy=limits.retry,
-                    budget=budget, attempt_limit_ms=limits.total_ms, breaker_for=breaker_for,
-                    lease_s=limits.total_ms / 1000, health_for=health_for, fastest=fastest, hedge=hedge)
+    done = generate(
+        "RECIPE",
+        (endpoint.model, *fallbacks),
+        call,
+        upstream="chat.completions",
+        policy=limits.retry,
+        budget=budget,
+        attempt_limit_ms=limits.total_ms,
+        breaker_for=breaker_for,
+        lease_s=limits.total_ms / 1000,
+        health_for=health_for,
+        fastest=fastest,
+        hedge=hedge,
+    )
     metrics.attempts, metrics.totalMs = done.attempts, done.total_ms
     metrics.model, metrics.calls = done.model, done.calls
     metrics.tokensUsed = sum(c.tokens for c in done.calls)

@@ -71,11 +71,21 @@ class Generated(Generic[T]):
     total_ms: int = 0
 
 
-def generate(stage: Stage, models: Sequence[str], call: Callable[[str, Attempt, Deadline], T], *,
-             upstream: str, policy: RetryPolicy, budget: Budget, attempt_limit_ms: float | None,
-             breaker_for: Callable[[str], CircuitBreaker | None] | None, lease_s: float,
-             health_for: Callable[[str], HealthStore] | None = None,
-             fastest: FastestFirst | None = None, hedge: Hedge | None = None) -> Generated[T]:
+def generate(
+    stage: Stage,
+    models: Sequence[str],
+    call: Callable[[str, Attempt, Deadline], T],
+    *,
+    upstream: str,
+    policy: RetryPolicy,
+    budget: Budget,
+    attempt_limit_ms: float | None,
+    breaker_for: Callable[[str], CircuitBreaker | None] | None,
+    lease_s: float,
+    health_for: Callable[[str], HealthStore] | None = None,
+    fastest: FastestFirst | None = None,
+    hedge: Hedge | None = None,
+) -> Generated[T]:
     """Run ``call(model, attempt, deadline)`` over ``models`` (fallbacks in order) under the retry rule.
 
     The one place an attempt's deadline is cut from the budget: ``attempt_limit_ms`` (the stage's own limit;
@@ -91,11 +101,25 @@ def generate(stage: Stage, models: Sequence[str], call: Callable[[str, Attempt, 
             report_refused_param(failure, model)
             raise
 
-    routed = call_models(fastest.order(models) if fastest else models, attempt, upstream=upstream, policy=policy,
-                         budget=budget, breaker_for=breaker_for, lease_s=lease_s, health_for=health_for,
-                         fastest=fastest, hedge=hedge)
-    out: Generated[T] = Generated(result=routed.result, model=routed.model, attempts=routed.attempts,
-                                  calls=list(routed.calls), total_ms=int((time.monotonic() - started) * 1000))
+    routed = call_models(
+        fastest.order(models) if fastest else models,
+        attempt,
+        upstream=upstream,
+        policy=policy,
+        budget=budget,
+        breaker_for=breaker_for,
+        lease_s=lease_s,
+        health_for=health_for,
+        fastest=fastest,
+        hedge=hedge,
+    )
+    out: Generated[T] = Generated(
+        result=routed.result,
+        model=routed.model,
+        attempts=routed.attempts,
+        calls=list(routed.calls),
+        total_ms=int((time.monotonic() - started) * 1000),
+    )
     failure = routed.failure
     if failure is not None:
         refused = isinstance(failure, StatusError) and failure.client_error  # the same request fails again

@@ -91,8 +91,9 @@ class BreakerStore(Protocol):
 class CircuitBreaker:
     """One model's breaker. ``admit()`` before a call; ``record(admission, healthy=…)`` after it."""
 
-    def __init__(self, store: BreakerStore, model: str, config: BreakerConfig,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, store: BreakerStore, model: str, config: BreakerConfig, clock: Callable[[], float] = time.time
+    ) -> None:
         """``clock``: epoch seconds, shared by every invocation (so wall time, not a monotonic clock)."""
         self.store = store
         self.model = model
@@ -153,8 +154,11 @@ class CircuitBreaker:
     def _count_failure(self) -> None:
         after = self.store.add_failure()
         threshold = self.config.failure_threshold
-        if after.state is BreakerState.CLOSED and after.failures >= threshold and self.store.open(self.clock(),
-                                                                                                    threshold):
+        if (
+            after.state is BreakerState.CLOSED
+            and after.failures >= threshold
+            and self.store.open(self.clock(), threshold)
+        ):
             self._transition(BreakerState.CLOSED, BreakerState.OPEN, failures=after.failures)
             model_metric("BreakerOpened", MetricUnit.Count, 1, self.model)
 
@@ -166,5 +170,6 @@ class CircuitBreaker:
                 model_metric("BreakerOpened", MetricUnit.Count, 1, self.model)
 
     def _transition(self, old: BreakerState, new: BreakerState, **extra: object) -> None:
-        logger.info("breaker transition", extra={"model": self.model, "from_state": old.value,
-                                                  "to_state": new.value, **extra})
+        logger.info(
+            "breaker transition", extra={"model": self.model, "from_state": old.value, "to_state": new.value, **extra}
+        )

@@ -81,8 +81,14 @@ def percentile_bucket(counts: Sequence[int], share: float) -> int | None:
     return len(counts) - 1
 
 
-def summarise(first_content: Sequence[int], speeds: Sequence[int], valid: int, answered: int,
-              age_s: float | None, max_age_s: float) -> ModelHealth:
+def summarise(
+    first_content: Sequence[int],
+    speeds: Sequence[int],
+    valid: int,
+    answered: int,
+    age_s: float | None,
+    max_age_s: float,
+) -> ModelHealth:
     """The health the histograms say (the current and the previous hour, added). Known only with a recent
     first-content sample: a record of answers alone says nothing of speed."""
     if age_s is None or age_s > max_age_s or not sum(first_content):
@@ -91,9 +97,13 @@ def summarise(first_content: Sequence[int], speeds: Sequence[int], valid: int, a
     sp = percentile_bucket(speeds, 0.1)
     edge = FIRST_CONTENT_EDGES_MS[fc] if fc is not None and fc < len(FIRST_CONTENT_EDGES_MS) else None
     return ModelHealth(
-        known=True, samples=sum(first_content), first_content_p90_ms=edge,
+        known=True,
+        samples=sum(first_content),
+        first_content_p90_ms=edge,
         tokens_per_s_p10=SPEED_EDGES_TPS[sp] if sp is not None else None,
-        valid_rate=valid / answered if answered else None, age_s=age_s)
+        valid_rate=valid / answered if answered else None,
+        age_s=age_s,
+    )
 
 
 def histogram(item: Mapping[str, object], prefix: str, size: int) -> list[int]:
@@ -118,10 +128,16 @@ def counters(observation: Observation) -> list[str]:
 
 def health_of(records: Sequence[Mapping[str, object]], age_s: float | None, max_age_s: float) -> ModelHealth:
     """The health of records' counters added together (the current and the previous hour)."""
-    fc = [sum(col) for col in zip(*(histogram(r, "fc", len(FIRST_CONTENT_EDGES_MS) + 1) for r in records),
-                                  strict=True)] if records else [0] * (len(FIRST_CONTENT_EDGES_MS) + 1)
-    sp = [sum(col) for col in zip(*(histogram(r, "sp", len(SPEED_EDGES_TPS)) for r in records), strict=True)] \
-        if records else [0] * len(SPEED_EDGES_TPS)
+    fc = (
+        [sum(col) for col in zip(*(histogram(r, "fc", len(FIRST_CONTENT_EDGES_MS) + 1) for r in records), strict=True)]
+        if records
+        else [0] * (len(FIRST_CONTENT_EDGES_MS) + 1)
+    )
+    sp = (
+        [sum(col) for col in zip(*(histogram(r, "sp", len(SPEED_EDGES_TPS)) for r in records), strict=True)]
+        if records
+        else [0] * len(SPEED_EDGES_TPS)
+    )
     valid = sum(int(str(r.get("valid", 0))) for r in records)
     answered = sum(int(str(r.get("answered", 0))) for r in records)
     return summarise(fc, sp, valid, answered, age_s, max_age_s)

@@ -52,8 +52,15 @@ class RetryDecision:
     reason: str
 
 
-def decide_retry(failure: UpstreamError, *, attempt: int, elapsed_ms: float, remaining_ms: float,
-                 policy: RetryPolicy, waiting_pays: Callable[[float], bool] | None = None) -> RetryDecision:
+def decide_retry(
+    failure: UpstreamError,
+    *,
+    attempt: int,
+    elapsed_ms: float,
+    remaining_ms: float,
+    policy: RetryPolicy,
+    waiting_pays: Callable[[float], bool] | None = None,
+) -> RetryDecision:
     """Retry only early, transient failures before any content, when time allows. ``waiting_pays(s)``:
     whether waiting ``s`` seconds for this model beats moving on to the next (None: there is no next)."""
     if not failure.transient:
@@ -68,12 +75,19 @@ def decide_retry(failure: UpstreamError, *, attempt: int, elapsed_ms: float, rem
     if failure.retry_after_s is not None:  # the upstream said when: worth waiting only if it beats the next model
         wait = max(wait, failure.retry_after_s)
         if waiting_pays is not None and not waiting_pays(wait):
-            return RetryDecision(False, 0, f"Retry-After {failure.retry_after_s:g} s: the next model is predicted "
-                                           "to finish sooner; it, at once")
+            return RetryDecision(
+                False,
+                0,
+                f"Retry-After {failure.retry_after_s:g} s: the next model is predicted to finish sooner; it, at once",
+            )
     if remaining_ms - wait * 1000 < policy.min_attempt_ms:
         said = f"Retry-After {failure.retry_after_s:g} s: " if failure.retry_after_s is not None else ""
-        return RetryDecision(False, 0, f"{said}{remaining_ms:.0f} ms left cannot hold wait {wait:.2f} s + "
-                                       f"{policy.min_attempt_ms:.0f} ms; the next model, if any, at once")
+        return RetryDecision(
+            False,
+            0,
+            f"{said}{remaining_ms:.0f} ms left cannot hold wait {wait:.2f} s + "
+            f"{policy.min_attempt_ms:.0f} ms; the next model, if any, at once",
+        )
     return RetryDecision(True, wait, "early transient failure")
 
 
@@ -117,8 +131,14 @@ class Attempts(Generic[T]):
     count: int
 
 
-def run_attempts(call: Callable[[Attempt], T], *, upstream: str, policy: RetryPolicy,
-                 budget: Budget, waiting_pays: Callable[[float], bool] | None = None) -> Attempts[T]:
+def run_attempts(
+    call: Callable[[Attempt], T],
+    *,
+    upstream: str,
+    policy: RetryPolicy,
+    budget: Budget,
+    waiting_pays: Callable[[float], bool] | None = None,
+) -> Attempts[T]:
     """Call until success or until :func:`decide_retry` says no; log every call once."""
     number = 0
     while True:
@@ -128,8 +148,14 @@ def run_attempts(call: Callable[[Attempt], T], *, upstream: str, policy: RetryPo
             result = call(attempt)
         except UpstreamError as failure:
             elapsed_ms = attempt.elapsed_ms()
-            decision = decide_retry(failure, attempt=number, elapsed_ms=elapsed_ms,
-                                    remaining_ms=budget.remaining_ms(), policy=policy, waiting_pays=waiting_pays)
+            decision = decide_retry(
+                failure,
+                attempt=number,
+                elapsed_ms=elapsed_ms,
+                remaining_ms=budget.remaining_ms(),
+                policy=policy,
+                waiting_pays=waiting_pays,
+            )
             log_call(upstream, attempt, elapsed_ms, failure.status or attempt.status, failure, decision.reason)
             if decision.retry:
                 time.sleep(decision.wait_s)
@@ -139,17 +165,21 @@ def run_attempts(call: Callable[[Attempt], T], *, upstream: str, policy: RetryPo
         return Attempts(result, None, number)
 
 
-def log_call(upstream: str, attempt: Attempt, elapsed_ms: float, status: int | None,
-             failure: UpstreamError | None, decision: str) -> None:
+def log_call(
+    upstream: str, attempt: Attempt, elapsed_ms: float, status: int | None, failure: UpstreamError | None, decision: str
+) -> None:
     """One structured line per upstream call: what an operator greps for first."""
-    logger.info("upstream call", extra={
-        "upstream": upstream,
-        "attempt": attempt.number,
-        "retry_count": attempt.number - 1,
-        "duration_ms": round(elapsed_ms),
-        "http_status": status,
-        "timed_out": failure is not None and failure.kind == "timeout",
-        "failure": str(failure) if failure else None,
-        "decision": decision,
-        **attempt.fields,
-    })
+    logger.info(
+        "upstream call",
+        extra={
+            "upstream": upstream,
+            "attempt": attempt.number,
+            "retry_count": attempt.number - 1,
+            "duration_ms": round(elapsed_ms),
+            "http_status": status,
+            "timed_out": failure is not None and failure.kind == "timeout",
+            "failure": str(failure) if failure else None,
+            "decision": decision,
+            **attempt.fields,
+        },
+    )

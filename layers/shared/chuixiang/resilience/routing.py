@@ -56,8 +56,10 @@ class FastestFirst:
         known = [m for m in models if self.health[m].known]
         unknown = [m for m in models if not self.health[m].known]
         unreliable = [m for m in known if (self.health[m].valid_rate or 1.0) < self.MIN_VALID_RATE]
-        fast = sorted((m for m in known if m not in unreliable),
-                      key=lambda m: self.health[m].expected_ms(self.expected_tokens) or 0.0)
+        fast = sorted(
+            (m for m in known if m not in unreliable),
+            key=lambda m: self.health[m].expected_ms(self.expected_tokens) or 0.0,
+        )
         return fast + unknown + sorted(unreliable, key=lambda m: self.health[m].expected_ms(self.expected_tokens) or 0)
 
     def predicted(self, model: str) -> float | None:
@@ -161,10 +163,19 @@ class Hedge:
         return min(self.after_ms, p90 or self.after_ms) / 1000
 
 
-def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, upstream: str, policy: RetryPolicy,
-                budget: Budget, breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
-                lease_s: float = 0, health_for: Callable[[str], HealthStore] | None = None,
-                fastest: FastestFirst | None = None, hedge: Hedge | None = None) -> Routed[T]:
+def call_models(
+    models: Sequence[str],
+    call: Callable[[str, Attempt], T],
+    *,
+    upstream: str,
+    policy: RetryPolicy,
+    budget: Budget,
+    breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
+    lease_s: float = 0,
+    health_for: Callable[[str], HealthStore] | None = None,
+    fastest: FastestFirst | None = None,
+    hedge: Hedge | None = None,
+) -> Routed[T]:
     """``call(model, attempt)`` makes one upstream call; ``breaker_for(model)`` its breaker (None: no breaker);
     ``health_for(model)`` where its measured health is kept (each call's observation is added to it);
     ``fastest``: skip a model that cannot finish in time (the order is the caller's); ``hedge``: race the
@@ -199,20 +210,32 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
                 if health and attempt.observation:
                     health.observe(attempt.observation)
                 lost = race is not None and isinstance(failure, Cancelled) and race.lost(model)
-                routed.calls.append(UpstreamCall(model=model, ms=int(attempt.elapsed_ms()),
-                                                 outcome="hedge_lost" if lost else failure.outcome,
-                                                 status=failure.status or attempt.status,
-                                                 promptTokens=attempt.prompt_tokens,
-                                                 completionTokens=attempt.completion_tokens))
+                routed.calls.append(
+                    UpstreamCall(
+                        model=model,
+                        ms=int(attempt.elapsed_ms()),
+                        outcome="hedge_lost" if lost else failure.outcome,
+                        status=failure.status or attempt.status,
+                        promptTokens=attempt.prompt_tokens,
+                        completionTokens=attempt.completion_tokens,
+                    )
+                )
                 if breaker and not isinstance(failure, Cancelled):  # closed by us: says nothing of the model
                     breaker.record(admission, healthy=not failure.unhealthy)
                 raise
             attempt.end()
             if health and attempt.observation:
                 health.observe(attempt.observation)
-            routed.calls.append(UpstreamCall(model=model, ms=int(attempt.elapsed_ms()), outcome="ok",
-                                             status=attempt.status, promptTokens=attempt.prompt_tokens,
-                                             completionTokens=attempt.completion_tokens))
+            routed.calls.append(
+                UpstreamCall(
+                    model=model,
+                    ms=int(attempt.elapsed_ms()),
+                    outcome="ok",
+                    status=attempt.status,
+                    promptTokens=attempt.prompt_tokens,
+                    completionTokens=attempt.completion_tokens,
+                )
+            )
             if breaker:
                 breaker.record(admission, healthy=True)
             return result
@@ -241,8 +264,10 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
             if not hedge.budget.take():
                 logger.info("no hedge: this endpoint's hedge budget is spent", extra={"model": model})
                 return model, first.result(), False
-            logger.info("hedging: the model has written nothing yet", extra={
-                "model": model, "hedge": partner, "after_ms": round(hedge.after_s(model) * 1000)})
+            logger.info(
+                "hedging: the model has written nothing yet",
+                extra={"model": model, "hedge": partner, "after_ms": round(hedge.after_s(model) * 1000)},
+            )
             second = pool.submit(run, partner)
             ours, theirs = first.result(), second.result()
         if contest.winner == partner or (contest.winner is None and ours.failure and not theirs.failure):
@@ -277,8 +302,10 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
         if index and routed.failure is not None:
             left = budget.remaining_ms()
             if left < policy.min_attempt_ms:
-                logger.info("no fallback: too little budget", extra={
-                    "model": model, "remaining_ms": round(left), "min_attempt_ms": policy.min_attempt_ms})
+                logger.info(
+                    "no fallback: too little budget",
+                    extra={"model": model, "remaining_ms": round(left), "min_attempt_ms": policy.min_attempt_ms},
+                )
                 break
         if fastest is not None and (why := fastest.skip(model, budget.remaining_ms(), index == len(models) - 1)):
             logger.info("model skipped: too slow for the time left", extra={"model": model, "reason": why})
@@ -291,8 +318,13 @@ def call_models(models: Sequence[str], call: Callable[[str, Attempt], T], *, ups
             index += 2 if both else 1
         else:
             after = models[index + 1] if index + 1 < len(models) else None
-            attempts = run_attempts(guarded_for(model), upstream=upstream, policy=policy, budget=budget,
-                                    waiting_pays=waiting_pays_for(model, after))
+            attempts = run_attempts(
+                guarded_for(model),
+                upstream=upstream,
+                policy=policy,
+                budget=budget,
+                waiting_pays=waiting_pays_for(model, after),
+            )
             routed.model = model
             index += 1
         routed.result, routed.failure = attempts.result, attempts.failure

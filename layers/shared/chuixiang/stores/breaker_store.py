@@ -45,8 +45,15 @@ def breaker_key(endpoint: str, model: str) -> dict[str, str]:
 class DynamoBreakerStore:
     """One model's breaker item. Every DynamoDB error comes out as :class:`BreakerStoreError`."""
 
-    def __init__(self, table: Table, endpoint: str, model: str, *, closed_ttl_s: float = CLOSED_TTL_S,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        table: Table,
+        endpoint: str,
+        model: str,
+        *,
+        closed_ttl_s: float = CLOSED_TTL_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.table = table
         self.key = breaker_key(endpoint, model)
         self.closed_ttl_s = closed_ttl_s
@@ -60,10 +67,12 @@ class DynamoBreakerStore:
             if cached is not None and self.monotonic() < cached[1]:
                 return cached[0]
         item = self._guard(lambda: self.table.get_item(Key=self.key, ConsistentRead=True).get("Item") or {})
-        record = BreakerRecord(state=BreakerState(str(item.get("state", BreakerState.CLOSED))),
-                               failures=int(item.get("failures", 0)),  # type: ignore[arg-type]
-                               opened_at=float(item.get("openedAt", 0)),  # type: ignore[arg-type]
-                               probe_until=float(item.get("probeUntil", 0)))  # type: ignore[arg-type]
+        record = BreakerRecord(
+            state=BreakerState(str(item.get("state", BreakerState.CLOSED))),
+            failures=int(item.get("failures", 0)),  # type: ignore[arg-type]
+            opened_at=float(item.get("openedAt", 0)),  # type: ignore[arg-type]
+            probe_until=float(item.get("probeUntil", 0)),
+        )  # type: ignore[arg-type]
         if self.closed_ttl_s > 0 and record == BreakerRecord():
             with _cache_lock:
                 _cache[pk] = (record, self.monotonic() + self.closed_ttl_s)
@@ -71,30 +80,45 @@ class DynamoBreakerStore:
 
     def claim_probe(self, seen: BreakerRecord, owner: str, until: float) -> bool:
         if seen.state is BreakerState.OPEN:
-            condition, values = "#state = :open AND openedAt = :seen", {":open": BreakerState.OPEN.value,
-                                                                         ":seen": _num(seen.opened_at)}
+            condition, values = (
+                "#state = :open AND openedAt = :seen",
+                {":open": BreakerState.OPEN.value, ":seen": _num(seen.opened_at)},
+            )
         else:
             condition, values = "#state = :half AND probeUntil = :seen", {":seen": _num(seen.probe_until)}
-        return self._update("SET #state = :half, probeOwner = :me, probeUntil = :until", condition,
-                            {**values, ":half": BreakerState.HALF_OPEN.value, ":me": owner, ":until": _num(until)})
+        return self._update(
+            "SET #state = :half, probeOwner = :me, probeUntil = :until",
+            condition,
+            {**values, ":half": BreakerState.HALF_OPEN.value, ":me": owner, ":until": _num(until)},
+        )
 
     def add_failure(self) -> BreakerRecord:
         self._forget()
-        result = self._guard(lambda: self.table.update_item(
-            Key=self.key,
-            UpdateExpression="ADD failures :one SET #state = if_not_exists(#state, :closed)",
-            ExpressionAttributeNames={"#state": "state"},
-            ExpressionAttributeValues={":one": 1, ":closed": BreakerState.CLOSED.value},
-            ReturnValues="ALL_NEW",
-        ))
+        result = self._guard(
+            lambda: self.table.update_item(
+                Key=self.key,
+                UpdateExpression="ADD failures :one SET #state = if_not_exists(#state, :closed)",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues={":one": 1, ":closed": BreakerState.CLOSED.value},
+                ReturnValues="ALL_NEW",
+            )
+        )
         item = result.get("Attributes", {})
-        return BreakerRecord(state=BreakerState(str(item.get("state", BreakerState.CLOSED))),
-                             failures=int(item.get("failures", 0)))  # type: ignore[arg-type]
+        return BreakerRecord(
+            state=BreakerState(str(item.get("state", BreakerState.CLOSED))), failures=int(item.get("failures", 0))
+        )  # type: ignore[arg-type]
 
     def open(self, now: float, threshold: int) -> bool:
-        return self._update("SET #state = :open, openedAt = :now", "#state = :closed AND failures >= :threshold",
-                            {":open": BreakerState.OPEN.value, ":now": _num(now),
-                             ":closed": BreakerState.CLOSED.value, ":threshold": threshold})
+        return self._update(
+            "SET #state = :open, openedAt = :now",
+            "#state = :closed AND failures >= :threshold",
+            {
+                ":open": BreakerState.OPEN.value,
+                ":now": _num(now),
+                ":closed": BreakerState.CLOSED.value,
+                ":threshold": threshold,
+            },
+        )
 
     def reset_failures(self) -> None:
         self._update("SET failures = :zero", "#state = :closed", {":zero": 0, ":closed": BreakerState.CLOSED.value})
@@ -114,9 +138,16 @@ class DynamoBreakerStore:
 
     def _update(self, update: str, condition: str, values: dict[str, Any]) -> bool:
         self._forget()
-        return self._guard(lambda: applied(
-            self.table.update_item, Key=self.key, UpdateExpression=update, ConditionExpression=condition,
-            ExpressionAttributeNames={"#state": "state"}, ExpressionAttributeValues=values))
+        return self._guard(
+            lambda: applied(
+                self.table.update_item,
+                Key=self.key,
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues=values,
+            )
+        )
 
     def _forget(self) -> None:
         with _cache_lock:

@@ -25,8 +25,9 @@ KEEP_S = 2 * 24 * 3600
 
 
 class DynamoHealthStore:
-    def __init__(self, table: Table, endpoint: str, model: str, *, max_age_s: float,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, table: Table, endpoint: str, model: str, *, max_age_s: float, clock: Callable[[], float] = time.time
+    ) -> None:
         self.table = table
         self.prefix = f"HEALTH#{endpoint.rstrip('/')}#{model}#"
         self.model = model
@@ -44,9 +45,11 @@ class DynamoHealthStore:
         try:
             self.table.update_item(
                 Key=self._key(now),
-                UpdateExpression="ADD " + ", ".join(f"{name} :one" for name in adds)
-                                 + " SET updatedAt = :now, expiresAt = :expires",
-                ExpressionAttributeValues={":one": 1, ":now": int(now), ":expires": int(now + KEEP_S)})
+                UpdateExpression="ADD "
+                + ", ".join(f"{name} :one" for name in adds)
+                + " SET updatedAt = :now, expiresAt = :expires",
+                ExpressionAttributeValues={":one": 1, ":now": int(now), ":expires": int(now + KEEP_S)},
+            )
         except (ClientError, BotoCoreError) as exc:
             logger.warning("model health not recorded", extra={"model": self.model, "error": str(exc)})
 

@@ -43,8 +43,11 @@ def _s3(endpoint: str | None) -> S3Client:
     """SigV4 always (never the legacy SigV2 some old client configurations pick for presigned URLs), and on AWS
     the regional virtual-hosted host: by default botocore signs for the global ``bucket.s3.amazonaws.com``
     outside us-east-1, where a new bucket answers 307 for its first hours and the redirected request fails."""
-    config = Config(signature_version="s3v4") if endpoint else \
-        Config(signature_version="s3v4", s3={"addressing_style": "virtual"})
+    config = (
+        Config(signature_version="s3v4")
+        if endpoint
+        else Config(signature_version="s3v4", s3={"addressing_style": "virtual"})
+    )
     return boto3.client("s3", endpoint_url=endpoint, config=config)
 
 
@@ -61,9 +64,7 @@ class ImageStore:
         self.s3 = s3 or _s3(aws_endpoint())
 
     def put(self, key: str, data: bytes, content_type: str) -> None:
-        self.s3.put_object(
-            Bucket=self.settings.images_bucket, Key=key, Body=data, ContentType=content_type
-        )
+        self.s3.put_object(Bucket=self.settings.images_bucket, Key=key, Body=data, ContentType=content_type)
 
     def stable_url(self, key: str, now: float | None = None) -> tuple[str, int]:
         """``(url, valid until)``: the one this sandbox signed with its current credentials while it has more

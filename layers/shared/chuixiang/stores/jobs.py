@@ -119,8 +119,13 @@ class JobStore:
 
     def add_owner(self, job_id: str, caller: str) -> None:
         """``caller`` joined the job: it may read it from now on (no ``updatedAt``: the job did not change)."""
-        applied(self.table.update_item, Key=job_key(job_id), UpdateExpression="ADD owners :c",
-                ConditionExpression="attribute_exists(pk)", ExpressionAttributeValues={":c": {caller}})
+        applied(
+            self.table.update_item,
+            Key=job_key(job_id),
+            UpdateExpression="ADD owners :c",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":c": {caller}},
+        )
 
     def update(self, job_id: str, only_if_active: bool = True, remove: tuple[str, ...] = (), **fields: Any) -> bool:
         """SET the given top-level fields (plus ``updatedAt``) and REMOVE ``remove``; False if the job is terminal."""
@@ -132,11 +137,15 @@ class JobStore:
         if only_if_active:
             names["#status"] = "status"
             values[":succeeded"], values[":failed"] = JobStatus.SUCCEEDED.value, JobStatus.FAILED.value
-            kwargs["ConditionExpression"] = (
-                "attribute_exists(pk) AND NOT #status IN (:succeeded, :failed)"
-            )
-        return applied(self.table.update_item, Key=job_key(job_id), UpdateExpression=expr,
-                       ExpressionAttributeNames=names, ExpressionAttributeValues=values, **kwargs)
+            kwargs["ConditionExpression"] = "attribute_exists(pk) AND NOT #status IN (:succeeded, :failed)"
+        return applied(
+            self.table.update_item,
+            Key=job_key(job_id),
+            UpdateExpression=expr,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            **kwargs,
+        )
 
     def record_progress(self, job_id: str, progress: Progress, partial: Mapping[str, Any] | None) -> bool:
         """SET ``progress`` (and ``partial``) only while the job is RUNNING in the recipe stage, so a
@@ -151,13 +160,28 @@ class JobStore:
         expr, names, values = _set_expression(fields)
         expr += ", #metrics.#recipe = :running_metrics"
         names.update({"#status": "status", "#stage": "stage", "#metrics": "metrics", "#recipe": "recipe"})
-        values.update({":running": JobStatus.RUNNING.value, ":recipe": JobStage.RECIPE.value,
-                       ":running_metrics": to_dynamo(RecipeMetrics(
-                           completionTokens=progress.tokens, tokensUsed=progress.tokens,
-                           tokensWasted=progress.tokens, outputChars=progress.chars).model_dump())})
-        return applied(self.table.update_item, Key=job_key(job_id), UpdateExpression=expr,
-                       ExpressionAttributeNames=names, ExpressionAttributeValues=values,
-                       ConditionExpression="#status = :running AND #stage = :recipe")
+        values.update(
+            {
+                ":running": JobStatus.RUNNING.value,
+                ":recipe": JobStage.RECIPE.value,
+                ":running_metrics": to_dynamo(
+                    RecipeMetrics(
+                        completionTokens=progress.tokens,
+                        tokensUsed=progress.tokens,
+                        tokensWasted=progress.tokens,
+                        outputChars=progress.chars,
+                    ).model_dump()
+                ),
+            }
+        )
+        return applied(
+            self.table.update_item,
+            Key=job_key(job_id),
+            UpdateExpression=expr,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ConditionExpression="#status = :running AND #stage = :recipe",
+        )
 
     def set_metrics(self, job_id: str, stage: str, metrics: dict[str, Any]) -> None:
         """Record a stage's measurements (kept even when the job has ended)."""
@@ -203,19 +227,33 @@ class JobStore:
         already is: then that job's id. A claim lapses at ``until`` (the job's deadline) or as soon
         as its job has ended."""
         names = {"#job": "jobId", "#exp": "expiresAt"}
-        claim = {"Key": inflight_key(dish), "UpdateExpression": "SET #job = :job, #exp = :until",
-                 "ExpressionAttributeNames": names}
-        if applied(self.table.update_item, **claim, ConditionExpression="attribute_not_exists(pk) OR #exp < :now",
-                   ExpressionAttributeValues={":job": job_id, ":until": until, ":now": int(now_utc().timestamp())}):
+        claim = {
+            "Key": inflight_key(dish),
+            "UpdateExpression": "SET #job = :job, #exp = :until",
+            "ExpressionAttributeNames": names,
+        }
+        if applied(
+            self.table.update_item,
+            **claim,
+            ConditionExpression="attribute_not_exists(pk) OR #exp < :now",
+            ExpressionAttributeValues={":job": job_id, ":until": until, ":now": int(now_utc().timestamp())},
+        ):
             return job_id
         holder = self._dish_holder(dish)
         if holder and self._generating(holder):
             return holder
         # Its job has ended (or its claim just lapsed): take over, unless another request just did.
-        if applied(self.table.update_item, **claim,
-                   ConditionExpression="attribute_not_exists(pk) OR #job = :holder OR #exp < :now",
-                   ExpressionAttributeValues={":job": job_id, ":until": until, ":holder": holder or "",
-                                              ":now": int(now_utc().timestamp())}):
+        if applied(
+            self.table.update_item,
+            **claim,
+            ConditionExpression="attribute_not_exists(pk) OR #job = :holder OR #exp < :now",
+            ExpressionAttributeValues={
+                ":job": job_id,
+                ":until": until,
+                ":holder": holder or "",
+                ":now": int(now_utc().timestamp()),
+            },
+        ):
             return job_id
         return self._dish_holder(dish) or job_id
 
@@ -231,10 +269,15 @@ class JobStore:
         one batch and the free ones tried. A slot frees when its job ends (the state machine's
         ``FreeSlot`` states delete it, whoever polls), when the API sees the job ended (:meth:`release`),
         or at its lease end, whichever comes first."""
-        ticket = number(self.table.update_item(Key=ADMISSION_TICKET, UpdateExpression="ADD #n :one",
-                                            ExpressionAttributeNames={"#n": "n"},
-                                            ExpressionAttributeValues={":one": 1},
-                                            ReturnValues="UPDATED_NEW")["Attributes"]["n"])
+        ticket = number(
+            self.table.update_item(
+                Key=ADMISSION_TICKET,
+                UpdateExpression="ADD #n :one",
+                ExpressionAttributeNames={"#n": "n"},
+                ExpressionAttributeValues={":one": 1},
+                ReturnValues="UPDATED_NEW",
+            )["Attributes"]["n"]
+        )
         order = [(ticket + i) % limit for i in range(limit)]
         if self._take_slot(order[0], job_id, until):
             return order[0], 0.0
@@ -246,8 +289,7 @@ class JobStore:
             for slot in free[:ADMISSION_TRIES]:
                 if self._take_slot(slot, job_id, until):
                     return slot, 0.0
-            busy = [min(end, taken + EXPECTED_JOB_S) if taken else end
-                     for end, taken in leases.values() if end > now]
+            busy = [min(end, taken + EXPECTED_JOB_S) if taken else end for end, taken in leases.values() if end > now]
             if not free:
                 break  # full: no point reading again at once
         now = int(now_utc().timestamp())
@@ -255,10 +297,12 @@ class JobStore:
 
     def _take_slot(self, slot: int, job_id: str, until: int) -> bool:
         now = int(now_utc().timestamp())
-        return applied(self.table.put_item, Item={**admission_key(slot), "jobId": job_id, "expiresAt": until,
-                                                  "takenAt": now},
-                       ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
-                       ExpressionAttributeValues={":now": now})
+        return applied(
+            self.table.put_item,
+            Item={**admission_key(slot), "jobId": job_id, "expiresAt": until, "takenAt": now},
+            ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
+            ExpressionAttributeValues={":now": now},
+        )
 
     def _slot_leases(self, limit: int) -> dict[int, tuple[int, int]]:
         """Each held slot's (lease end, when it was taken; 0 for a slot taken before ``takenAt`` existed)."""
@@ -266,26 +310,41 @@ class JobStore:
         keys = [admission_key(n) for n in range(limit)]
         leases: dict[int, tuple[int, int]] = {}
         for i in range(0, len(keys), 100):
-            request: dict[str, Any] = {name: {"Keys": keys[i : i + 100], "ConsistentRead": True,
-                                              "ProjectionExpression": "pk, expiresAt, takenAt"}}
+            request: dict[str, Any] = {
+                name: {
+                    "Keys": keys[i : i + 100],
+                    "ConsistentRead": True,
+                    "ProjectionExpression": "pk, expiresAt, takenAt",
+                }
+            }
             while request:
                 answer = client.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(name, []):
-                    leases[int(str(item["pk"]).rsplit("#", 1)[1])] = (number(item["expiresAt"]),
-                                                                     number(item.get("takenAt", 0)))
+                    leases[int(str(item["pk"]).rsplit("#", 1)[1])] = (
+                        number(item["expiresAt"]),
+                        number(item.get("takenAt", 0)),
+                    )
                 request = answer.get("UnprocessedKeys") or {}
         return leases
 
     def release(self, job_id: str, slot: int | None) -> None:
         """Free ``job_id``'s admission slot (a no-op when it no longer holds it)."""
         if slot is not None:
-            applied(self.table.delete_item, Key=admission_key(int(slot)), ConditionExpression="jobId = :job",
-                    ExpressionAttributeValues={":job": job_id})
+            applied(
+                self.table.delete_item,
+                Key=admission_key(int(slot)),
+                ConditionExpression="jobId = :job",
+                ExpressionAttributeValues={":job": job_id},
+            )
 
     def unclaim_dish(self, dish: str, job_id: str) -> None:
         """Give up a claim that ``job_id`` still holds (its job will not run)."""
-        applied(self.table.delete_item, Key=inflight_key(dish), ConditionExpression="jobId = :job",
-                ExpressionAttributeValues={":job": job_id})
+        applied(
+            self.table.delete_item,
+            Key=inflight_key(dish),
+            ConditionExpression="jobId = :job",
+            ExpressionAttributeValues={":job": job_id},
+        )
 
     # --- the recipe cache ----------------------------------------------------------------
 
@@ -313,8 +372,9 @@ class JobStore:
         if recipe is not None and image_key is None:
             names["#image"] = "imageKey"
             expr += " REMOVE #image"
-        self.table.update_item(Key=dish_key(dish), UpdateExpression=expr, ExpressionAttributeNames=names,
-                               ExpressionAttributeValues=values)
+        self.table.update_item(
+            Key=dish_key(dish), UpdateExpression=expr, ExpressionAttributeNames=names, ExpressionAttributeValues=values
+        )
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -336,9 +396,7 @@ def render(item: dict[str, Any], image_url: str | None) -> JobDocument:
         recipe=item.get("recipe"),
         image=ImageRef(url=image_url, key=key) if key and image_url else None,
         imageError=(
-            ImageErrorInfo(code=image_error["code"], message=message_for(image_error["code"]))
-            if image_error
-            else None
+            ImageErrorInfo(code=image_error["code"], message=message_for(image_error["code"])) if image_error else None
         ),
         error=(
             ErrorInfo(

@@ -68,8 +68,14 @@ class SSEReader:
     JSON value is a document and anything else is an event stream. Split out so the benchmark
     measures exactly this; nothing it reads can raise anything but an :class:`UpstreamError`."""
 
-    def __init__(self, limits: StreamLimits, started: float, on_text: Callable[[], None] | None = None,
-                 out: Completion | None = None, on_first_text: Callable[[SSEReader], None] | None = None) -> None:
+    def __init__(
+        self,
+        limits: StreamLimits,
+        started: float,
+        on_text: Callable[[], None] | None = None,
+        out: Completion | None = None,
+        on_first_text: Callable[[SSEReader], None] | None = None,
+    ) -> None:
         self.out = out if out is not None else Completion()
         self.limits = limits
         self.on_text = on_text
@@ -108,7 +114,7 @@ class SSEReader:
     def feed(self, data: bytes) -> None:
         if self._framer is not None:
             if len(self._head) < HEAD_BYTES:
-                self._head += data[:HEAD_BYTES - len(self._head)]
+                self._head += data[: HEAD_BYTES - len(self._head)]
             self._framer.feed(data)
         elif self.document is not None:
             self.document += data
@@ -116,7 +122,7 @@ class SSEReader:
             data, self._blank = self._blank + data, b""
             head = data.lstrip(b" \t\r\n")
             if head.startswith(BOM):
-                head = head[len(BOM):].lstrip(b" \t\r\n")
+                head = head[len(BOM) :].lstrip(b" \t\r\n")
             if not head or (len(head) < len(BOM) and BOM.startswith(head)):  # not yet telling what it is
                 self._blank = data
                 return
@@ -151,15 +157,16 @@ class SSEReader:
         try:
             event = json.loads(data)
         except ValueError as exc:
-            raise StreamError(f"undecodable SSE data: {_snippet(data)}",
-                              content_started=self.content_chars > 0) from exc
+            raise StreamError(
+                f"undecodable SSE data: {_snippet(data)}", content_started=self.content_chars > 0
+            ) from exc
         self.event(event)
 
     def _parse_document(self, body: bytes) -> None:
         """An upstream that ignored ``stream: true`` (or was asked not to stream) and answered one JSON document."""
         body = body.lstrip(b" \t\r\n")
         try:
-            doc = json.loads(body[len(BOM):] if body.startswith(BOM) else body)
+            doc = json.loads(body[len(BOM) :] if body.startswith(BOM) else body)
         except ValueError as exc:
             raise InvalidAnswer(f"non-stream answer is not JSON: {_snippet(body)}") from exc
         self.event(doc)
@@ -200,8 +207,7 @@ class SSEReader:
             out.parts.append(text)
             self.content_chars += len(text)
             if self.content_chars > self.limits.max_content_chars:
-                raise AnswerTooLarge(f"content over {self.limits.max_content_chars} characters",
-                                     content_started=True)
+                raise AnswerTooLarge(f"content over {self.limits.max_content_chars} characters", content_started=True)
         if reasoning:
             out.reasoning_chars += len(reasoning)
         if text or reasoning:
@@ -298,11 +304,20 @@ def _flatten(value: Any) -> str:
     return ""
 
 
-def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
-                         limits: StreamLimits, deadline: Deadline,
-                         watch: Callable[[SSEReader], None] | None = None, streamed: bool = True,
-                         out: Completion | None = None, cancellation: Cancellation | None = None,
-                         on_first_text: Callable[[SSEReader], None] | None = None) -> Completion:
+def read_chat_completion(
+    client: httpx.Client,
+    url: str,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    *,
+    limits: StreamLimits,
+    deadline: Deadline,
+    watch: Callable[[SSEReader], None] | None = None,
+    streamed: bool = True,
+    out: Completion | None = None,
+    cancellation: Cancellation | None = None,
+    on_first_text: Callable[[SSEReader], None] | None = None,
+) -> Completion:
     """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure.
 
     ``out`` (optional) is filled as the answer arrives, so a caller keeps what a failed call measured.
@@ -316,8 +331,17 @@ def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any]
     text = TextLimits(first_content_s=limits.first_content_s, idle_s=limits.idle_s) if streamed else None
     # The socket's own read timeout only backs the watchdog up (the idle limit sits inside the first-content one).
     read_timeout_s = limits.first_content_s if streamed else max(0.001, deadline.remaining_ms() / 1000)
-    post = GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=read_timeout_s,
-                       max_bytes=limits.max_bytes, text=text, cancellation=cancellation)
+    post = GuardedPost(
+        client,
+        url,
+        payload,
+        headers,
+        deadline=deadline,
+        read_timeout_s=read_timeout_s,
+        max_bytes=limits.max_bytes,
+        text=text,
+        cancellation=cancellation,
+    )
     reader = SSEReader(limits, started, on_text=post.text_arrived, out=out, on_first_text=on_first_text)
     if watch is not None:
         watch(reader)
@@ -355,4 +379,3 @@ def read_chat_completion(client: httpx.Client, url: str, payload: dict[str, Any]
         out.total_ms = int((time.monotonic() - started) * 1000)
     out.content = redact("".join(out.parts))  # a model that echoes the request writes no key into a job
     return out
-

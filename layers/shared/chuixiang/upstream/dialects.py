@@ -81,8 +81,9 @@ def parse_dialects(raw: str) -> dict[str, dict[str, Any]]:
         try:
             Dialect.model_validate(value)
         except ValidationError as exc:
-            raise DialectError(f"ModelDialects[{key!r}]: {exc.errors()[0]['msg']} "
-                               f"({'.'.join(map(str, exc.errors()[0]['loc']))})") from exc
+            raise DialectError(
+                f"ModelDialects[{key!r}]: {exc.errors()[0]['msg']} ({'.'.join(map(str, exc.errors()[0]['loc']))})"
+            ) from exc
     return doc
 
 
@@ -103,6 +104,12 @@ def report_refused_param(failure: UpstreamError, model: str) -> None:
     its dialect stops sending the field, so say which field, loudly, once per failure."""
     param = failure.param if isinstance(failure, StatusError) else None
     if param:
-        logger.warning("upstream refused a request parameter", extra={
-            "model": model, "param": param, "status": failure.status,
-            "fix": f"set {model!r} in the ModelDialects parameter so it is not sent"})
+        logger.warning(
+            "upstream refused a request parameter",
+            extra={
+                "model": model,
+                "param": param,
+                "status": failure.status,
+                "fix": f"set {model!r} in the ModelDialects parameter so it is not sent",
+            },
+        )

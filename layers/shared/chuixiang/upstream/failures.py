@@ -45,8 +45,15 @@ class UpstreamError(Exception):
 
     _frozen = False
 
-    def __init__(self, detail: str, *, content_started: bool = False, bytes_received: int = 0,
-                 status: int | None = None, retry_after_s: float | None = None) -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        content_started: bool = False,
+        bytes_received: int = 0,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
         detail = redact(detail)  # the one place upstream text becomes a detail: logs, job items, history
         super().__init__(detail)
         self.detail = detail
@@ -64,8 +71,12 @@ class UpstreamError(Exception):
         super().__setattr__(name, value)
 
     def _fields(self) -> dict[str, Any]:
-        return {"content_started": self.content_started, "bytes_received": self.bytes_received,
-                "status": self.status, "retry_after_s": self.retry_after_s}
+        return {
+            "content_started": self.content_started,
+            "bytes_received": self.bytes_received,
+            "status": self.status,
+            "retry_after_s": self.retry_after_s,
+        }
 
     def evolve(self, **changes: Any) -> Self:
         """A copy with ``changes`` (raise it ``from`` this one, so the first cause stays in the traceback)."""
@@ -141,9 +152,12 @@ class StatusError(UpstreamError):
         """The status and the start of the error body (redacted as every detail is: some servers echo
         the key, which its endpoint registered)."""
         text = redact(body.decode("utf-8", "replace"))  # before the cut: a halved key is still a key
-        return cls(f"HTTP {response.status_code}: {text[:300]}", status=response.status_code,
-                   retry_after_s=retry_after_seconds(response.headers.get("retry-after")),
-                   param=refused_param(text) if 400 <= response.status_code < 500 else None)
+        return cls(
+            f"HTTP {response.status_code}: {text[:300]}",
+            status=response.status_code,
+            retry_after_s=retry_after_seconds(response.headers.get("retry-after")),
+            param=refused_param(text) if 400 <= response.status_code < 500 else None,
+        )
 
 
 class UpstreamTimeout(UpstreamError):
@@ -205,8 +219,10 @@ class EmptyAnswer(UpstreamError):
 
 
 #: "Unknown parameter: 'x'" (OpenAI), "Unrecognized request argument supplied: x" (Azure), "unsupported field x"…
-_UNKNOWN_PARAM = re.compile(r"""(?i)(?:unknown|unrecognized|unsupported|unexpected|invalid)[ _](?:request[ _])?"""
-                            r"""(?:parameter|argument|field)s?(?: supplied)?[:\s]+['"`]?([A-Za-z_][\w.\[\]]*)""")
+_UNKNOWN_PARAM = re.compile(
+    r"""(?i)(?:unknown|unrecognized|unsupported|unexpected|invalid)[ _](?:request[ _])?"""
+    r"""(?:parameter|argument|field)s?(?: supplied)?[:\s]+['"`]?([A-Za-z_][\w.\[\]]*)"""
+)
 
 
 def refused_param(body: str) -> str | None:

@@ -23,8 +23,11 @@ from ..redaction import redact
 from .failures import AnswerTooLarge, InvalidAnswer
 from .transport import GuardedPost
 
-SIGNATURES = {b"\x89PNG\r\n\x1a\n": ("image/png", "png"), b"\xff\xd8\xff": ("image/jpeg", "jpg"),
-              b"RIFF": ("image/webp", "webp")}
+SIGNATURES = {
+    b"\x89PNG\r\n\x1a\n": ("image/png", "png"),
+    b"\xff\xd8\xff": ("image/jpeg", "jpg"),
+    b"RIFF": ("image/webp", "webp"),
+}
 
 
 class ImageDatum(BaseModel):
@@ -84,14 +87,22 @@ def may_fetch(image_url: str, endpoint_url: str) -> bool:
     return (target.scheme, target.hostname, target.port) == (endpoint.scheme, endpoint.hostname, endpoint.port)
 
 
-def request_image(client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], *,
-                  deadline: Deadline, max_bytes: int) -> GeneratedImage:
+def request_image(
+    client: httpx.Client,
+    url: str,
+    payload: dict[str, Any],
+    headers: dict[str, str],
+    *,
+    deadline: Deadline,
+    max_bytes: int,
+) -> GeneratedImage:
     """POST and read the whole answer before the deadline (it may be silent until then); fetch a URL answer
     within what is left of it."""
     remaining_s = deadline.remaining_ms() / 1000
     # base64 is 4/3 of the bytes, plus the JSON around it
-    with GuardedPost(client, url, payload, headers, deadline=deadline, read_timeout_s=remaining_s,
-                     max_bytes=max_bytes * 2) as call:
+    with GuardedPost(
+        client, url, payload, headers, deadline=deadline, read_timeout_s=remaining_s, max_bytes=max_bytes * 2
+    ) as call:
         if call.status != 200:
             raise call.status_error()
         body = b"".join(call.chunks())
@@ -102,12 +113,21 @@ def request_image(client: httpx.Client, url: str, payload: dict[str, Any], heade
     return download_image(client, datum.url, endpoint_url=url, deadline=deadline, max_bytes=max_bytes)
 
 
-def download_image(client: httpx.Client, image_url: str, *, endpoint_url: str, deadline: Deadline,
-                   max_bytes: int) -> GeneratedImage:
+def download_image(
+    client: httpx.Client, image_url: str, *, endpoint_url: str, deadline: Deadline, max_bytes: int
+) -> GeneratedImage:
     if not may_fetch(image_url, endpoint_url):
         raise InvalidAnswer(f"image url is neither https nor the endpoint's origin: {redact(image_url)[:120]}")
-    with GuardedPost(client, image_url, None, {}, deadline=deadline, read_timeout_s=deadline.remaining_ms() / 1000,
-                     max_bytes=max_bytes, method="GET") as call:
+    with GuardedPost(
+        client,
+        image_url,
+        None,
+        {},
+        deadline=deadline,
+        read_timeout_s=deadline.remaining_ms() / 1000,
+        max_bytes=max_bytes,
+        method="GET",
+    ) as call:
         if call.status != 200:
             raise call.status_error()
         data = b"".join(call.chunks())

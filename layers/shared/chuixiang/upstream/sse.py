@@ -54,7 +54,7 @@ class SSEFramer:
                 return
             self._started = True
             if data.startswith(BOM):
-                data = data[len(BOM):]
+                data = data[len(BOM) :]
         lines = data.splitlines(keepends=True)  # on bytes: LF, CRLF and CR only
         if lines:
             last = lines[-1]

@@ -207,9 +207,20 @@ class GuardedPost:
     ``max_bytes`` the body. The response is closed and the watchdog cancelled on exit.
     """
 
-    def __init__(self, client: httpx.Client, url: str, payload: dict[str, Any] | None, headers: dict[str, str], *,
-                 deadline: Deadline, read_timeout_s: float, max_bytes: int, text: TextLimits | None = None,
-                 method: str = "POST", cancellation: Cancellation | None = None) -> None:
+    def __init__(
+        self,
+        client: httpx.Client,
+        url: str,
+        payload: dict[str, Any] | None,
+        headers: dict[str, str],
+        *,
+        deadline: Deadline,
+        read_timeout_s: float,
+        max_bytes: int,
+        text: TextLimits | None = None,
+        method: str = "POST",
+        cancellation: Cancellation | None = None,
+    ) -> None:
         self.client = client
         self.method = method
         self.url = url
@@ -247,8 +258,9 @@ class GuardedPost:
         self._watchdog = Watchdog(remaining_s, self.text)
         if self.cancellation is not None:
             self._unlisten = self.cancellation.listen(self._watchdog.cancel_call)
-        request = self.client.build_request(self.method, self.url, json=self.payload, headers=self.headers,
-                                            timeout=timeout)
+        request = self.client.build_request(
+            self.method, self.url, json=self.payload, headers=self.headers, timeout=timeout
+        )
         try:
             self._response = self.client.send(request, stream=True)
         except TRANSPORT_ERRORS as exc:
@@ -259,8 +271,9 @@ class GuardedPost:
         self.first_byte_ms = int((time.monotonic() - self.started) * 1000)
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._unlisten()
         if self._response is not None:
             self._response.close()
@@ -280,8 +293,10 @@ class GuardedPost:
         # httpx reads the "timeout" request extension when the body starts to be read.
         timeout = self.response.request.extensions.get("timeout")
         if isinstance(timeout, dict):
-            self.response.request.extensions["timeout"] = {**timeout,
-                                                           "read": max(0.001, self.deadline.remaining_ms() / 1000)}
+            self.response.request.extensions["timeout"] = {
+                **timeout,
+                "read": max(0.001, self.deadline.remaining_ms() / 1000),
+            }
         self._first_wait_is_deadline = True
 
     def resume_text_limits(self) -> None:
@@ -339,8 +354,9 @@ class GuardedPost:
             for data in self.response.iter_bytes():
                 self.bytes_received += len(data)
                 if self.bytes_received > self.max_bytes:
-                    raise AnswerTooLarge(f"answer over {self.max_bytes} bytes", content_started=True,
-                                         bytes_received=self.bytes_received)
+                    raise AnswerTooLarge(
+                        f"answer over {self.max_bytes} bytes", content_started=True, bytes_received=self.bytes_received
+                    )
                 yield data
         except TRANSPORT_ERRORS as exc:
             raise self.failure_from(exc, f"after {self.bytes_received} bytes") from exc

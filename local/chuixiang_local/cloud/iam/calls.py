@@ -61,20 +61,25 @@ def _routes(service: str) -> list[_Route]:
     for name in _model(service).operation_names:
         op = _model(service).operation_model(name)
         path, _, query = op.http["requestUri"].partition("?")
-        regex = re.sub(r"\\\{(\w+)(\\\+)?\\\}", lambda m: f"(?P<{m.group(1)}>{'.+' if m.group(2) else '[^/]+'})",
-                       re.escape(path))
+        regex = re.sub(
+            r"\\\{(\w+)(\\\+)?\\\}", lambda m: f"(?P<{m.group(1)}>{'.+' if m.group(2) else '[^/]+'})", re.escape(path)
+        )
         literal = {k: v[0] if v else "" for k, v in parse_qs(query, keep_blank_values=True).items()}
         shape = op.input_shape
         members = shape.members.items() if shape is not None else ()
-        needs = frozenset((s.serialization["location"], s.serialization.get("name", m)) for m, s in members
-                          if m in shape.required_members and s.serialization.get("location") in _NEEDED_LOCATIONS)
+        needs = frozenset(
+            (s.serialization["location"], s.serialization.get("name", m))
+            for m, s in members
+            if m in shape.required_members and s.serialization.get("location") in _NEEDED_LOCATIONS
+        )
         routes.append(_Route(op.http["method"], re.compile(regex + "/?"), literal, needs, op))
     routes.sort(key=lambda r: (-len(r.query), -len(r.needs), -len(r.path.pattern)))
     return routes
 
 
-def _rest_call(service: str, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str],
-               body: bytes) -> tuple[str, dict[str, Any]] | None:
+def _rest_call(
+    service: str, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], body: bytes
+) -> tuple[str, dict[str, Any]] | None:
     for route in _routes(service):
         match = route.path.fullmatch(path)
         if match is not None and route.matches(method, path, query, headers):
@@ -82,12 +87,13 @@ def _rest_call(service: str, method: str, path: str, query: dict[str, list[str]]
     return None
 
 
-def _rest_params(op: Any, match: re.Match[str], query: dict[str, list[str]], headers: dict[str, str],
-                 body: bytes) -> dict[str, Any]:
+def _rest_params(
+    op: Any, match: re.Match[str], query: dict[str, list[str]], headers: dict[str, str], body: bytes
+) -> dict[str, Any]:
     params: dict[str, Any] = {}
     labels = {k: unquote(v) for k, v in match.groupdict().items()}
     shape = op.input_shape
-    for member, member_shape in (shape.members.items() if shape is not None else ()):
+    for member, member_shape in shape.members.items() if shape is not None else ():
         location, wire = member_shape.serialization.get("location"), member_shape.serialization.get("name", member)
         if location == "uri" and wire in labels:
             params[member] = labels[wire]
@@ -106,16 +112,20 @@ def _rest_params(op: Any, match: re.Match[str], query: dict[str, list[str]], hea
 def parse_call(environ: dict[str, Any], body: bytes) -> AwsCall | None:
     """The call a signed request makes (None: not signed, e.g. a browser fetching a plain URL)."""
     query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
-    signed = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", "")) or \
-        _SCOPE.search("Credential=" + query.get("X-Amz-Credential", [""])[0])  # a presigned URL
+    signed = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", "")) or _SCOPE.search(
+        "Credential=" + query.get("X-Amz-Credential", [""])[0]
+    )  # a presigned URL
     if signed is None:
         return None
     key, region, service = signed.groups()
     target = environ.get("HTTP_X_AMZ_TARGET")
     if target:  # the JSON protocols: the operation in a header, the parameters in the body
         return AwsCall(key, region, service, target.rsplit(".", 1)[-1], json.loads(body or b"{}"))
-    form = parse_qs(body.decode("utf-8", "replace")) if environ.get("CONTENT_TYPE", "").startswith(
-        "application/x-www-form-urlencoded") else {}
+    form = (
+        parse_qs(body.decode("utf-8", "replace"))
+        if environ.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded")
+        else {}
+    )
     if "Action" in form:  # the query protocol
         return AwsCall(key, region, service, form["Action"][0], {k: v[0] for k, v in form.items() if k != "Action"})
     headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}

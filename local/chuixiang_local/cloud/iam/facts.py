@@ -28,8 +28,15 @@ DOCUMENTED_ACTIONS = {("s3", "HeadObject"): "GetObject", ("s3", "HeadBucket"): "
 
 #: The condition keys computed from a request here. A policy condition on any other key finds it absent,
 #: as IAM does when a request does not carry a key (false, or true under ForAllValues / IfExists).
-COMPUTED_KEYS = frozenset({"aws:requestedregion", "aws:securetransport", "aws:principalarn",
-                           "states:statemachinequalifier", "dynamodb:leadingkeys"})
+COMPUTED_KEYS = frozenset(
+    {
+        "aws:requestedregion",
+        "aws:securetransport",
+        "aws:principalarn",
+        "states:statemachinequalifier",
+        "dynamodb:leadingkeys",
+    }
+)
 
 
 class UnknownAction(Exception):
@@ -57,8 +64,11 @@ def iam_action(prefix: str, operation: str) -> str:
     privileges = _service(prefix)["privileges"]
     if operation in privileges:
         return f"{prefix}:{operation}"
-    documented = [name for name, p in privileges.items()
-                  if (p.get("api_documentation_link") or "").endswith(f"/API_{operation}.html")]
+    documented = [
+        name
+        for name, p in privileges.items()
+        if (p.get("api_documentation_link") or "").endswith(f"/API_{operation}.html")
+    ]
     if len(documented) == 1:
         return f"{prefix}:{documented[0]}"
     if (prefix, operation) in DOCUMENTED_ACTIONS:
@@ -109,8 +119,9 @@ def resource_of(call: AwsCall, action: str, account: str, partition: str) -> str
     return "*"
 
 
-def _service_rules(call: AwsCall, resource: str, context: dict[str, list[str]],
-                   leading_key: Callable[[str], str | None]) -> str:
+def _service_rules(
+    call: AwsCall, resource: str, context: dict[str, list[str]], leading_key: Callable[[str], str | None]
+) -> str:
     """What each service documents about the resource and keys it authorises (the database cannot say it)."""
     if call.service == "states" and re.fullmatch(r"arn:[^:]+:states:[^:]*:\d+:stateMachine:[^:]+:[^:]+", resource):
         # Step Functions guide, "Authorization for versions and aliases": "To authorize a version or an alias
@@ -142,20 +153,35 @@ def _leading_keys(params: dict[str, Any], leading_key: Callable[[str], str | Non
     return values
 
 
-def authorisation_of(call: AwsCall, *, principal_arn: str, account: str, partition: str,
-                     leading_key: Callable[[str], str | None]) -> list[Authorisation]:
+def authorisation_of(
+    call: AwsCall, *, principal_arn: str, account: str, partition: str, leading_key: Callable[[str], str | None]
+) -> list[Authorisation]:
     """What IAM checks, once per resource the call acts on: a batch call on several tables (DynamoDB's
     ``RequestItems``) is authorised on each. ``leading_key(table)``: the table's partition key attribute."""
     action = iam_action(call.service, call.operation)
     batch = call.params.get("RequestItems")
-    calls = [call] if not isinstance(batch, dict) or "TableName" in call.params else [
-        AwsCall(call.access_key, call.region, call.service, call.operation,
-                {**call.params, "TableName": table, "RequestItems": {table: spec}}) for table, spec in batch.items()]
+    calls = (
+        [call]
+        if not isinstance(batch, dict) or "TableName" in call.params
+        else [
+            AwsCall(
+                call.access_key,
+                call.region,
+                call.service,
+                call.operation,
+                {**call.params, "TableName": table, "RequestItems": {table: spec}},
+            )
+            for table, spec in batch.items()
+        ]
+    )
     out = []
     for one in calls:
-        context = {"aws:requestedregion": [one.region], "aws:principalarn": [principal_arn],
-                   # Local calls travel over loopback HTTP; on AWS every SDK call here is HTTPS.
-                   "aws:securetransport": ["true"]}
+        context = {
+            "aws:requestedregion": [one.region],
+            "aws:principalarn": [principal_arn],
+            # Local calls travel over loopback HTTP; on AWS every SDK call here is HTTPS.
+            "aws:securetransport": ["true"],
+        }
         resource = _service_rules(one, resource_of(one, action, account, partition), context, leading_key)
         out.append(Authorisation(action, resource, context))
     return out

@@ -60,15 +60,18 @@ class Refusal:
     @property
     def message(self) -> str:
         a = self.authorisation
-        return (f"User: {self.principal.arn} is not authorized to perform: {a.action} on resource: "
-                f"{a.resource} because {self.reason}")
+        return (
+            f"User: {self.principal.arn} is not authorized to perform: {a.action} on resource: "
+            f"{a.resource} because {self.reason}"
+        )
 
 
 class IamGate:
     """WSGI middleware: ``IamGate(app)``, then :meth:`register` each role's access key."""
 
-    def __init__(self, app: Callable[..., Any], *, leading_key: Callable[[str], str | None],
-                 log: TextIO | None = None) -> None:
+    def __init__(
+        self, app: Callable[..., Any], *, leading_key: Callable[[str], str | None], log: TextIO | None = None
+    ) -> None:
         self.app, self.leading_key, self.log = app, leading_key, log
         self.principals: dict[str, Principal] = {}
         self.refusals: list[Refusal] = []
@@ -87,8 +90,13 @@ class IamGate:
         if principal is None or not self.enforcing:
             return None
         try:
-            authorisations = authorisation_of(call, principal_arn=principal.arn, account=ACCOUNT,
-                                              partition=principal.partition, leading_key=self.leading_key)
+            authorisations = authorisation_of(
+                call,
+                principal_arn=principal.arn,
+                account=ACCOUNT,
+                partition=principal.partition,
+                leading_key=self.leading_key,
+            )
         except UnknownAction as exc:
             return Refusal(principal, Authorisation(f"{call.service}:{call.operation}", "?"), str(exc))
         for authorisation in authorisations:
@@ -109,8 +117,11 @@ class IamGate:
                 with self._lock:
                     self.allowed.append(Allowed(principal.role, authorisation.action, authorisation.resource, index))
             return None
-        reason = ("an explicit deny in an identity-based policy" if decision is Decision.EXPLICIT_DENY
-                  else f"no identity-based policy allows the {authorisation.action} action")
+        reason = (
+            "an explicit deny in an identity-based policy"
+            if decision is Decision.EXPLICIT_DENY
+            else f"no identity-based policy allows the {authorisation.action} action"
+        )
         return Refusal(principal, authorisation, reason)
 
     def _refused(self, refusal: Refusal) -> None:
@@ -119,8 +130,10 @@ class IamGate:
         a = refusal.authorisation
         logger.warning("AccessDenied: role %s, action %s, resource %s", refusal.principal.role, a.action, a.resource)
         if self.log is not None:
-            self.log.write(f"=== IAM refused: role {refusal.principal.role} may not {a.action} on {a.resource} "
-                           f"({refusal.reason}) ===\n")
+            self.log.write(
+                f"=== IAM refused: role {refusal.principal.role} may not {a.action} on {a.resource} "
+                f"({refusal.reason}) ===\n"
+            )
             self.log.flush()
 
     # --- WSGI ------------------------------------------------------------------------------
@@ -152,17 +165,30 @@ _JSON_SERVICES = frozenset({"dynamodb", "states", "secretsmanager", "kms", "logs
 def denied_response(call: AwsCall, message: str) -> tuple[str, list[tuple[str, str]], bytes]:
     text = html.escape(message, quote=False)
     if call.service == "s3":
-        xml = (f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>"
-               f"<Message>{text}</Message></Error>").encode()
+        xml = (
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>{text}</Message></Error>'
+        ).encode()
         return "403 Forbidden", [("Content-Type", "application/xml"), ("Content-Length", str(len(xml)))], xml
     if call.service in _JSON_SERVICES:
         doc = json.dumps({"__type": "AccessDeniedException", "message": message}).encode()
-        return "400 Bad Request", [("Content-Type", "application/x-amz-json-1.0"),
-                                   ("Content-Length", str(len(doc)))], doc
+        return (
+            "400 Bad Request",
+            [("Content-Type", "application/x-amz-json-1.0"), ("Content-Length", str(len(doc)))],
+            doc,
+        )
     if call.service == "lambda":  # rest-json: the error type in a header
         doc = json.dumps({"Type": "User", "Message": message}).encode()
-        return "403 Forbidden", [("Content-Type", "application/json"), ("x-amzn-ErrorType", "AccessDeniedException"),
-                                 ("Content-Length", str(len(doc)))], doc
-    xml = (f"<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>{text}"
-           f"</Message></Error></ErrorResponse>").encode()  # the query protocol (STS, SNS, SQS…)
+        return (
+            "403 Forbidden",
+            [
+                ("Content-Type", "application/json"),
+                ("x-amzn-ErrorType", "AccessDeniedException"),
+                ("Content-Length", str(len(doc))),
+            ],
+            doc,
+        )
+    xml = (
+        f"<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>{text}"
+        f"</Message></Error></ErrorResponse>"
+    ).encode()  # the query protocol (STS, SNS, SQS…)
     return "403 Forbidden", [("Content-Type", "text/xml"), ("Content-Length", str(len(xml)))], xml

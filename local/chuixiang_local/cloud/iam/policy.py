@@ -128,8 +128,11 @@ def condition_holds(operator: str, key: str, wanted: Any, context: Mapping[str, 
 
 
 def conditions_hold(block: Mapping[str, Mapping[str, Any]] | None, context: Mapping[str, list[str]]) -> bool:
-    return all(condition_holds(op, key, wanted, context)
-               for op, entries in (block or {}).items() for key, wanted in entries.items())
+    return all(
+        condition_holds(op, key, wanted, context)
+        for op, entries in (block or {}).items()
+        for key, wanted in entries.items()
+    )
 
 
 def applies(statement: Mapping[str, Any], request: Request) -> bool:

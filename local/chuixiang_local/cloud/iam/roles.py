@@ -33,8 +33,11 @@ def roles(transformed: dict[str, Any], template: Template) -> dict[str, Role]:
             continue
         role_lid = resource["Properties"][prop]["Fn::GetAtt"][0]
         role = transformed[role_lid]["Properties"]
-        statements = [dict(s) for policy in role.get("Policies", [])
-                      for s in statements_of(template.resolve(policy["PolicyDocument"]))]
+        statements = [
+            dict(s)
+            for policy in role.get("Policies", [])
+            for s in statements_of(template.resolve(policy["PolicyDocument"]))
+        ]
         out[lid] = Role(role_lid, statements, [str(template.resolve(a)) for a in role.get("ManagedPolicyArns", [])])
     return out
 
@@ -42,12 +45,22 @@ def roles(transformed: dict[str, Any], template: Template) -> dict[str, Role]:
 #: What CreateStateMachine requires of the role of a state machine that logs to CloudWatch Logs (Step
 #: Functions developer guide, "IAM policies for logging to CloudWatch Logs"); without them it fails with
 #: InvalidLoggingConfiguration ("The state machine IAM Role is not authorized to access the Log Destination").
-LOG_DELIVERY_ACTIONS = ("logs:CreateLogDelivery", "logs:GetLogDelivery", "logs:UpdateLogDelivery",
-                        "logs:DeleteLogDelivery", "logs:ListLogDeliveries", "logs:PutResourcePolicy",
-                        "logs:DescribeResourcePolicies", "logs:DescribeLogGroups")
+LOG_DELIVERY_ACTIONS = (
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+)
 
 
 def log_delivery_refused(role: Role) -> list[str]:
     """The log delivery actions ``role`` is not allowed (empty: a state machine with logging can be created)."""
-    return [action for action in LOG_DELIVERY_ACTIONS
-            if evaluate(role.statements, Request(action, "*", {}))[0] is not Decision.ALLOW]
+    return [
+        action
+        for action in LOG_DELIVERY_ACTIONS
+        if evaluate(role.statements, Request(action, "*", {}))[0] is not Decision.ALLOW
+    ]
