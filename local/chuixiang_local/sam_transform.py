@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from samcli.yamlhelper import yaml_parse  # type: ignore[import-not-found]
-from samtranslator.translator.transform import transform  # type: ignore[import-not-found]
+from samcli.yamlhelper import yaml_parse
+from samtranslator.translator.transform import transform
 
 
 class NoManagedPolicies:

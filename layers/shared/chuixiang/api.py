@@ -78,7 +78,7 @@ def error_body(code: str, reason: str | None = None, message: str | None = None)
 
 def error_response(
     status: int, code: str, reason: str | None = None, message: str | None = None, headers: dict[str, str] | None = None
-) -> Response:
+) -> Response[Any]:
     return Response(
         status_code=status,
         content_type=content_types.APPLICATION_JSON,
@@ -269,7 +269,7 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
     app = resolver_cls(enable_validation=True, **kwargs)
 
     @app.exception_handler(RequestValidationError)
-    def _invalid(exc: RequestValidationError) -> Response:
+    def _invalid(exc: RequestValidationError) -> Response[Any]:
         if any(str(err.get("loc", ("",))[0]) == "header" for err in exc.errors()):
             return error_response(400, HttpErrorCode.INVALID_IDEMPOTENCY_KEY, _reason(exc))
         if app.current_event.path.rstrip("/").endswith("/recipes"):
@@ -277,16 +277,16 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
         return error_response(400, HttpErrorCode.BAD_REQUEST, _reason(exc))
 
     @app.exception_handler(RequestUnsupportedContentType)
-    def _not_json(exc: RequestUnsupportedContentType) -> Response:
+    def _not_json(exc: RequestUnsupportedContentType) -> Response[Any]:
         return error_response(415, HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, "the body must be application/json")
 
     @app.exception_handler([ClientError, BotoCoreError])
-    def _aws_down(exc: Exception) -> Response:
+    def _aws_down(exc: Exception) -> Response[Any]:
         logger.exception("AWS call failed")
         return error_response(503, ErrorCode.INTERNAL, "service dependency unavailable")
 
     @app.not_found
-    def _no_route(exc: Exception) -> Response:
+    def _no_route(exc: Exception) -> Response[Any]:
         return error_response(404, HttpErrorCode.NOT_FOUND, "no such route")
 
     @app.post(

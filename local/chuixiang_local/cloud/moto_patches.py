@@ -213,7 +213,7 @@ def _share_interpreter_clients() -> None:
     make_client: Any = boto3.client  # the service is only known at run time
 
     def shared(region: str, service: str, state_credentials: Any = None) -> Any:
-        port = boto_client.moto_server_port()
+        port = getattr(boto_client, "moto_server_port")()  # noqa: B009 - moto does not export it
         key = (region, service, port)
         with lock:
             if key not in clients:  # as moto builds it, with a connection pool for every execution at once

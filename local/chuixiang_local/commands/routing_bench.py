@@ -137,7 +137,7 @@ def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> R
                 "番茄炒蛋",
                 Budget(budget_ms, None),
                 health_for=lambda m: health[m],
-            )  # type: ignore[arg-type, return-value]
+            )
         for _ in range(jobs):
             fastest = (
                 FastestFirst({m: health[m].read() for m in models}, EXPECTED_TOKENS) if strategy == "fastest" else None
@@ -155,7 +155,7 @@ def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> R
                 "番茄炒蛋",
                 Budget(budget_ms, None),
                 fallbacks=models[1:],
-                health_for=lambda m: health[m],  # type: ignore[arg-type, return-value]
+                health_for=lambda m: health[m],
                 fastest=fastest,
                 hedge=hedge,
             )

@@ -67,7 +67,8 @@ def counting_open_requests(app: Any, count: SharedCount) -> Any:
 
     async def counted(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
-            return await app(scope, receive, send)
+            await app(scope, receive, send)
+            return
         counting = False
 
         async def receiving() -> Any:

@@ -69,10 +69,10 @@ class DynamoBreakerStore:
         item = self._guard(lambda: self.table.get_item(Key=self.key, ConsistentRead=True).get("Item") or {})
         record = BreakerRecord(
             state=BreakerState(str(item.get("state", BreakerState.CLOSED))),
-            failures=int(item.get("failures", 0)),  # type: ignore[arg-type]
-            opened_at=float(item.get("openedAt", 0)),  # type: ignore[arg-type]
+            failures=int(item.get("failures", 0)),
+            opened_at=float(item.get("openedAt", 0)),
             probe_until=float(item.get("probeUntil", 0)),
-        )  # type: ignore[arg-type]
+        )
         if self.closed_ttl_s > 0 and record == BreakerRecord():
             with _cache_lock:
                 _cache[pk] = (record, self.monotonic() + self.closed_ttl_s)
@@ -106,7 +106,7 @@ class DynamoBreakerStore:
         item = result.get("Attributes", {})
         return BreakerRecord(
             state=BreakerState(str(item.get("state", BreakerState.CLOSED))), failures=int(item.get("failures", 0))
-        )  # type: ignore[arg-type]
+        )
 
     def open(self, now: float, threshold: int) -> bool:
         return self._update(
@@ -138,14 +138,16 @@ class DynamoBreakerStore:
 
     def _update(self, update: str, condition: str, values: dict[str, Any]) -> bool:
         self._forget()
-        return self._guard(
-            lambda: applied(
-                self.table.update_item,
-                Key=self.key,
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues=values,
+        return bool(
+            self._guard(
+                lambda: applied(
+                    self.table.update_item,
+                    Key=self.key,
+                    UpdateExpression=update,
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames={"#state": "state"},
+                    ExpressionAttributeValues=values,
+                )
             )
         )
 

@@ -353,7 +353,8 @@ class JobStore:
         item = self.table.get_item(Key=dish_key(dish), ConsistentRead=True).get("Item")
         if not item or not item.get("recipe") or number(item.get("expiresAt", 0)) <= now_utc().timestamp():
             return None
-        return from_dynamo(item)
+        cached: dict[str, Any] = from_dynamo(item)
+        return cached
 
     def cache_expiry(self) -> int:
         """When an entry written now must be forgotten: a day before the bucket deletes an image drawn now

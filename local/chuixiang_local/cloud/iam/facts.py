@@ -93,7 +93,9 @@ def _fill(arn_format: str, call: AwsCall, account: str, partition: str, prefix: 
         if placeholder in fixed:
             values[placeholder] = fixed[placeholder]
             continue
-        value = next((call.params[c] for c in _candidates(placeholder) if isinstance(call.params.get(c), str)), None)
+        value: str | None = next(
+            (str(call.params[c]) for c in _candidates(placeholder) if isinstance(call.params.get(c), str)), None
+        )
         if value is None:
             return None
         if value.startswith(f"arn:{partition}:{prefix}:"):

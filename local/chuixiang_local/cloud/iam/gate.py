@@ -143,7 +143,8 @@ class IamGate:
         call = parse_call(environ, body)
         refusal = self.judge(call) if call is not None else None
         if refusal is None:
-            return self.app(environ, start_response)
+            answer: Iterable[bytes] = self.app(environ, start_response)
+            return answer
         self._refused(refusal)
         status, headers, payload = denied_response(call, refusal.message)  # type: ignore[arg-type]
         start_response(status, headers)
