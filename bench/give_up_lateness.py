@@ -60,7 +60,7 @@ def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool, progr
 
 def report(name: str, lateness_ms: list[float]) -> None:
     ordered = sorted(lateness_ms)
-    p99 = ordered[min(len(ordered) - 1, int(round(0.99 * (len(ordered) - 1))))]
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     print(
         f"  {name:<34} p50 {statistics.median(ordered):6.1f} ms   p99 {p99:6.1f} ms   "
         f"max {ordered[-1]:6.1f} ms   min {ordered[0]:6.1f} ms"

@@ -69,7 +69,7 @@ def serve(port_queue: multiprocessing.Queue, chunks: int, pace_s: float) -> None
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length") or 0))
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")

@@ -160,7 +160,7 @@ class ReplayServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 request = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 if self.path.endswith("/images/generations"):
                     data = json.dumps({"data": [{"b64_json": base64.b64encode(make_png()).decode()}]}).encode()

@@ -35,7 +35,8 @@ class Serve:
     ) -> None:
         """``own_process_group``: as a terminal starts it, so Ctrl-C (SIGINT to the group) can be sent."""
         port = free_port()
-        self._stderr = tempfile.TemporaryFile()  # a file, not a pipe: a chatty server never blocks on it
+        # A file, not a pipe: a chatty server never blocks on it; it lives as long as the server.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         model = ["--model-base-url", model_base_url] if model_base_url else []
         if fake_pace_ms is not None:
             model += ["--fake-pace-ms", str(fake_pace_ms)]

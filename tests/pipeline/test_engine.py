@@ -82,7 +82,7 @@ def test_unrouted_function_is_an_error_not_a_canned_answer(cloud: LocalCloud) ->
         Role=lam.get_function(FunctionName=cloud.functions["SubmitFunction"].name)["Configuration"]["Role"],
         Code={"ZipFile": b"PK\x05\x06" + b"\x00" * 18},
     )
-    with pytest.raises(Exception, match="no local route|500|InternalServerError|Internal"):
+    with pytest.raises(Exception, match=r"no local route|500|InternalServerError|Internal"):
         lam.invoke(FunctionName="not-ours", Payload=b"{}")
 
 

@@ -26,7 +26,7 @@ from ..serve_helper import ROOT, free_port
 from ..waiting import wait_until
 
 sys.path.insert(0, str(ROOT / "layers" / "shared"))
-import build_layer  # noqa: E402 - the build script, not a package
+import build_layer  # the build script, not a package
 
 DOC = Template().doc
 #: Each function with its sample event (the canary's needs CanaryModels set, so it is left to test_canary).

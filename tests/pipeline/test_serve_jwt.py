@@ -34,7 +34,7 @@ class Issuer:
         issuer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:  # http.server's name
                 if self.path == "/.well-known/openid-configuration":
                     body = json.dumps({"issuer": issuer.url, "jwks_uri": f"{issuer.url}/jwks.json"}).encode()
                 elif self.path == "/jwks.json":

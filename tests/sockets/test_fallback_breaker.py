@@ -295,7 +295,7 @@ def test_fastest_skips_a_model_measured_too_slow_without_a_request(
         fastest=fastest,
     )
     assert outcome.recipe is not None and outcome.metrics.model == FALLBACK
-    assert [(c.model, c.outcome, c.ms) for c in outcome.metrics.calls][0] == (PRIMARY, "skipped", 0)
+    assert next((c.model, c.outcome, c.ms) for c in outcome.metrics.calls) == (PRIMARY, "skipped", 0)
     assert fake.count("/chat/completions", PRIMARY) == 0 and fake.count("/chat/completions", FALLBACK) == 1
     assert outcome.metrics.attempts == 1
     fallback = health_for(FALLBACK).read()  # the call measured its model

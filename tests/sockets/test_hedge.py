@@ -68,7 +68,7 @@ def test_a_primary_that_writes_first_keeps_the_job_and_the_hedge_is_closed(
 ) -> None:
     fake.chat_by_model[PRIMARY] = ChatBehaviour(stall_after_chunks=0, stall_s=0.8, keepalive_every_s=0.1)
     fake.chat_by_model[FALLBACK] = ChatBehaviour(stall_after_chunks=0, stall_s=5, keepalive_every_s=0.1)
-    outcome, after_s = _run(fake, scaled_template)
+    outcome, _after_s = _run(fake, scaled_template)
     assert outcome.recipe is not None and outcome.metrics.model == PRIMARY
     assert sorted((c.model, c.outcome) for c in outcome.metrics.calls) == [(FALLBACK, "hedge_lost"), (PRIMARY, "ok")]
     primary_wrote = _sent(fake, PRIMARY) + 0.8

@@ -110,7 +110,7 @@ def test_a_late_progress_write_never_touches_a_finished_job(
 ) -> None:
     """The first progress write is held until the job has ended; the step does not wait for it."""
     chat = {} if terminal is JobStatus.SUCCEEDED else {"kind": "error_mid"}
-    store, settings, job_id = _recipe_step(scaled_template, fake, table, monkeypatch, stream_s=1.5, **chat)
+    store, _settings, job_id = _recipe_step(scaled_template, fake, table, monkeypatch, stream_s=1.5, **chat)
     release, landed = threading.Event(), threading.Event()
     applied: list[bool] = []
     record = store.record_progress

@@ -53,7 +53,7 @@ def test_any_piece_of_the_key_is_removed_as_a_chunk_or_a_cut_leaves_it() -> None
     register_secret(DOTTED)
     for cut in (8, 13, len(DOTTED) - 1):
         head, tail = DOTTED[:cut], DOTTED[cut:]
-        assert _leaks(redact(f"...{head}")) == [] and _leaks(redact(f"{tail} 番茄")) == [] or len(tail) < 8
+        assert (_leaks(redact(f"...{head}")) == [] and _leaks(redact(f"{tail} 番茄")) == []) or len(tail) < 8
     assert redact("番茄炒蛋 team.ke") == "番茄炒蛋 team.ke"  # fewer than 8 characters: ordinary text
 
 

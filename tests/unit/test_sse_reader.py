@@ -260,7 +260,7 @@ def test_every_dialect_of_error_is_an_upstream_error(doc: dict[str, Any]) -> Non
 
 
 def test_a_body_that_is_neither_a_stream_nor_json_is_an_upstream_error() -> None:
-    with pytest.raises(StreamError, match="neither an event stream nor JSON.*502 Bad Gateway"):
+    with pytest.raises(StreamError, match=r"neither an event stream nor JSON.*502 Bad Gateway"):
         read(b"<html><body><h1>502 Bad Gateway</h1></body></html>\n")
     assert read(b": only a keep-alive, then the end\n\n").out.parts == []  # an event stream, just an empty one
 

@@ -197,7 +197,7 @@ def handle(app: ApiGatewayResolver, event: dict[str, Any], context: Any) -> dict
     try:
         answer = app.resolve(event, context)
         return {**answer, "body": "", "isBase64Encoded": False} if head else answer
-    except Exception:  # noqa: BLE001 - the last line of defence: log it, answer in the one error shape
+    except Exception:  # the last line of defence: log it, answer in the one error shape
         logger.exception("unhandled error in the API")
         return _proxy_error(500, ErrorCode.INTERNAL, "unexpected error")
 

@@ -54,7 +54,7 @@ class EventBridgeStandIn:
         while not self._stop.wait(WATCH_INTERVAL_S):
             try:
                 ended = self.executions.ended_badly()
-            except Exception:  # noqa: BLE001 - the stand-in must outlive any one failure
+            except Exception:  # the stand-in must outlive any one failure
                 traceback.print_exc(file=self.log or sys.stderr)
                 continue
             for arn in ended:
@@ -67,7 +67,7 @@ class EventBridgeStandIn:
                 done = self.target(self.executions.status_change_event(self.executions.describe(arn)))
                 if done.failed:
                     raise RuntimeError(f"the target failed: {done.payload}")
-        except Exception:  # noqa: BLE001 - retried on the next pass
+        except Exception:  # retried on the next pass
             self._attempts[arn] = self._attempts.get(arn, 0) + 1
             print(
                 f"eventbridge: delivery {self._attempts[arn]} of {arn} failed", file=self.log or sys.stderr, flush=True

@@ -140,7 +140,7 @@ def keep_alive_handler(base: type[WSGIRequestHandler], connections: OpenConnecti
                     if hasattr(result, "close"):
                         result.close()
                 return started[0], started[1], b"".join(chunks)
-            except Exception:  # noqa: BLE001 - as werkzeug: log it, answer 500, hang up
+            except Exception:  # as werkzeug: log it, answer 500, hang up
                 logging.getLogger("werkzeug").exception("Error on request")
                 self.close_connection = True
                 return "500 INTERNAL SERVER ERROR", [("Content-Type", "text/plain")], b"Internal Server Error"

@@ -123,13 +123,13 @@ def measure(overrides: dict[str, str], work_dir: Path) -> tuple[list[PathCounts]
         model = cloud.template.parameters["RecipeModel"]
         for path, dish in (("generated", "成本测算菜"), ("cached", "成本测算菜"), ("failed", "成本测算失败菜")):
             if path == "failed":
-                for name in cloud.template.parameters["RecipeFallbackModels"].split(",") + [model]:
+                for name in [*cloud.template.parameters["RecipeFallbackModels"].split(","), model]:
                     if name:
                         fake.chat_by_model[name] = ChatBehaviour(status=503)
             log.flush()
             before_calls, before_inv = cloud.requests.snapshot(), len(cloud.invocations)
             before_log = log_path.stat().st_size
-            status, body = api.post_dish(dish)
+            _status, body = api.post_dish(dish)
             job_id = body["jobId"]
             arn = cloud.execution_arn(job_id)
             while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":  # the polls are modelled

@@ -177,7 +177,7 @@ def main(jobs: int, chart: str = "") -> None:
             with FakeModel(pace_s=REAL_MS_PER_TOKEN / 1000 / SCALE) as fake:
                 r = run(strategy, models, fake, jobs)
             p50 = statistics.median(r.seconds) if r.seconds else float("nan")
-            p95 = sorted(r.seconds)[max(0, int(round(0.95 * len(r.seconds))) - 1)] if r.seconds else float("nan")
+            p95 = sorted(r.seconds)[max(0, round(0.95 * len(r.seconds)) - 1)] if r.seconds else float("nan")
             per = r.tokens / r.ok if r.ok else float("nan")
             rows.append((scenario, strategy, r.ok / jobs, p50, p95, per))
     print(f"{jobs} jobs per row, time x{SCALE:g} (figures in real seconds), production ladder and budget")

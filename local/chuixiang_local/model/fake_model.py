@@ -218,10 +218,10 @@ class _Handler(BaseHTTPRequestHandler):
     fake: FakeModel
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         model = str(body.get("model", "")) if isinstance(body, dict) else ""
@@ -240,7 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": {"message": "not found"}})
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         data = self.fake.files.get(self.path)
         if data is None:
             self._json(404, {"error": {"message": "not found"}})
@@ -347,9 +347,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._open_stream(base)
             for n, piece in enumerate(pieces):
-                if b.stall_after_chunks is not None and n == b.stall_after_chunks:
-                    if self._stall(b):
-                        return
+                if b.stall_after_chunks is not None and n == b.stall_after_chunks and self._stall(b):
+                    return
                 if b.kind == "error_mid" and n == len(pieces) // 3:
                     if echoed:
                         leak = {"message": "upstream overloaded", "request_headers": json.loads(echoed)}

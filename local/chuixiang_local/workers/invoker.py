@@ -12,6 +12,7 @@ does in AWS; a killed or crashed worker is never reused.
 from __future__ import annotations
 
 import compileall
+import contextlib
 import json
 import os
 import queue
@@ -95,10 +96,8 @@ class Worker:
         return not readable
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.conn.close()
 
 

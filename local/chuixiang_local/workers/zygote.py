@@ -17,6 +17,7 @@ Single-threaded on purpose: forking a threaded process is unsafe.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
@@ -71,7 +72,7 @@ def worker(request: dict[str, Any]) -> None:
     module_name, _, func_name = request["handler"].rpartition(".")
     try:
         func = getattr(importlib.import_module(module_name), func_name)
-    except Exception as exc:  # noqa: BLE001 - reported like Runtime.ImportModuleError
+    except Exception as exc:  # reported like Runtime.ImportModuleError
         traceback.print_exc()
         _send(sock, {"init_error": {"errorType": "Runtime.ImportModuleError", "errorMessage": str(exc)}})
         os._exit(1)
@@ -87,7 +88,7 @@ def worker(request: dict[str, Any]) -> None:
         )
         try:
             out: dict[str, Any] = {"result": func(message["event"], context)}
-        except Exception as exc:  # noqa: BLE001 - reported like the Lambda runtime does
+        except Exception as exc:  # reported like the Lambda runtime does
             traceback.print_exc()
             out = {
                 "error": {
@@ -190,10 +191,8 @@ def _handed(pipe: BinaryIO, line: bytes) -> bool:
 
 
 def _close_quietly(pipe: BinaryIO) -> None:
-    try:
+    with contextlib.suppress(OSError):  # a broken pipe's buffered bytes cannot be flushed: nothing to keep
         pipe.close()
-    except OSError:
-        pass  # a broken pipe's buffered bytes cannot be flushed: nothing to keep
 
 
 def function_zygote(first: dict[str, Any], requests: BinaryIO) -> None:
@@ -210,10 +209,8 @@ def function_zygote(first: dict[str, Any], requests: BinaryIO) -> None:
     os.environ.update(first["env"])
     os.chdir(first["cwd"])
     sys.path[:0] = first["sys_path"]
-    try:
+    with contextlib.suppress(Exception):  # the worker's own import reports it
         importlib.import_module(first["handler"].rpartition(".")[0])
-    except Exception:  # noqa: BLE001  # nosec B110 - the worker's own import reports it
-        pass
     # Forking is safe because no handler starts a thread at import (tests/pipeline/test_layer_build.py checks).
     gc.freeze()  # the collector never walks what the workers inherit, so it stays shared, not copied
     for line in requests:

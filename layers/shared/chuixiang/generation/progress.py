@@ -183,7 +183,7 @@ class ProgressReporter:
         changed, self._last = state != self._last, state
         try:
             applied = self.write(doc, partial_recipe(stream.text_so_far()) if changed else None)
-        except Exception:  # noqa: BLE001 - progress is best effort; the job goes on without it
+        except Exception:  # progress is best effort; the job goes on without it
             logger.warning("progress write failed", exc_info=True)
             return True
         if not applied:

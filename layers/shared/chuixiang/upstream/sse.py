@@ -28,7 +28,7 @@ Dispatch = Callable[[bytes, bytes], None]
 class SSEFramer:
     """Feed it the body as it arrives; it calls ``dispatch`` once per complete event, in order."""
 
-    __slots__ = ("dispatch", "recognized", "_tail", "_skip_lf", "_data", "_event", "_started")
+    __slots__ = ("_data", "_event", "_skip_lf", "_started", "_tail", "dispatch", "recognized")
 
     def __init__(self, dispatch: Dispatch) -> None:
         self.dispatch = dispatch

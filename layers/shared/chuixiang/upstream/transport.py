@@ -12,6 +12,7 @@ subclass.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -188,10 +189,8 @@ class Watchdog:
 
     def _shutdown(self) -> None:
         if self._sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def cancel(self) -> None:
         self._cancelled = True

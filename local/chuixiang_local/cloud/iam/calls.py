@@ -4,6 +4,7 @@ service models say where each parameter goes: the JSON body, the URI, the query 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -102,10 +103,8 @@ def _rest_params(
         elif location == "header" and wire.lower() in headers:
             params[member] = headers[wire.lower()]
     if body and op.metadata.get("protocol") == "rest-json" and not shape.serialization.get("payload"):
-        try:
+        with contextlib.suppress(ValueError):
             params.update(json.loads(body))
-        except ValueError:
-            pass
     return params
 
 
