@@ -105,3 +105,28 @@ def test_retry_after_says_when_a_slot_is_expected_to_free(table: Any, monkeypatc
     assert slot is None and retry_after == 20  # job-a, taken at t0, is due at t0 + EXPECTED_JOB_S
     clock[0] = t0 + timedelta(seconds=EXPECTED_JOB_S + 10)  # overdue: any moment now
     assert store.admit("job-d", deadline, limit=2) == (None, 1)
+
+
+def test_retry_after_comes_from_the_jobs_measured_this_hour(table: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs took ~15 s each: a full admission says so (when the oldest slot is due by that measure), not the
+    typical two minutes the review saw as a 30 s cap every time."""
+    from datetime import UTC, datetime, timedelta
+
+    from chuixiang.settings import Settings
+    from chuixiang.stores import jobs
+    from chuixiang.stores.jobs import JOB_TIME_MIN_SAMPLES, JobStore
+
+    store = JobStore(Settings.model_validate({"JOBS_TABLE": "jobs"}), table)
+    t0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    clock = [t0]
+    monkeypatch.setattr(jobs, "now_utc", lambda: clock[0])
+    jobs._JOB_TIME.clear()
+    for _ in range(JOB_TIME_MIN_SAMPLES):
+        store.record_job_seconds(15.2)
+    assert store.expected_job_s() == pytest.approx(15.2)
+    deadline = int((t0 + timedelta(seconds=300)).timestamp())
+    assert store.admit("job-a", deadline, limit=1)[0] is not None
+    clock[0] = t0 + timedelta(seconds=5)
+    slot, retry_after = store.admit("job-b", deadline, limit=1)
+    assert slot is None and retry_after == pytest.approx(10.2, abs=1)  # job-a, taken at t0, due at ~t0 + 15 s
+    jobs._JOB_TIME.clear()

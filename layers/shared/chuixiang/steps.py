@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import BotoCoreError, ClientError
 
 from .clock import iso, now_utc, parse_iso
 from .deadline import Budget
@@ -286,6 +287,18 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
     return RecipeResult(ok=True, imagePrompt=outcome.recipe.imagePrompt)
 
 
+def _record_job_time(store: JobStore, settings: Settings, deadline_at: str | None) -> None:
+    """The job held its admission slot from its start until now, its last stage: what Retry-After is from.
+    The start is its deadline less the state machine's timeout (the submit step set it so)."""
+    if not deadline_at:
+        return
+    started = parse_iso(deadline_at) - timedelta(seconds=STATE_MACHINE.of(settings))
+    try:
+        store.record_job_seconds((now_utc() - started).total_seconds())
+    except (ClientError, BotoCoreError):
+        logger.warning("job time not recorded", exc_info=True)  # Retry-After falls back to the typical job
+
+
 def run_image(
     event: ImageEvent,
     remaining_ms: Callable[[], float],
@@ -307,6 +320,7 @@ def run_image(
         breaker_for=breakers(settings, store),
     )
     failure = _stage_ended(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
+    _record_job_time(store, settings, event.deadlineAt)
     if failure is not None:
         store.update(event.jobId, imageError={"code": failure.code, "detail": failure.detail})
         return ImageResult(ok=False, error=failure)

@@ -11,8 +11,9 @@ first wins and the others become no-ops.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -47,8 +48,26 @@ ADMISSION_ROUNDS = 3
 #: Longest ``Retry-After`` advertised: jobs usually end (and free their slot) long before their lease does.
 ADMISSION_RETRY_AFTER_MAX_S = 30
 #: How long a generated job holds its slot, typically: ~90 s of recipe at the evening peak and ~30 s of
-#: picture (docs/capacity.md). ``Retry-After`` is when the slot taken longest ago is expected to free.
+#: picture (docs/capacity.md). ``Retry-After`` is when the slot taken longest ago is expected to free, by
+#: the jobs measured this hour and the last (:meth:`JobStore.expected_job_s`); this until a few were.
 EXPECTED_JOB_S = 120
+#: Jobs measured before their mean stands for the typical job (fewer: :data:`EXPECTED_JOB_S`).
+JOB_TIME_MIN_SAMPLES = 3
+#: How long a container trusts what it read of the measured job time (it changes by the hour, not the second).
+JOB_TIME_CACHE_S = 30.0
+
+
+#: Each container's last read of the measured job time: table -> (seconds, trusted until: monotonic).
+_JOB_TIME: dict[str, tuple[float, float]] = {}
+
+
+def job_time_key(at: datetime) -> dict[str, str]:
+    """This hour's record of finished jobs' times."""
+    return {"pk": f"JOBTIME#{at:%Y%m%d%H}"}
+
+
+def number_or_float(value: object) -> float:
+    return float(Decimal(str(value)))
 
 
 def admission_key(slot: int) -> dict[str, str]:
@@ -281,7 +300,7 @@ class JobStore:
         order = [(ticket + i) % limit for i in range(limit)]
         if self._take_slot(order[0], job_id, until):
             return order[0], 0.0
-        busy: list[int] = []
+        busy: list[float] = []
         for _ in range(ADMISSION_ROUNDS):
             now = int(now_utc().timestamp())
             leases = self._slot_leases(limit)
@@ -289,11 +308,44 @@ class JobStore:
             for slot in free[:ADMISSION_TRIES]:
                 if self._take_slot(slot, job_id, until):
                     return slot, 0.0
-            busy = [min(end, taken + EXPECTED_JOB_S) if taken else end for end, taken in leases.values() if end > now]
+            expected = self.expected_job_s()
+            busy = [min(end, taken + expected) if taken else end for end, taken in leases.values() if end > now]
             if not free:
                 break  # full: no point reading again at once
         now = int(now_utc().timestamp())
         return None, float(max(1, min(min(busy, default=now + 1) - now, ADMISSION_RETRY_AFTER_MAX_S)))
+
+    # --- how long jobs take: the measured figure Retry-After is computed from ----------------------------
+
+    def record_job_seconds(self, seconds: float) -> None:
+        """Add one finished job's time (its execution's start to its picture) to this hour's record."""
+        now = now_utc()
+        self.table.update_item(
+            Key=job_time_key(now),
+            UpdateExpression="SET expiresAt = :exp ADD totalS :s, jobs :one",
+            ExpressionAttributeValues={
+                ":s": Decimal(str(round(seconds, 1))),
+                ":one": 1,
+                ":exp": int((now + timedelta(days=2)).timestamp()),
+            },
+        )
+
+    def expected_job_s(self) -> float:
+        """The mean time of the jobs measured this hour and the last (:data:`EXPECTED_JOB_S` until there are
+        :data:`JOB_TIME_MIN_SAMPLES`), read at most every :data:`JOB_TIME_CACHE_S` per container."""
+        cached = _JOB_TIME.get(self.table.name)
+        if cached is not None and time.monotonic() < cached[1]:
+            return cached[0]
+        now = now_utc()
+        keys = [job_time_key(now), job_time_key(now - timedelta(hours=1))]
+        client, name = self.table.meta.client, self.table.name
+        answer = client.batch_get_item(RequestItems={name: {"Keys": keys, "ConsistentRead": False}})
+        items = answer["Responses"].get(name, [])
+        total = sum(number_or_float(i.get("totalS", 0)) for i in items)
+        jobs = sum(number(i.get("jobs", 0)) for i in items)
+        expected = total / jobs if jobs >= JOB_TIME_MIN_SAMPLES else float(EXPECTED_JOB_S)
+        _JOB_TIME[self.table.name] = (expected, time.monotonic() + JOB_TIME_CACHE_S)
+        return expected
 
     def _take_slot(self, slot: int, job_id: str, until: int) -> bool:
         now = int(now_utc().timestamp())
