@@ -152,9 +152,12 @@ class IamGate:
 
 
 def _read_body(environ: dict[str, Any]) -> bytes:
-    """The request body, put back for moto to read again."""
+    """The request body, put back for moto to read again. One without a length (chunked) is left to moto
+    unread: what IAM needs of a call is in its URI, query and headers then, never in a streamed body."""
     length = int(environ.get("CONTENT_LENGTH") or 0)
-    body: bytes = environ["wsgi.input"].read(length) if length else b""
+    if not length:
+        return b""
+    body: bytes = environ["wsgi.input"].read(length)
     environ["wsgi.input"] = io.BytesIO(body)
     return body
 
