@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 SAM_CLI_VERSION := 1.170.0
 SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 
-.PHONY: run test test-fast test-sockets test-pipeline lint validate ladder readme-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: run test test-fast test-sockets test-pipeline lint validate ladder docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,8 +59,8 @@ ladder: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/python -c "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver; from chuixiang.api import build_app, openapi_json; print(openapi_json(build_app(APIGatewayHttpResolver)))" > docs/openapi.json
 
-# Rewrite the README's ladder table from the declarations (a test fails when it is stale).
-readme-ladder: $(STAMP)
+# Rewrite docs/ladder.md's table from the declarations (a test fails when it is stale).
+docs-ladder: $(STAMP)
 	$(BIN)/python -m chuixiang_local.commands.readme
 
 serve: $(STAMP) $(SAM_STAMP)

@@ -5,7 +5,7 @@ limit: its template parameter, the environment variable and settings attribute
 that carry it into a function, its unit and default, the value the tests scale it
 down to, and which limit must enclose it. ``settings.py`` builds its fields from
 these declarations, ``chuixiang ladder`` checks and prints them (``--markdown`` is
-the README table), and the tests' scaled parameter set is read from here, so none
+docs/ladder.md's table), and the tests' scaled parameter set is read from here, so none
 of them repeats a number.
 
 Adding a limit: declare it in :data:`LIMITS`, add the parameter (and the
@@ -43,7 +43,7 @@ class Limit:
     unit: Unit
     default: int  #: must equal the template's Default (a test checks)
     title: str  #: a few words: what it bounds
-    meaning: str  #: the rule, for the README table
+    meaning: str  #: the rule, for the ladder table (docs/ladder.md)
     env: str | None = None  #: environment variable carrying it into functions
     attr: str | None = None  #: ``Settings`` attribute
     functions: tuple[str, ...] = ()  #: function code dirs whose environment carries it ("*": Globals)

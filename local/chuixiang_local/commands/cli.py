@@ -581,7 +581,7 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_seed)
 
     p = sub.add_parser("ladder", help="print and check the timeout ladder")
-    p.add_argument("--markdown", action="store_true", help="print the ladder as the README's table")
+    p.add_argument("--markdown", action="store_true", help="print the ladder as docs/ladder.md's table")
     p.add_argument(
         "--account",
         action="store_true",

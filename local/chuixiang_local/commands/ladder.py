@@ -218,7 +218,7 @@ def enclosure_check(inner: Limit, outer: Limit, value: Callable[[Limit], float])
 
 
 def markdown_table(template: Template) -> str:
-    """The README's ladder table: every declared limit, the fixed state timeouts, the worst path."""
+    """docs/ladder.md's table: every declared limit, the fixed state timeouts, the worst path."""
     ladder = build_ladder(template)
     rows = ["| limit | parameter → env | default | must stay inside |", "|---|---|---|---|"]
     for limit in LIMITS:

@@ -1,4 +1,5 @@
-"""Rewrite the README's generated blocks (``python -m chuixiang_local.commands.readme``)."""
+"""Rewrite the documents' generated blocks (``python -m chuixiang_local.commands.readme``): the ladder table of
+``docs/ladder.md``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ BLOCK = re.compile(r"(<!-- ladder:begin -->\n).*?(<!-- ladder:end -->)", re.DOTA
 
 
 def main() -> None:
-    path = REPO_ROOT / "README.md"
+    path = REPO_ROOT / "docs" / "ladder.md"
     text = path.read_text()
     path.write_text(BLOCK.sub(lambda m: m.group(1) + markdown_table(Template()) + "\n" + m.group(2), text))
 

@@ -1,0 +1,27 @@
+"""Every relative link of the README and of ``docs/`` points at a file that exists (pages were split and
+moved: a stale link is how a newcomer gets lost), and the README stays short enough to read first."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_every_relative_link_resolves() -> None:
+    broken = []
+    for page in PAGES:
+        for target in LINK.findall(page.read_text()):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue  # a URL, or an anchor on the same page
+            path = (page.parent / target.split("#", 1)[0]).resolve()
+            if not path.exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert broken == []
+
+
+def test_the_readme_is_short() -> None:
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 150
