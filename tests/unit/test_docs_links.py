@@ -25,3 +25,11 @@ def test_every_relative_link_resolves() -> None:
 
 def test_the_readme_is_short() -> None:
     assert len((ROOT / "README.md").read_text().splitlines()) <= 150
+
+
+def test_every_error_code_a_client_can_get_is_in_the_api_page() -> None:
+    from chuixiang.errors import ErrorCode, HttpErrorCode
+
+    page = (ROOT / "docs" / "api.md").read_text()
+    missing = [c.value for c in (*ErrorCode, *HttpErrorCode) if f"`{c.value}`" not in page]
+    assert missing == []
