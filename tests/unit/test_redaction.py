@@ -3,10 +3,27 @@ the function log or the job's ``error.detail``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
+
 from chuixiang.errors import clip_detail
 from chuixiang.redaction import REDACTED, redact
 
 KEY = "team-key-7f3a9c2e"  # not shaped like any known key: only knowing it redacts it
+
+
+@pytest.fixture(autouse=True)
+def _registry_as_it_was() -> Iterator[None]:
+    """A secret a test registers is forgotten after it (the registry is process-wide)."""
+    from chuixiang import redaction
+
+    known, pieces = set(redaction._known), set(redaction._pieces)
+    yield
+    redaction._known.clear()
+    redaction._known.update(known)
+    redaction._pieces.clear()
+    redaction._pieces.update(pieces)
 
 
 def test_known_shapes_and_the_configured_key() -> None:
@@ -90,8 +107,6 @@ def test_a_recipe_is_redacted_string_by_string_after_decoding() -> None:
 
 
 def test_a_key_too_short_to_redact_is_refused() -> None:
-    import pytest
-
     from chuixiang.redaction import SecretTooShort, register_secret
 
     with pytest.raises(SecretTooShort):

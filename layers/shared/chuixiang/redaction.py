@@ -58,7 +58,12 @@ def register_secret(secret: str | None) -> None:
         )
     with _lock:
         _known.add(secret)
-        _pieces.update(secret[i : i + MIN_SECRET_CHARS] for i in range(len(secret) - MIN_SECRET_CHARS + 1))
+        _pieces.update(_pieces_of(secret))
+
+
+def _pieces_of(secret: str) -> set[str]:
+    """Every run of :data:`MIN_SECRET_CHARS` characters of ``secret``."""
+    return {secret[i : i + MIN_SECRET_CHARS] for i in range(len(secret) - MIN_SECRET_CHARS + 1)}
 
 
 def _unescape_ascii(text: str) -> str:
@@ -93,7 +98,7 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     for secret in extra:
-        pieces.update(secret[i : i + MIN_SECRET_CHARS] for i in range(len(secret) - MIN_SECRET_CHARS + 1))
+        pieces |= _pieces_of(secret)
     if pieces and len(text) >= MIN_SECRET_CHARS:
         text = _without_pieces(text, pieces)
     for pattern in _PATTERNS:
