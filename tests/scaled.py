@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from chuixiang.timeouts import scaled_parameters
 
+#: Every test's client comes from one address, which admission counts as one caller: the per-caller share is
+#: tested on its own (``tests/unit/test_admission.py``, ``tests/pipeline/test_fair_share.py``), off elsewhere.
+ONE_CALLER = {"RecipeConcurrencyPerCaller": "0"}
 #: Each limit's scaled value, from its declaration (``chuixiang.timeouts``), passed through the same
 #: template parameters production uses.
-SCALED = scaled_parameters()
+SCALED = {**scaled_parameters(), **ONE_CALLER}
 #: How late a give-up may be, measured on a real socket (the issue's bound).
 LATE_S = 0.3

@@ -1,4 +1,5 @@
-"""Admission slots are freed by the workflow when a job ends, whoever polls: for failed jobs too.
+"""Admission slots are freed by the workflow when a job ends, whoever polls: for failed jobs too; and a
+caller gets its share and waits its turn, through the API.
 
 The review tried it as a new user would: ``RecipeConcurrency=3``, a model that answers 503, three jobs
 that end FAILED while nobody polls, then a fourth POST: 429 TOO_MANY_JOBS, because the Pass states on the
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from chuixiang.stores.jobs import admission_key
+from chuixiang.stores.admission import Admission, slot_key
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
@@ -26,7 +27,7 @@ LIMIT = 3
 @pytest.fixture(scope="module")
 def small_cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
     work = tmp_path_factory.mktemp("slots")
-    overrides = {**SCALED, "RecipeConcurrency": str(LIMIT)}
+    overrides = {**SCALED, "RecipeConcurrency": str(LIMIT), "RecipeConcurrencyPerCaller": "1"}
     with (
         open(work / "functions.log", "w") as log,
         LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c,
@@ -37,9 +38,9 @@ def small_cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory
 def _slots_held(cloud: LocalCloud) -> list[str]:
     table = cloud.job_store().table
     return [
-        str(table.get_item(Key=admission_key(n)).get("Item", {}).get("jobId"))
+        str(table.get_item(Key=slot_key(n)).get("Item", {}).get("jobId"))
         for n in range(LIMIT)
-        if "Item" in table.get_item(Key=admission_key(n))
+        if "Item" in table.get_item(Key=slot_key(n))
     ]
 
 
@@ -61,7 +62,7 @@ def test_failed_jobs_free_their_slots_without_a_poll(small_cloud: LocalCloud, mo
     try:
         jobs = []
         for n in range(LIMIT):
-            status, doc = api.post_dish(f"失败的菜{n}")
+            status, doc = api.post_dish(f"失败的菜{n}", source_ip=f"10.0.0.{n + 1}")
             assert status == 202, doc
             jobs.append(doc["jobId"])
         _ended_unpolled(small_cloud, jobs)
@@ -78,8 +79,8 @@ def test_a_job_the_workflow_finds_invalid_frees_its_slot(small_cloud: LocalCloud
     slot: played here by taking the slot as the API does, then starting the execution with a bad dish."""
     store = small_cloud.job_store()
     job_id = "0badc0de-0000-4000-8000-0000000000b1"
-    slot, _ = store.admit(job_id, until=2**31, limit=LIMIT)
-    assert slot is not None
+    slot = Admission(store.table, LIMIT).admit(job_id, "a-test", until=2**31)
+    assert isinstance(slot, int)
     store.create(job_id, "坏菜", slot=slot)
     small_cloud.client("stepfunctions").start_execution(
         stateMachineArn=small_cloud.state_machine_arn, name=job_id, input=json.dumps({"jobId": job_id, "dish": "\x00"})
@@ -87,3 +88,38 @@ def test_a_job_the_workflow_finds_invalid_frees_its_slot(small_cloud: LocalCloud
     _ended_unpolled(small_cloud, [job_id])
     assert store.get(job_id)["error"]["code"] == "INVALID_DISH"
     assert job_id not in _slots_held(small_cloud)
+
+
+def _clear_admission(cloud: LocalCloud) -> None:
+    """Every slot free and nobody in line: the module's other tests start clean, in whatever order."""
+    table = cloud.job_store().table
+    for item in table.scan(ProjectionExpression="pk")["Items"]:
+        if str(item["pk"]).startswith("ADMISSION#"):
+            table.delete_item(Key={"pk": item["pk"]})
+
+
+def test_a_caller_gets_its_share_and_waits_its_turn(small_cloud: LocalCloud) -> None:
+    """One job per caller (``RecipeConcurrencyPerCaller=1``), callers told apart by source address. Once a slot
+    is owed to a caller in line, neither the caller whose job just ended nor a newcomer takes it."""
+    api, store = LocalApi(small_cloud), small_cloud.job_store()
+    small_cloud.reset_breakers()  # the failing model of another test may have opened them
+    alice, dave, erin = "10.0.1.1", "10.0.1.4", "10.0.1.5"
+    try:
+        status, first = api.post_dish("爱丽丝的菜", source_ip=alice)
+        assert status == 202, first
+        status, again = api.post_dish("爱丽丝的第二道菜", source_ip=alice)
+        assert status == 429 and "share" in again["error"]["reason"], again
+        for n in range(LIMIT - 1):  # every other slot held by someone else's long job
+            assert isinstance(Admission(store.table, LIMIT).admit(f"held-{n}", "another-caller", 2**31), int)
+        status, waiting = api.post_dish("戴夫的菜", source_ip=dave)
+        assert status == 429 and "waiting" in waiting["error"]["reason"], waiting
+        assert api.wait(first["jobId"], give_up_s=30)["status"] == "SUCCEEDED"  # alice's slot is free now…
+        status, cut_in = api.post_dish("爱丽丝的第二道菜", source_ip=alice)
+        assert status == 429, cut_in  # …but owed to dave, who was refused before alice came back
+        assert api.post_dish("艾琳的菜", source_ip=erin)[0] == 429
+        status, turn = api.post_dish("戴夫的菜", source_ip=dave)
+        assert status == 202, turn
+        assert api.wait(turn["jobId"], give_up_s=30)["status"] == "SUCCEEDED"
+    finally:
+        wait_until(lambda: not small_cloud.running_executions(), timeout_s=30, what="executions to end")
+        _clear_admission(small_cloud)

@@ -21,6 +21,7 @@ from chuixiang_local.cloud import sam
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.template import Template
 
+from ..scaled import ONE_CALLER
 from ..serve_helper import ROOT, Serve, free_port
 from ..template_doc import walk
 from ..waiting import wait_until
@@ -114,7 +115,7 @@ def test_head_on_a_job_answers_like_get_without_a_body() -> None:
 def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
     """Twenty jobs nobody polls (closed mini-programs) hold every slot while they run; the workflow frees
     each slot as its job ends, so the next POST gets 202 then, not after the slots' leases (the deadline)."""
-    with Serve({"RecipeConcurrency": "20"}, fake_pace_ms=8) as serve:
+    with Serve({"RecipeConcurrency": "20", **ONE_CALLER}, fake_pace_ms=8) as serve:
         jobs = [serve.post(f"没人等的菜{i}") for i in range(20)]
         full = httpx.post(f"{serve.base}/recipes", json={"dish": "第二十一道菜"}, timeout=30)
         assert full.status_code == 429 and int(full.headers["retry-after"]) >= 1, full.text

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from chuixiang.stores.jobs import admission_key
+from chuixiang.stores.admission import Admission, slot_key
 from chuixiang_local.cloud.iam.gate import Principal
 from chuixiang_local.cloud.iam.roles import LOG_DELIVERY_ACTIONS, Role, log_delivery_refused
 from chuixiang_local.cloud.local_cloud import LocalCloud
@@ -48,7 +48,7 @@ def _settle(cloud: LocalCloud) -> None:
     wait_until(lambda: not cloud.running_executions(), timeout_s=30, what="executions to end")
     table = cloud.job_store().table
     for n in range(SLOTS):
-        table.delete_item(Key=admission_key(n))
+        table.delete_item(Key=slot_key(n))
 
 
 def cook(cloud: LocalCloud, api: LocalApi, fake: FakeModel) -> str:
@@ -73,7 +73,7 @@ def turned_away(cloud: LocalCloud, api: LocalApi, fake: FakeModel) -> str:
     """Every slot held: the POST reads them all (BatchGetItem) before its 429."""
     store = cloud.job_store()
     for n in range(SLOTS):
-        store.admit(f"held-{n}", until=2**31, limit=SLOTS)
+        Admission(store.table, SLOTS).admit(f"held-{n}", "another-caller", until=2**31)
     status, doc = api.post_dish("排队的菜")
     return f"POST {status} {doc['error']['code']}"
 

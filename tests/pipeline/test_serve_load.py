@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from ..scaled import ONE_CALLER
 from ..serve_helper import Serve
 from ..waiting import NeverHappened, wait_until
 
@@ -26,7 +27,7 @@ CLIENTS = 60
 
 @pytest.fixture(scope="module")
 def serve() -> Iterator[Serve]:
-    server = Serve({"RecipeConcurrency": str(CLIENTS)}, fake_pace_ms=0.5)
+    server = Serve({"RecipeConcurrency": str(CLIENTS), **ONE_CALLER}, fake_pace_ms=0.5)
     try:
         yield server
     finally:
@@ -125,7 +126,9 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
     # SIGTERM may reach any thread of serve; with executions running it once was ignored (2 runs in 3).
     # A server of its own: stopping the module's would leave the other tests of this file a dead port.
     # Its drain bounded (jobs in flight get 5 s): this test is about the stop, test_serve_drain about the drain.
-    with Serve({"RecipeConcurrency": str(CLIENTS)}, fake_pace_ms=0.5, serve_args=["--drain-seconds", "5"]) as serve:
+    with Serve(
+        {"RecipeConcurrency": str(CLIENTS), **ONE_CALLER}, fake_pace_ms=0.5, serve_args=["--drain-seconds", "5"]
+    ) as serve:
 
         def post(i: int) -> None:
             httpx.post(f"{serve.base}/recipes", json={"dish": f"停机菜{i}号"}, timeout=60)

@@ -38,7 +38,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from . import job_start
 from .errors import ErrorCode, HttpErrorCode, message_for
-from .job_start import JobStartError, TooManyJobs, caller_of, start_job, start_job_once
+from .job_start import JobStartError, TooManyJobs, admitted_as, caller_of, start_job, start_job_once
 from .job_view import load_job_document
 from .models import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDocument
 from .observability import logger
@@ -306,18 +306,15 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
             ),
         ] = None,
     ) -> Response[Any]:
+        event = app.current_event.raw_event
+        job = {"dish": request.dish, "caller": caller_of(event), "admittedAs": admitted_as(event)}
         try:
             if idempotency_key:
                 created = start_job_once(
-                    {
-                        "dish": request.dish,
-                        "idempotencyKey": idempotency_key,
-                        "caller": caller_of(app.current_event.raw_event),
-                    },
-                    getattr(app, "lambda_context", None),
+                    {**job, "idempotencyKey": idempotency_key}, getattr(app, "lambda_context", None)
                 )
             else:
-                created = start_job({"dish": request.dish, "caller": caller_of(app.current_event.raw_event)})
+                created = start_job(job)
         except JobStartError:
             return error_response(503, ErrorCode.INTERNAL, "could not start the job")
         except TooManyJobs as busy:
@@ -325,7 +322,11 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
             return error_response(
                 429,
                 HttpErrorCode.TOO_MANY_JOBS,
-                f"all job slots are taken; retry in {seconds} s",
+                (
+                    f"this caller already has its share of jobs in flight; retry in {seconds} s"
+                    if busy.reason == "caller_limit"
+                    else f"all job slots are taken or owed to callers waiting before you; retry in {seconds} s"
+                ),
                 headers={"Retry-After": seconds},
             )
         except IdempotencyAlreadyInProgressError:

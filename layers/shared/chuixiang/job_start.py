@@ -25,6 +25,7 @@ from .job_status import JobStatus
 from .models import CreateRecipeResponse, ExecutionInput
 from .observability import logger
 from .settings import aws_endpoint, get_settings
+from .stores.admission import Admission, Refused
 from .stores.jobs import JobStore
 from .timeouts import STATE_MACHINE
 
@@ -41,11 +42,12 @@ def _sfn(endpoint: str | None) -> SFNClient:
 
 
 class TooManyJobs(Exception):
-    """As many jobs as the API admits are running; the client should come back after ``retry_after_s``."""
+    """No slot for this request (``reason``: ``full``, or ``caller_limit``: the caller has its share in flight);
+    the client should come back after ``retry_after_s``."""
 
-    def __init__(self, retry_after_s: float) -> None:
-        super().__init__(f"retry after {retry_after_s:g} s")
-        self.retry_after_s = retry_after_s
+    def __init__(self, retry_after_s: float, reason: str = "full") -> None:
+        super().__init__(f"{reason}: retry after {retry_after_s:g} s")
+        self.retry_after_s, self.reason = retry_after_s, reason
 
 
 class JobStartError(Exception):
@@ -69,13 +71,14 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     job_id = str(uuid.uuid4())
     logger.append_keys(jobId=job_id)
     until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
-    slot, retry_after = store.admit(job_id, until, settings.max_jobs_in_flight)
-    if slot is None:
-        raise TooManyJobs(retry_after)
+    admission = Admission(store.table, settings.max_jobs_in_flight, settings.max_jobs_per_caller)
+    slot = admission.admit(job_id, job.get("admittedAs", caller), until)
+    if isinstance(slot, Refused):
+        raise TooManyJobs(slot.retry_after_s, slot.reason)
     store.create(job_id, dish, slot=slot, **({"owners": {caller}} if caller else {}))
     leader = store.claim_dish(dish, job_id, until)
     if leader != job_id:
-        store.release(job_id, slot)
+        admission.release(job_id, slot)
         store.delete(job_id)
         return _joined(store, leader, caller)
     try:
@@ -87,7 +90,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     except (ClientError, BotoCoreError) as exc:
         logger.exception("StartExecution failed")
         store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
-        store.release(job_id, slot)
+        admission.release(job_id, slot)
         store.unclaim_dish(dish, job_id)
         raise JobStartError(str(exc)) from exc
     # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
@@ -133,6 +136,15 @@ def caller_of(event: dict[str, Any]) -> str:
     if claims.get("sub"):
         return str(claims["sub"])
     return f"client:{claims['client_id']}" if claims.get("client_id") else ""
+
+
+def admitted_as(event: dict[str, Any]) -> str:
+    """Whose share of the slots a request takes: its caller (:func:`caller_of`); without an authorizer, its
+    source address (``ip:<sourceIp>``, which API Gateway sets from the connection; many users behind one
+    carrier NAT share it, so a public API's per-caller cap is a cap per address)."""
+    context = event.get("requestContext") or {}
+    source = (context.get("http") or {}).get("sourceIp") or (context.get("identity") or {}).get("sourceIp")
+    return caller_of(event) or (f"ip:{source}" if source else "")
 
 
 def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str, Any]:

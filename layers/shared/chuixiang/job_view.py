@@ -8,6 +8,7 @@ from .errors import ErrorCode
 from .job_status import is_terminal
 from .models import JobDocument
 from .settings import get_settings
+from .stores.admission import Admission
 from .stores.images import ImageStore
 from .stores.jobs import JobStore, past_deadline, render
 from .timeouts import STATE_MACHINE
@@ -32,6 +33,7 @@ def load_job_document(job_id: str, caller: str = "") -> JobDocument | None:
         store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled by GET after deadlineAt")
         item = store.get(job_id) or item
     if is_terminal(item.get("status")):
-        store.release(job_id, item.get("slot"))  # its admission slot (the client stops polling now)
+        # its admission slot (the client stops polling now)
+        Admission(store.table, settings.max_jobs_in_flight).release(job_id, item.get("slot"))
     url = ImageStore(settings).stable_url(item["imageKey"])[0] if item.get("imageKey") else None
     return render(item, url)

@@ -48,6 +48,7 @@ from .settings import Settings, get_settings
 from .stores.breaker_store import DynamoBreakerStore
 from .stores.health_store import DynamoHealthStore
 from .stores.images import ImageStore, image_key
+from .stores.job_times import JobTimes
 from .stores.jobs import JobStore
 from .stores.secrets import model_api_key
 from .timeouts import (
@@ -294,7 +295,7 @@ def _record_job_time(store: JobStore, settings: Settings, deadline_at: str | Non
         return
     started = parse_iso(deadline_at) - timedelta(seconds=STATE_MACHINE.of(settings))
     try:
-        store.record_job_seconds((now_utc() - started).total_seconds())
+        JobTimes(store.table).record((now_utc() - started).total_seconds())
     except (ClientError, BotoCoreError):
         logger.warning("job time not recorded", exc_info=True)  # Retry-After falls back to the typical job
 

@@ -17,13 +17,20 @@ from chuixiang_local.workers.context import LocalContext
 
 
 def http_event(
-    method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
+    method: str,
+    path: str,
+    body: str | None = None,
+    headers: dict[str, str] | None = None,
+    source_ip: str | None = None,
 ) -> dict[str, Any]:
-    """An HTTP API v2 event, built from ``events/api-post.json`` / ``events/api-get.json``."""
+    """An HTTP API v2 event, built from ``events/api-post.json`` / ``events/api-get.json`` (from
+    ``source_ip``: without an authorizer, admission tells callers apart by it)."""
     name = "api-post.json" if method == "POST" else "api-get.json"
     event: dict[str, Any] = json.loads((REPO_ROOT / "events" / name).read_text())
     event["rawPath"] = path
     event["requestContext"]["http"].update(method=method, path=path)
+    if source_ip:
+        event["requestContext"]["http"]["sourceIp"] = source_ip
     event["body"] = body
     event["headers"].update({k.lower(): v for k, v in (headers or {}).items()})
     event["pathParameters"] = {"jobId": path.rsplit("/", 1)[-1]} if method == "GET" else {}
@@ -50,9 +57,14 @@ class LocalApi:
         self._one_at_a_time = threading.Lock()
 
     def request(
-        self, method: str, path: str, body: str | None = None, headers: dict[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: str | None = None,
+        headers: dict[str, str] | None = None,
+        source_ip: str | None = None,
     ) -> tuple[int, dict[str, Any]]:
-        resp = self.invoke(http_event(method, path, body, headers))
+        resp = self.invoke(http_event(method, path, body, headers, source_ip))
         return resp["statusCode"], json.loads(resp["body"])
 
     def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -66,9 +78,11 @@ class LocalApi:
         with self._one_at_a_time:
             return self.handler(event, context)
 
-    def post_dish(self, dish: Any, idempotency_key: str | None = None) -> tuple[int, dict[str, Any]]:
+    def post_dish(
+        self, dish: Any, idempotency_key: str | None = None, source_ip: str | None = None
+    ) -> tuple[int, dict[str, Any]]:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-        return self.request("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False), headers)
+        return self.request("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False), headers, source_ip)
 
     def get(self, job_id: str) -> tuple[int, dict[str, Any]]:
         return self.request("GET", f"/recipes/{job_id}")

@@ -1,4 +1,5 @@
-"""The jobs table: job items, the recipe cache, and rendering the public job document.
+"""The jobs table: job items, the recipe cache, and rendering the public job document (admission slots:
+:mod:`.admission`; measured job times: :mod:`.job_times`).
 
 One table holds both kinds of item (``pk = JOB#<id>`` and ``pk = DISH#<dish>``;
 the ASL's direct DynamoDB updates spell ``JOB#`` too, and Powertools
@@ -11,9 +12,8 @@ first wins and the others become no-ops.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -38,40 +38,6 @@ def job_key(job_id: str) -> dict[str, str]:
 
 def dish_key(dish: str) -> dict[str, str]:
     return {"pk": f"DISH#{dish}"}
-
-
-ADMISSION_TICKET = {"pk": "ADMISSION#ticket"}
-#: Free slots a request tries before answering 429 (others may be taking them at the same time).
-ADMISSION_TRIES = 8
-#: Reads of the slots before a request with free slots left gives up (each was taken under it).
-ADMISSION_ROUNDS = 3
-#: Longest ``Retry-After`` advertised: jobs usually end (and free their slot) long before their lease does.
-ADMISSION_RETRY_AFTER_MAX_S = 30
-#: How long a generated job holds its slot, typically: ~90 s of recipe at the evening peak and ~30 s of
-#: picture (docs/capacity.md). ``Retry-After`` is when the slot taken longest ago is expected to free, by
-#: the jobs measured this hour and the last (:meth:`JobStore.expected_job_s`); this until a few were.
-EXPECTED_JOB_S = 120
-#: Jobs measured before their mean stands for the typical job (fewer: :data:`EXPECTED_JOB_S`).
-JOB_TIME_MIN_SAMPLES = 3
-#: How long a container trusts what it read of the measured job time (it changes by the hour, not the second).
-JOB_TIME_CACHE_S = 30.0
-
-
-#: Each container's last read of the measured job time: table -> (seconds, trusted until: monotonic).
-_JOB_TIME: dict[str, tuple[float, float]] = {}
-
-
-def job_time_key(at: datetime) -> dict[str, str]:
-    """This hour's record of finished jobs' times."""
-    return {"pk": f"JOBTIME#{at:%Y%m%d%H}"}
-
-
-def number_or_float(value: object) -> float:
-    return float(Decimal(str(value)))
-
-
-def admission_key(slot: int) -> dict[str, str]:
-    return {"pk": f"ADMISSION#{slot}"}
 
 
 def inflight_key(dish: str) -> dict[str, str]:
@@ -275,119 +241,6 @@ class JobStore:
         ):
             return job_id
         return self._dish_holder(dish) or job_id
-
-    # --- admission: at most so many jobs in flight ----------------------------------------
-
-    def admit(self, job_id: str, until: int, limit: int) -> tuple[int | None, float]:
-        """Take one of ``limit`` admission slots for ``job_id`` until ``until`` (its deadline at the latest):
-        ``(slot, 0)``, or ``(None, seconds)`` after which one may be free (``Retry-After``).
-
-        Each slot is an item (``pk = ADMISSION#<n>``) taken with a conditional put. A ticket from an
-        atomic counter says where to start looking, so requests arriving together try different
-        slots instead of racing for the same one; when that slot is held, the others are read in
-        one batch and the free ones tried. A slot frees when its job ends (the state machine's
-        ``FreeSlot`` states delete it, whoever polls), when the API sees the job ended (:meth:`release`),
-        or at its lease end, whichever comes first."""
-        ticket = number(
-            self.table.update_item(
-                Key=ADMISSION_TICKET,
-                UpdateExpression="ADD #n :one",
-                ExpressionAttributeNames={"#n": "n"},
-                ExpressionAttributeValues={":one": 1},
-                ReturnValues="UPDATED_NEW",
-            )["Attributes"]["n"]
-        )
-        order = [(ticket + i) % limit for i in range(limit)]
-        if self._take_slot(order[0], job_id, until):
-            return order[0], 0.0
-        busy: list[float] = []
-        for _ in range(ADMISSION_ROUNDS):
-            now = int(now_utc().timestamp())
-            leases = self._slot_leases(limit)
-            free = [n for n in order if leases.get(n, (0, 0))[0] <= now]
-            for slot in free[:ADMISSION_TRIES]:
-                if self._take_slot(slot, job_id, until):
-                    return slot, 0.0
-            expected = self.expected_job_s()
-            busy = [min(end, taken + expected) if taken else end for end, taken in leases.values() if end > now]
-            if not free:
-                break  # full: no point reading again at once
-        now = int(now_utc().timestamp())
-        return None, float(max(1, min(min(busy, default=now + 1) - now, ADMISSION_RETRY_AFTER_MAX_S)))
-
-    # --- how long jobs take: the measured figure Retry-After is computed from ----------------------------
-
-    def record_job_seconds(self, seconds: float) -> None:
-        """Add one finished job's time (its execution's start to its picture) to this hour's record."""
-        now = now_utc()
-        self.table.update_item(
-            Key=job_time_key(now),
-            UpdateExpression="SET expiresAt = :exp ADD totalS :s, jobs :one",
-            ExpressionAttributeValues={
-                ":s": Decimal(str(round(seconds, 1))),
-                ":one": 1,
-                ":exp": int((now + timedelta(days=2)).timestamp()),
-            },
-        )
-
-    def expected_job_s(self) -> float:
-        """The mean time of the jobs measured this hour and the last (:data:`EXPECTED_JOB_S` until there are
-        :data:`JOB_TIME_MIN_SAMPLES`), read at most every :data:`JOB_TIME_CACHE_S` per container."""
-        cached = _JOB_TIME.get(self.table.name)
-        if cached is not None and time.monotonic() < cached[1]:
-            return cached[0]
-        now = now_utc()
-        keys = [job_time_key(now), job_time_key(now - timedelta(hours=1))]
-        client, name = self.table.meta.client, self.table.name
-        answer = client.batch_get_item(RequestItems={name: {"Keys": keys, "ConsistentRead": False}})
-        items = answer["Responses"].get(name, [])
-        total = sum(number_or_float(i.get("totalS", 0)) for i in items)
-        jobs = sum(number(i.get("jobs", 0)) for i in items)
-        expected = total / jobs if jobs >= JOB_TIME_MIN_SAMPLES else float(EXPECTED_JOB_S)
-        _JOB_TIME[self.table.name] = (expected, time.monotonic() + JOB_TIME_CACHE_S)
-        return expected
-
-    def _take_slot(self, slot: int, job_id: str, until: int) -> bool:
-        now = int(now_utc().timestamp())
-        return applied(
-            self.table.put_item,
-            Item={**admission_key(slot), "jobId": job_id, "expiresAt": until, "takenAt": now},
-            ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
-            ExpressionAttributeValues={":now": now},
-        )
-
-    def _slot_leases(self, limit: int) -> dict[int, tuple[int, int]]:
-        """Each held slot's (lease end, when it was taken; 0 for a slot taken before ``takenAt`` existed)."""
-        client, name = self.table.meta.client, self.table.name  # the resource's client takes plain values
-        keys = [admission_key(n) for n in range(limit)]
-        leases: dict[int, tuple[int, int]] = {}
-        for i in range(0, len(keys), 100):
-            request: dict[str, Any] = {
-                name: {
-                    "Keys": keys[i : i + 100],
-                    "ConsistentRead": True,
-                    "ProjectionExpression": "pk, expiresAt, takenAt",
-                }
-            }
-            while request:
-                answer = client.batch_get_item(RequestItems=request)
-                for item in answer["Responses"].get(name, []):
-                    leases[int(str(item["pk"]).rsplit("#", 1)[1])] = (
-                        number(item["expiresAt"]),
-                        number(item.get("takenAt", 0)),
-                    )
-                request = answer.get("UnprocessedKeys") or {}
-        return leases
-
-    def release(self, job_id: str, slot: int | None) -> None:
-        """Free ``job_id``'s admission slot (a no-op when it no longer holds it)."""
-        if slot is not None:
-            applied(
-                self.table.delete_item,
-                Key=admission_key(int(slot)),
-                ConditionExpression="jobId = :job",
-                ExpressionAttributeValues={":job": job_id},
-            )
 
     def unclaim_dish(self, dish: str, job_id: str) -> None:
         """Give up a claim that ``job_id`` still holds (its job will not run)."""

@@ -1,0 +1,341 @@
+"""Admission: at most so many jobs in flight, at most so many of them one caller's, and no cutting in line.
+
+Each slot is an item (``pk = ADMISSION#<n>``) taken with a conditional put and freed when its job ends (the
+state machine's ``FreeSlot`` states delete it), when the API sees the job ended, or at its lease end.
+
+First come, first served is unfair under load: a client whose job just ended re-POSTs at once and finds the
+slot it freed, while clients told to come back later find every slot taken again (a 60-client run: 29
+finished no job, 9 finished 6 each). So a refused caller waits in line. Its place (when it was first
+refused) is kept while it comes back when told (``Retry-After`` + :data:`WAIT_GRACE_S`), and a free slot
+goes to a newcomer only when it is not owed to someone ahead. The line lives in :data:`LINE_BUCKETS` items
+(``pk = ADMISSION#line#<b>``, a map of caller digest to place), read with the slots in one batch: the work
+per POST is bounded, and no one item takes every write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..clock import now_utc
+from .conditional import applied
+from .job_times import JobTimes
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.service_resource import Table
+
+#: Items the line is spread over (a caller's bucket is fixed by its digest).
+LINE_BUCKETS = 16
+#: Callers one bucket holds; beyond it a refused caller is not given a place (it is served behind the line).
+LINE_BUCKET_MAX = 300
+#: How long a place is kept after the ``Retry-After`` it was given: a client obeying it comes back in time.
+WAIT_GRACE_S = 10
+#: Longest ``Retry-After`` advertised: a caller deep in line comes back and keeps its place.
+RETRY_AFTER_MAX_S = 30
+#: How long a lane taken by a request that never named its slot (it died in between) stays held.
+LANE_PENDING_S = 10
+#: Free slots a request tries per read of the slots (others may be taking them at the same time)…
+TRIES = 8
+#: …and reads before it is refused while free slots remain (each was taken under it).
+ROUNDS = 3
+TICKET_KEY = {"pk": "ADMISSION#ticket"}
+
+
+def slot_key(slot: int) -> dict[str, str]:
+    return {"pk": f"ADMISSION#{slot}"}
+
+
+def line_key(bucket: int) -> dict[str, str]:
+    return {"pk": f"ADMISSION#line#{bucket}"}
+
+
+def lane_key(caller: str, lane: int) -> dict[str, str]:
+    return {"pk": f"ADMISSION#lane#{caller}#{lane}"}
+
+
+def caller_digest(caller: str) -> str:
+    """What the slots and the line store of a caller: fixed length, no user id in the table's admission items."""
+    return hashlib.sha256(caller.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Held:
+    """A slot taken and not yet freed: by whom, and when it is expected to free."""
+
+    slot: int
+    job_id: str
+    caller: str
+    ends: int
+    taken: int
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One of a caller's lanes, as last written: its job, and the slot that job holds (-1: not yet named)."""
+
+    job_id: str
+    slot: int
+    taken: int
+
+
+@dataclass(frozen=True)
+class Place:
+    """A refused caller's place in line: first refused at ``since_ms``, kept until ``until``."""
+
+    caller: str
+    since_ms: int
+    until: int
+
+
+@dataclass(frozen=True)
+class Refused:
+    """No slot for this request: come back after ``retry_after_s``. ``reason``: ``full`` (waiting in line) or
+    ``caller_limit`` (the caller already has its share in flight)."""
+
+    retry_after_s: float
+    reason: str
+
+
+@dataclass
+class Seen:
+    """One consistent read of the slots and the line."""
+
+    held: dict[int, Held]
+    line: dict[int, dict[str, Place]]  # every place stored, kept or lapsed
+    lanes: dict[int, Lane]  # the asking caller's
+    now: int
+
+    def of(self, caller: str) -> list[Held]:
+        return [h for h in self.held.values() if h.caller == caller]
+
+    def free(self, limit: int) -> list[int]:
+        return [n for n in range(limit) if n not in self.held]
+
+    def holds(self, lane: Lane) -> bool:
+        """Whether ``lane`` is still held: its slot holds its job, or it was just taken and names none yet."""
+        if lane.slot < 0:
+            return lane.taken >= self.now - LANE_PENDING_S
+        held = self.held.get(lane.slot)
+        return held is not None and held.job_id == lane.job_id
+
+    def kept(self, bucket: int) -> dict[str, Place]:
+        return {c: p for c, p in self.line.get(bucket, {}).items() if p.until >= self.now}
+
+    def place_of(self, caller: str) -> Place | None:
+        return self.kept(_bucket(caller)).get(caller)
+
+    def ahead_of(self, caller: str) -> int:
+        """Callers in line before ``caller`` (all of them when it has no place)."""
+        mine = self.place_of(caller)
+        places = [p for b in range(LINE_BUCKETS) for p in self.kept(b).values() if p.caller != caller]
+        if mine is None:
+            return len(places)
+        return sum(1 for p in places if (p.since_ms, p.caller) < (mine.since_ms, mine.caller))
+
+
+def _bucket(digest: str) -> int:
+    return int(digest, 16) % LINE_BUCKETS
+
+
+class Admission:
+    """At most ``limit`` jobs in flight, at most ``per_caller`` of them one caller's (0: no such cap)."""
+
+    def __init__(self, table: Table, limit: int, per_caller: int = 0) -> None:
+        self.table, self.limit, self.per_caller = table, limit, per_caller
+
+    def admit(self, job_id: str, caller: str, until: int) -> int | Refused:
+        """A slot for ``job_id`` until ``until`` (its deadline at the latest), or why not and when to come back.
+        ``caller``: who asks (a JWT's subject, a client, or a source address); ``""`` is one anonymous caller."""
+        me = caller_digest(caller)
+        seen = self._read(me)
+        lane = self._take_lane(seen, me, job_id, until) if self.per_caller else None
+        if self.per_caller and lane is None:
+            return Refused(self._retry_after(seen, need=1, among=seen.of(me)), "caller_limit")
+        slot = self._take_free_slot(seen, me, job_id, until)
+        if slot is None:
+            if lane is not None:
+                self._lane_update(me, lane, job_id, delete=True)
+            retry_after = self._retry_after(seen, need=seen.ahead_of(me) + 1 - len(seen.free(self.limit)))
+            self._wait(seen, me, retry_after)
+            return Refused(retry_after, "full")
+        if lane is not None and not self._lane_update(me, lane, job_id, slot=slot):
+            self.release(job_id, slot)
+            return Refused(self._retry_after(seen, need=1, among=seen.of(me)), "caller_limit")
+        if seen.place_of(me) is not None:
+            self._leave(me)
+        return slot
+
+    def release(self, job_id: str, slot: int | None) -> None:
+        """Free ``job_id``'s slot (a no-op when it no longer holds it); its caller's lane frees with it."""
+        if slot is not None:
+            applied(
+                self.table.delete_item,
+                Key=slot_key(int(slot)),
+                ConditionExpression="jobId = :job",
+                ExpressionAttributeValues={":job": job_id},
+            )
+
+    # --- taking a slot, and a lane of the caller's share ---------------------------------------------------
+
+    def _take_free_slot(self, seen: Seen, me: str, job_id: str, until: int) -> int | None:
+        """A free slot not owed to a caller ahead in line."""
+        ticket = self._ticket()
+        for round_ in range(ROUNDS):
+            if round_:
+                seen = self._read(me)
+            free = seen.free(self.limit)
+            if len(free) <= seen.ahead_of(me):
+                return None
+            for slot in sorted(free, key=lambda n: (n - ticket) % self.limit)[:TRIES]:
+                if applied(
+                    self.table.put_item,
+                    Item={**slot_key(slot), "jobId": job_id, "caller": me, "expiresAt": until, "takenAt": seen.now},
+                    ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
+                    ExpressionAttributeValues={":now": seen.now},
+                ):
+                    return slot
+        return None
+
+    def _ticket(self) -> int:
+        """A number from an atomic counter: requests arriving together start at different free slots."""
+        answer = self.table.update_item(
+            Key=TICKET_KEY,
+            UpdateExpression="ADD #n :one",
+            ExpressionAttributeNames={"#n": "n"},
+            ExpressionAttributeValues={":one": 1},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(str(answer["Attributes"]["n"]))
+
+    def _take_lane(self, seen: Seen, me: str, job_id: str, until: int) -> int | None:
+        """One of the caller's ``per_caller`` lanes (``pk = ADMISSION#lane#<caller>#<k>``), taken by compare-and-
+        swap on the job that last held it: exact however many of its requests arrive at once. A lane is held
+        while the slot it names holds its job, so whatever frees the slot (the workflow, a poll, the lease)
+        frees the lane; a lane whose request died before naming a slot lapses after :data:`LANE_PENDING_S`."""
+        for k in range(self.per_caller):
+            lane = seen.lanes.get(k)
+            if lane is not None and (seen.holds(lane) or self._still_held(lane)):
+                continue
+            if applied(
+                self.table.put_item,
+                Item={**lane_key(me, k), "jobId": job_id, "slot": -1, "takenAt": seen.now, "expiresAt": until},
+                ConditionExpression="attribute_not_exists(pk)" if lane is None else "jobId = :was",
+                **({} if lane is None else {"ExpressionAttributeValues": {":was": lane.job_id}}),
+            ):
+                return k
+        return None
+
+    def _still_held(self, lane: Lane) -> bool:
+        """Whether the slot a bound lane names holds its job, read now. A batch read is no snapshot: it may
+        read the slot before its job took it and the lane after the job named it, and a lane must not be taken
+        from a job that holds its slot."""
+        if lane.slot < 0:
+            return False
+        item = self.table.get_item(Key=slot_key(lane.slot), ConsistentRead=True).get("Item") or {}
+        return item.get("jobId") == lane.job_id and int(str(item.get("expiresAt", 0))) >= int(now_utc().timestamp())
+
+    def _lane_update(self, me: str, k: int, job_id: str, *, slot: int = -1, delete: bool = False) -> bool:
+        """Name the slot the lane's job holds, or give the lane back (its job got no slot). False: the lane is
+        no longer the job's (it stayed unnamed past :data:`LANE_PENDING_S` and another request took it)."""
+        condition = {"ConditionExpression": "jobId = :job", "ExpressionAttributeValues": {":job": job_id}}
+        if delete:
+            return applied(self.table.delete_item, Key=lane_key(me, k), **condition)
+        return applied(
+            self.table.update_item,
+            Key=lane_key(me, k),
+            UpdateExpression="SET #slot = :slot",
+            ExpressionAttributeNames={"#slot": "slot"},
+            **{**condition, "ExpressionAttributeValues": {":job": job_id, ":slot": slot}},
+        )
+
+    def _retry_after(self, seen: Seen, need: int, among: list[Held] | None = None) -> float:
+        """When the ``need``-th of the held slots (of ``among``, else all) is expected to free: a typical job's
+        length after it was taken (its lease end at the latest). Deeper than one round: the next round's."""
+        if need <= 0:
+            return 1.0  # free slots were there, taken under us: try again at once
+        expected = JobTimes(self.table).expected_s()
+        frees = sorted(min(h.ends, h.taken + expected) if h.taken else h.ends for h in (among or seen.held.values()))
+        if not frees:
+            return 1.0
+        rounds, index = divmod(need - 1, len(frees))
+        at = frees[index] + rounds * expected
+        return float(max(1, min(round(at - seen.now), RETRY_AFTER_MAX_S)))
+
+    # --- the line ----------------------------------------------------------------------------------------
+
+    def _wait(self, seen: Seen, me: str, retry_after: float) -> None:
+        """Take (or keep) a place in line, until a client that obeys ``retry_after`` is back."""
+        bucket = _bucket(me)
+        places, mine = seen.line.get(bucket, {}), seen.place_of(me)
+        if mine is None and len(seen.kept(bucket)) >= LINE_BUCKET_MAX:
+            return
+        since_ms = mine.since_ms if mine else int(now_utc().timestamp() * 1000)
+        place = {"s": since_ms, "u": seen.now + int(retry_after) + WAIT_GRACE_S}
+        gone = [c for c, p in places.items() if p.until < seen.now and c != me][:50]  # lapsed places, swept
+        names = {"#w": "w", "#me": me, **{f"#x{i}": c for i, c in enumerate(gone)}}
+        remove = (" REMOVE " + ", ".join(f"#w.#x{i}" for i in range(len(gone)))) if gone else ""
+        expires = int((now_utc() + timedelta(days=1)).timestamp())
+        for _ in range(2):  # the bucket item may not exist yet: create it, or add to the one created meanwhile
+            if applied(
+                self.table.update_item,
+                Key=line_key(bucket),
+                UpdateExpression="SET #w.#me = :place, expiresAt = :exp" + remove,
+                ConditionExpression="attribute_exists(#w)",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={":place": place, ":exp": expires},
+            ):
+                return
+            if applied(
+                self.table.put_item,
+                Item={**line_key(bucket), "w": {me: place}, "expiresAt": expires},
+                ConditionExpression="attribute_not_exists(pk)",
+            ):
+                return
+
+    def _leave(self, me: str) -> None:
+        applied(
+            self.table.update_item,
+            Key=line_key(_bucket(me)),
+            UpdateExpression="REMOVE #w.#me",
+            ConditionExpression="attribute_exists(#w)",
+            ExpressionAttributeNames={"#w": "w", "#me": me},
+        )
+
+    # --- reading -----------------------------------------------------------------------------------------
+
+    def _read(self, me: str) -> Seen:
+        """The held slots, the line and ``me``'s lanes, in consistent batch reads (at most 100 keys each)."""
+        now = int(now_utc().timestamp())
+        keys = [slot_key(n) for n in range(self.limit)] + [line_key(b) for b in range(LINE_BUCKETS)]
+        keys += [lane_key(me, k) for k in range(self.per_caller)]
+        seen = Seen({}, {}, {}, now)
+        for item in self._batch_get(keys):
+            kind, _, rest = str(item["pk"]).removeprefix("ADMISSION#").partition("#")
+            if kind == "line":
+                seen.line[int(rest)] = {c: Place(c, int(p["s"]), int(p["u"])) for c, p in (item.get("w") or {}).items()}
+            elif kind == "lane":
+                seen.lanes[int(rest.rsplit("#", 1)[1])] = Lane(
+                    str(item["jobId"]), int(item["slot"]), int(item["takenAt"])
+                )
+            elif int(item.get("expiresAt", 0)) >= now:
+                seen.held[int(kind)] = Held(
+                    int(kind),
+                    str(item["jobId"]),
+                    str(item.get("caller", "")),
+                    int(item["expiresAt"]),
+                    int(item.get("takenAt", 0)),
+                )
+        return seen
+
+    def _batch_get(self, keys: list[dict[str, str]]) -> list[dict[str, Any]]:
+        client, name = self.table.meta.client, self.table.name  # the resource's client takes plain values
+        items: list[dict[str, Any]] = []
+        for i in range(0, len(keys), 100):
+            request: dict[str, Any] = {name: {"Keys": keys[i : i + 100], "ConsistentRead": True}}
+            while request:
+                answer = client.batch_get_item(RequestItems=request)
+                items.extend(answer["Responses"].get(name, []))
+                request = answer.get("UnprocessedKeys") or {}
+        return items
