@@ -6,8 +6,10 @@ DISH   ?= 番茄炒蛋
 STAMP  := $(VENV)/.installed
 SAM_CLI_VERSION := 1.170.0
 SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
+NODE_STAMP := node_modules/.installed
+BROWSER_STAMP := .chuixiang/.browser-installed
 
-.PHONY: run test test-fast test-sockets test-pipeline lint validate ladder docs-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: run test test-fast test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,10 +22,12 @@ run: $(STAMP) $(SAM_STAMP)
 	$(BIN)/chuixiang cook "$(DISH)" --json
 
 # The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
-test: $(STAMP) $(SAM_STAMP)
+test: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/chuixiang ladder > /dev/null
 	$(BIN)/python -m pytest
+	node --test clients/js/test/*.test.js
+	node --test --test-concurrency=1 tests/browser/*.test.js
 
 # The tiers are the folders of tests/ (a unit test that opens a socket or starts a process fails).
 # The fast tier: in-process only, under 15 s. `make test` runs every tier.
@@ -37,6 +41,28 @@ test-sockets: $(STAMP)
 # The local cloud, whole commands, builds and the long fuzz runs.
 test-pipeline: $(STAMP) $(SAM_STAMP)
 	$(BIN)/python -m pytest tests/pipeline
+
+# The JavaScript client against `chuixiang serve`, with Node's own test runner (Node 20+; no dependencies).
+test-js: $(STAMP) $(SAM_STAMP)
+	node --test clients/js/test/*.test.js
+
+# The demo page in headless Chromium (Debian's, driven by playwright-core from npm), against `serve --demo-port`.
+test-browser: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
+	node --test --test-concurrency=1 tests/browser/*.test.js
+
+# docs/demo.png: the finished demo page, as the browser tier sees it.
+screenshot: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
+	UPDATE_SCREENSHOT=1 node --test --test-concurrency=1 --test-name-pattern="end to end" tests/browser/*.test.js
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+# Debian's chromium, and a CJK font so screenshots show the Chinese text (root: CI and this machine are).
+$(BROWSER_STAMP):
+	test -x /usr/bin/chromium && test -d /usr/share/fonts/opentype/noto || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk)
+	mkdir -p .chuixiang && touch $(BROWSER_STAMP)
 
 # checkov and bandit live in their own venv: their pins would fight the app's.
 LINT_STAMP := .venv-lint/.installed
@@ -101,4 +127,4 @@ deploy: $(STAMP) sam-build
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided)
 
 clean:
-	rm -rf $(VENV) .venv-sam .venv-lint .aws-sam .chuixiang
+	rm -rf $(VENV) .venv-sam .venv-lint .aws-sam .chuixiang node_modules

@@ -181,6 +181,20 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def vary_on_origin(answer: dict[str, Any]) -> dict[str, Any]:
+    """An answer whose ``Access-Control-Allow-Origin`` echoes the request's origin differs by origin: say so
+    (``Vary: Origin``), or a shared cache may hand one origin's answer to a page on another."""
+    headers: dict[str, Any] = answer.get("headers") or {}
+    if not any(str(k).lower() == "access-control-allow-origin" for k in headers):
+        return answer
+    vary = [str(v) for k, v in headers.items() if str(k).lower() == "vary"]
+    kept = {k: v for k, v in headers.items() if str(k).lower() != "vary"}
+    values = [v.strip() for v in ",".join(vary).split(",") if v.strip()]
+    if "origin" not in {v.lower() for v in values}:
+        values.append("Origin")
+    return {**answer, "headers": {**kept, "Vary": ", ".join(values)}}
+
+
 def handle(app: ApiGatewayResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The api function: the gate, then the routes; anything unforeseen is a JSON 500, never a trace.
     ``HEAD`` is answered as ``GET`` without a body (the same status and headers)."""
@@ -188,14 +202,16 @@ def handle(app: ApiGatewayResolver, event: dict[str, Any], context: Any) -> dict
     if refused is not None:  # answered before the resolver: its CORS headers too, or a browser sees no reason
         origin = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}.get("origin")
         cors = cors_config()
-        return {**refused, "headers": {**refused.get("headers", {}), **(cors.to_dict(origin) if cors else {})}}
+        return vary_on_origin(
+            {**refused, "headers": {**refused.get("headers", {}), **(cors.to_dict(origin) if cors else {})}}
+        )
     event = _with_media_type_lowered(event)
     http = (event.get("requestContext") or {}).get("http") or {}
     head = str(http.get("method", "")).upper() == "HEAD"
     if head:
         event = {**event, "requestContext": {**event["requestContext"], "http": {**http, "method": "GET"}}}
     try:
-        answer = app.resolve(event, context)
+        answer = vary_on_origin(app.resolve(event, context))
         return {**answer, "body": "", "isBase64Encoded": False} if head else answer
     except Exception:  # the last line of defence: log it, answer in the one error shape
         logger.exception("unhandled error in the API")

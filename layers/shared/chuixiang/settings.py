@@ -57,6 +57,9 @@ class _Config(BaseSettings):
     image_url_ttl_s: int = Field(3600, gt=0, validation_alias="IMAGE_URL_TTL_SECONDS")
     #: Local runs only: export images here and use the file path as ``image.url``.
     local_image_dir: str = Field("", validation_alias="LOCAL_IMAGE_DIR")
+    #: Local runs only: where ``chuixiang serve`` serves that folder over HTTP (``image.url`` is then a URL a
+    #: page can load, standing in for the presigned one); empty: the file path.
+    local_image_base_url: str = Field("", validation_alias="LOCAL_IMAGE_BASE_URL")
 
     @property
     def recipe_models(self) -> tuple[str, ...]:

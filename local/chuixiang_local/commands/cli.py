@@ -27,7 +27,8 @@ from chuixiang_local.cloud.moto_patches import EngineError
 from chuixiang_local.commands.ladder import build_ladder, check_or_raise, markdown_table, reservation_problems
 from chuixiang_local.commands.watch import JobWatch
 from chuixiang_local.gateway.api_client import LocalApi
-from chuixiang_local.gateway.api_server import function_argument
+from chuixiang_local.gateway.api_server import LOCAL_IMAGES_PATH, function_argument
+from chuixiang_local.gateway.demo_site import DemoSite, demo_origin
 from chuixiang_local.model.fake_model import FakeModel, FakeModelProcess
 from chuixiang_local.template import REPO_ROOT, ConfigError, Template, parse_overrides
 
@@ -113,11 +114,28 @@ def _summary(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _with_demo_origin(args: argparse.Namespace) -> None:
+    """``--demo-port``: the page's origin must be allowed by CORS; add it to ``CorsAllowOrigins`` if it is not."""
+    if not args.demo_port:
+        return
+    origin = demo_origin(args.host, args.demo_port)
+    overrides = parse_overrides(args.parameter_overrides)
+    listed = [
+        o for o in (overrides.get("CorsAllowOrigins") or Template({}).parameters["CorsAllowOrigins"]).split(",") if o
+    ]
+    if origin not in listed:
+        overrides["CorsAllowOrigins"] = ",".join([*listed, origin])
+        _progress(f"CorsAllowOrigins += {origin} (the demo page's origin)")
+    args.parameter_overrides = [f"{k}={v}" for k, v in overrides.items()]
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """The local cloud here; the API in its own process (see :mod:`chuixiang_local.gateway.api_server`)."""
+    _with_demo_origin(args)
     with local_stack(args, sys.stderr if args.verbose else None) as cloud:
         spec = cloud.template.function_by_dir("api")
-        extra_env = cloud.api_environment()
+        host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host  # nosec B104 - a URL, not a bind
+        extra_env = {**cloud.api_environment(), "LOCAL_IMAGE_BASE_URL": f"http://{host}:{args.port}{LOCAL_IMAGES_PATH}"}
         env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
         api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
             [
@@ -164,7 +182,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops "
             f"(jobs in flight get {args.drain_seconds:g} s to finish; twice: at once)"
         )
+        demo = DemoSite(args.host, args.demo_port, f"http://{host}:{args.port}") if args.demo_port else None
+        if demo:
+            demo.start()
+            _progress(f"demo page on {demo.origin}/ (calls the API cross-origin)")
         _wait_interruptibly(api, until=draining)
+        if demo:
+            demo.stop()
         died = not draining.is_set() and api.poll() is not None
         if died:  # nobody asked it to stop: say so, and exit with an error (a supervisor restarts serve)
             code = api.returncode
@@ -492,6 +516,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=3000)
     p.add_argument("--verbose", action="store_true", help="function logs on stderr")
     p.add_argument("--workers", type=int, default=16, help="api invocations at once (warm api function processes)")
+    p.add_argument(
+        "--demo-port", type=int, default=0, help="also serve the demo page (clients/demo) on this port (0: no page)"
+    )
     p.add_argument(
         "--body-idle-seconds",
         type=float,

@@ -15,11 +15,14 @@ deployed API does not serve, is answered here.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
+import re
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +53,35 @@ def function_argument(spec: FunctionSpec, layer_dirs: list[Path], extra_env: dic
             "extra_env": extra_env,
         }
     )
+
+
+#: Where ``serve`` serves the pictures local jobs drew (``LOCAL_IMAGE_BASE_URL``), standing in for S3's URLs.
+LOCAL_IMAGES_PATH = "/local-images"
+#: A picture's name there: the image key's digest and its extension, nothing that could leave the folder.
+_IMAGE_NAME = re.compile(r"[0-9a-f]{8,64}\.(png|jpg|jpeg|webp)")
+_IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "webp": "image/webp"}
+
+
+def local_images(folder: Path) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A handler answering ``GET /local-images/<name>`` from ``folder`` (404 for anything else)."""
+
+    def answer(event: dict[str, Any]) -> dict[str, Any]:
+        name = str(event.get("rawPath", "")).removeprefix(f"{LOCAL_IMAGES_PATH}/")
+        target = folder / name
+        if not _IMAGE_NAME.fullmatch(name) or not target.is_file():
+            return {
+                "statusCode": 404,
+                "headers": {"content-type": "application/json"},
+                "body": '{"message": "Not Found"}',
+            }
+        return {
+            "statusCode": 200,
+            "headers": {"content-type": _IMAGE_TYPES[name.rsplit(".", 1)[1]], "cache-control": "max-age=3600"},
+            "body": base64.b64encode(target.read_bytes()).decode(),
+            "isBase64Encoded": True,
+        }
+
+    return answer
 
 
 def as_proxy_response(result: Invocation) -> dict[str, Any]:
@@ -105,7 +137,7 @@ def main() -> None:
     import uvicorn
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-    from chuixiang.api import build_app, handle
+    from chuixiang.api import build_app, cors_config, handle
     from chuixiang_local.gateway.asgi import LambdaAsgi
     from chuixiang_local.gateway.http_protocol import JsonErrorH11Protocol
     from chuixiang_local.gateway.jwt_authorizer import JwtAuthorizer
@@ -129,10 +161,12 @@ def main() -> None:
         with swagger_lock:
             return handle(swagger_app, event, None)
 
+    cors = cors_config(env.get("CORS_ALLOW_ORIGINS", ""))
     asgi = LambdaAsgi(
         run,
         workers=args.workers,
-        local_routes={"/swagger": swagger},
+        local_routes={"/swagger": swagger, LOCAL_IMAGES_PATH: local_images(Path(env.get("LOCAL_IMAGE_DIR", ".")))},
+        cors=(lambda origin: cors.to_dict(origin) if origin else {}) if cors else None,
         body_idle_s=args.body_idle_seconds,
         authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(",")) if args.jwt_issuer else None,
     )

@@ -49,9 +49,13 @@ class LambdaAsgi:
         local_routes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
         authorizer: JwtAuthorizer | None = None,
         body_idle_s: float = BODY_IDLE_S,
+        cors: Callable[[str | None], dict[str, str]] | None = None,
     ) -> None:
-        """``local_routes``: paths (and ``<path>.<ext>``) answered by another handler than ``invoke``."""
+        """``local_routes``: paths (and ``<path>.<ext>``, ``<path>/…``) answered by another handler than
+        ``invoke``. ``cors``: the CORS headers for a request's ``Origin`` (none for an origin not allowed), put
+        on the front door's own answers too (413, 408, 431, the drain's 503), or a page sees no reason."""
         self.invoke = invoke
+        self.cors = cors
         self.local_routes = local_routes or {}
         self.authorizer = authorizer
         self.body_idle_s = body_idle_s
@@ -61,7 +65,7 @@ class LambdaAsgi:
 
     def _handler_for(self, path: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
         for prefix, handler in self.local_routes.items():
-            if path == prefix or path.startswith(f"{prefix}."):
+            if path == prefix or path.startswith((f"{prefix}.", f"{prefix}/")):
                 return handler
         return self.invoke
 
@@ -74,6 +78,7 @@ class LambdaAsgi:
             return
         if scope["type"] != "http":
             return
+        send = self._with_cors(scope, send)
         if sum(len(k) + len(v) + 4 for k, v in scope.get("headers", [])) > MAX_HEADER_BYTES:
             await _send(
                 send,
@@ -130,6 +135,24 @@ class LambdaAsgi:
         for cookie in result.get("cookies") or []:
             headers.setdefault("set-cookie", cookie)
         await _send(send, int(result.get("statusCode", 200)), headers, data)
+
+    def _with_cors(self, scope: Scope, send: Send) -> Send:
+        """``send``, adding the CORS headers (and ``Vary: Origin``) to an answer that has none: the front
+        door's own. The function's answers carry their own."""
+        origin = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == b"origin"), None)
+        extra = self.cors(origin) if self.cors else {}
+        if not extra:
+            return send
+
+        async def sending(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                if b"access-control-allow-origin" not in names:
+                    added = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in extra.items()]
+                    message = {**message, "headers": [*message.get("headers", []), *added, (b"vary", b"Origin")]}
+            await send(message)
+
+        return sending
 
 
 async def _send(send: Send, status: int, headers: dict[str, str], data: bytes) -> None:

@@ -90,7 +90,8 @@ class ImageStore:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 body = self.s3.get_object(Bucket=self.settings.images_bucket, Key=key)["Body"]
                 target.write_bytes(body.read())
-            return str(target.resolve())
+            base = self.settings.local_image_base_url.rstrip("/")
+            return f"{base}/{target.name}" if base else str(target.resolve())
         url: str = self.s3.generate_presigned_url(
             "get_object",
             Params={"Bucket": self.settings.images_bucket, "Key": key},

@@ -1,0 +1,91 @@
+// `chuixiang serve` for the client's tests: started as a developer starts it, ready when it answers.
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+const PYTHON = process.env.CHUIXIANG_PYTHON || path.join(ROOT, ".venv", "bin", "python");
+
+/** A port nobody listens on now. @returns {Promise<number>} */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = /** @type {import("node:net").AddressInfo} */ (server.address());
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Start serve; resolves once it answers. `overrides`: template parameters; `args`: more serve arguments.
+ * @param {{port?: number, overrides?: Record<string, string>, args?: string[]}} [options]
+ */
+export async function startServe({ port, overrides = {}, args = [] } = {}) {
+  port ??= await freePort();
+  const params = Object.entries(overrides).map(([k, v]) => `${k}=${v}`);
+  const child = spawn(
+    PYTHON,
+    ["-m", "chuixiang_local.commands.cli", "serve", "--port", String(port), ...args,
+      ...(params.length ? ["--parameter-overrides", ...params] : [])],
+    { cwd: ROOT, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let stderr = "";
+  child.stderr.on("data", (chunk) => (stderr += chunk));
+  const base = `http://127.0.0.1:${port}`;
+  const started = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`serve exited ${child.exitCode}: ${stderr}`);
+    try {
+      await fetch(`${base}/recipes/none`);
+      break;
+    } catch {
+      if (Date.now() - started > 90_000) throw new Error(`serve did not answer in 90 s: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  // Once serve has exited, its stderr may stay open in a child it left behind: let go of it, or this process
+  // never exits.
+  const exited = new Promise((resolve) => child.once("exit", (code) => { child.stderr.destroy(); resolve(code); }));
+  return {
+    base,
+    port,
+    child,
+    output: () => stderr,
+    /** SIGTERM: serve drains (new jobs 503 + Retry-After), then exits. */
+    drain: () => child.kill("SIGTERM"),
+    exited,
+    async stop() {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * The default request seam, recording every request and answer (with when), to check what the client did.
+ * @param {import("../index.js").RequestFn} request
+ */
+export function recording(request) {
+  /** @type {{at: number, method: string, url: string, headers: Record<string, string>, status?: number,
+   *   answerHeaders?: Record<string, string>, body?: any, error?: unknown}[]} */
+  const log = [];
+  /** @type {import("../index.js").RequestFn} */
+  const seam = async (req) => {
+    const entry = { at: Date.now(), method: req.method, url: req.url, headers: req.headers };
+    log.push(entry);
+    try {
+      const answer = await request(req);
+      Object.assign(entry, { status: answer.status, answerHeaders: answer.headers, body: answer.body });
+      return answer;
+    } catch (error) {
+      Object.assign(entry, { error });
+      throw error;
+    }
+  };
+  return { seam, log };
+}
