@@ -15,14 +15,16 @@ output. Then, in the ``Chuixiang`` namespace:
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
+from chuixiang.stores.admission import Admission, slot_key
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
@@ -118,7 +120,8 @@ def in_alarms(template: Template) -> set[Metric]:
 
 
 def names_in_code() -> set[str]:
-    """Every metric name the layer can emit: ``add_metric(name=...)`` and ``model_metric("...")`` literals,
+    """Every metric name the layer can emit: ``add_metric(name=...)``, ``model_metric("...")`` and
+    ``dimensioned_metric("...")`` literals,
     f-strings with a prefix expanded for Recipe and Image."""
     names: set[str] = set()
     for path in (ROOT / "layers/shared/chuixiang").rglob("*.py"):
@@ -129,7 +132,7 @@ def names_in_code() -> set[str]:
             arg: ast.AST | None = None
             if func == "add_metric":
                 arg = next((k.value for k in node.keywords if k.arg == "name"), None)
-            elif func == "model_metric" and node.args:
+            elif func in ("model_metric", "dimensioned_metric") and node.args:
                 arg = node.args[0]
             if isinstance(arg, ast.Constant):
                 names.add(str(arg.value))
@@ -174,7 +177,22 @@ def emitted_metrics(tmp_path_factory: pytest.TempPathFactory) -> set[Metric]:
         del fake.chat_by_model[model]
         probe = cloud.invoke(cloud.template.function_by_dir("canary"), {"models": ["canary-model"], "dish": "番茄炒蛋"})
         assert not probe.failed, probe.payload
+        _turned_away(cloud, api, log)
     return emitted((work / "log").read_text())
+
+
+def _turned_away(cloud: LocalCloud, api: LocalApi, log: IO[str]) -> None:
+    """Every slot held by another caller: a POST gets 429. The api function runs in this process (LocalApi),
+    so its EMF goes to this process's stdout: into the functions' log with the rest."""
+    table, limit = cloud.job_store().table, int(cloud.template.parameters["RecipeConcurrency"])
+    for n in range(limit):
+        assert isinstance(Admission(table, limit).admit(f"held-{n}", "another-caller", 2**31), int)
+    try:
+        with contextlib.redirect_stdout(log):
+            assert api.post_dish("看板排队")[0] == 429
+    finally:
+        for n in range(limit):
+            table.delete_item(Key=slot_key(n))
 
 
 def covers(wanted: Metric, emitted_metrics: set[Metric]) -> bool:

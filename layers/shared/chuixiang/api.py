@@ -30,6 +30,7 @@ from aws_lambda_powertools.event_handler.openapi.types import (
     OpenAPIResponseContentModel,
     OpenAPIResponseContentSchema,
 )
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
     IdempotencyValidationError,
@@ -41,7 +42,7 @@ from .errors import ErrorCode, HttpErrorCode, message_for
 from .job_start import JobStartError, TooManyJobs, admitted_as, caller_of, start_job, start_job_once
 from .job_view import load_job_document
 from .models import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDocument
-from .observability import logger
+from .observability import dimensioned_metric, logger
 from .settings import get_settings
 from .stores.images import ImageStore
 from .stores.jobs import JobStore
@@ -335,6 +336,9 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
             return error_response(503, ErrorCode.INTERNAL, "could not start the job")
         except TooManyJobs as busy:
             seconds = str(math.ceil(busy.retry_after_s))
+            # Clients turned away: the admission's saturation, as the on-call sees it (a metric and a line).
+            dimensioned_metric("JobsRejected", MetricUnit.Count, 1, Reason=busy.reason)
+            logger.info("job refused", extra={"reason": busy.reason, "retryAfterS": int(seconds)})
             return error_response(
                 429,
                 HttpErrorCode.TOO_MANY_JOBS,

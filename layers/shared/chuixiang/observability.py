@@ -16,10 +16,15 @@ logger = Logger()
 metrics = Metrics(namespace="Chuixiang")
 
 
-def model_metric(name: str, unit: MetricUnit, value: float, model: str, **dimensions: str) -> None:
-    """A metric with the ``Model`` dimension (and any others): its own EMF document, flushed at once,
-    since the stage's batched metrics share one dimension set (``service``)."""
+def dimensioned_metric(name: str, unit: MetricUnit, value: float, **dimensions: str) -> None:
+    """A metric with dimensions of its own (beside ``service``): its own EMF document, flushed at once, since
+    a stage's batched metrics share one dimension set. Every dimension's values must be few (a model, an
+    outcome, an error code), or CloudWatch bills a metric per value."""
     with single_metric(name=name, unit=unit, value=value, namespace=metrics.namespace) as metric:
-        metric.add_dimension(name="Model", value=model)
         for key, val in dimensions.items():
             metric.add_dimension(name=key, value=val)
+
+
+def model_metric(name: str, unit: MetricUnit, value: float, model: str, **dimensions: str) -> None:
+    """A metric with the ``Model`` dimension (and any others)."""
+    dimensioned_metric(name, unit, value, Model=model, **dimensions)

@@ -40,7 +40,7 @@ from .models import (
     SubmitResult,
     UpstreamCall,
 )
-from .observability import logger, metrics, model_metric
+from .observability import dimensioned_metric, logger, metrics, model_metric
 from .redaction import register_secret
 from .resilience.breaker import BreakerConfig, CircuitBreaker
 from .resilience.routing import FastestFirst, Hedge, hedge_budget
@@ -134,9 +134,8 @@ def _stage_finished(stage: str, model: str | None, total_ms: int, error: StageEr
 
 def _recipe_model_metrics(m: RecipeMetrics, valid: bool) -> None:
     """Per-model figures of one recipe generation, the same from real traffic and from the canary:
-    every call by outcome, and for the model that answered its total, first content, writing rate and
-    whether the recipe was valid (``RecipeValid`` averages to the valid rate)."""
-    _call_metrics("Recipe", m.calls)
+    for the model that answered its total, first content, writing rate and whether the recipe was valid
+    (``RecipeValid`` averages to the valid rate). (Every call by outcome: :func:`_call_metrics`, once.)"""
     for c in m.calls:  # tokens are the model bill: every call's, and those that wrote no recipe
         if c.tokens:
             model_metric("RecipeTokensUsed", MetricUnit.Count, c.tokens, c.model)
@@ -214,6 +213,8 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
             fields["imageKey"] = cached["imageKey"]
     store.update(event.jobId, **fields)
     metrics.add_metric(name="RecipeCacheHit" if cached else "RecipeCacheMiss", unit=MetricUnit.Count, value=1)
+    if cached:
+        _job_ended(settings, deadline_at, None)  # the state machine finalizes it now
     return SubmitResult(
         jobId=event.jobId,
         dish=dish,
@@ -276,6 +277,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         boundBy=m.boundBy,
     )
     if failure is not None:
+        _job_ended(settings, event.deadlineAt, failure.code)
         return RecipeResult(ok=False, error=failure)
     if outcome.recipe is None:  # generate_recipe returns a recipe or an error, never neither
         raise RuntimeError("recipe generation returned neither a recipe nor an error")
@@ -300,6 +302,20 @@ def _record_job_time(store: JobStore, settings: Settings, deadline_at: str | Non
         logger.warning("job time not recorded", exc_info=True)  # Retry-After falls back to the typical job
 
 
+def _job_ended(settings: Settings, deadline_at: str | None, code: str | None) -> None:
+    """A job is ending (this stage is its last): the golden signals, ``JobsEnded`` by ``Status`` and ``Code``
+    (the stable error codes, or ``OK``: few values) and ``JobLatencyMs``, its start to now (what a user
+    waited). Emitted by what ends a job: the image stage, a failed recipe stage, a cached dish's submit, the
+    reconciler. (A stage the state machine fails itself, at its state timeout, never happens inside the
+    ladder: AWS/States ExecutionsFailed and the function's Errors count it.)"""
+    status = JobStatus.FAILED if code else JobStatus.SUCCEEDED
+    dimensioned_metric("JobsEnded", MetricUnit.Count, 1, Status=status.value, Code=code or "OK")
+    if deadline_at:
+        started = parse_iso(deadline_at) - timedelta(seconds=STATE_MACHINE.of(settings))
+        waited_ms = max(0.0, (now_utc() - started).total_seconds() * 1000)
+        dimensioned_metric("JobLatencyMs", MetricUnit.Milliseconds, waited_ms, Status=status.value)
+
+
 def run_image(
     event: ImageEvent,
     remaining_ms: Callable[[], float],
@@ -322,6 +338,7 @@ def run_image(
     )
     failure = _stage_ended(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
     _record_job_time(store, settings, event.deadlineAt)
+    _job_ended(settings, event.deadlineAt, None)  # SUCCEEDED, with or without its picture
     if failure is not None:
         store.update(event.jobId, imageError={"code": failure.code, "detail": failure.detail})
         return ImageResult(ok=False, error=failure)
@@ -350,6 +367,7 @@ def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryR
         endpoint = ModelEndpoint(settings.model_base_url, model, key)
         outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, health_for=health_for)
         m = outcome.metrics
+        _call_metrics("Recipe", m.calls)
         _recipe_model_metrics(m, valid=outcome.recipe is not None)
         return CanaryProbe(
             model=model,
@@ -377,4 +395,5 @@ def reconcile(job_id: str, status: str, store: JobStore | None = None) -> bool:
     logger.info("reconciled", extra={"jobId": job_id, "execution_status": status, "changed": changed})
     if changed:  # the state machine did not finish this job: an alarm (JobsReconciled) pages for it
         metrics.add_metric(name="JobsReconciled", unit=MetricUnit.Count, value=1)
+        _job_ended(get_settings(), (store.get(job_id) or {}).get("deadlineAt"), code.value)
     return changed

@@ -1,0 +1,66 @@
+"""What the stages emit, counted: one ``RecipeCalls`` per model call (the review saw two: 4 calls, 8 EMF
+documents), and a job's end as the on-call's golden signals. In-process, the EMF read from stdout."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from chuixiang import steps
+from chuixiang.clock import iso, now_utc
+from chuixiang.job_status import JobStage
+from chuixiang.models import RecipeMetrics, UpstreamCall
+from chuixiang.settings import Settings
+from chuixiang.timeouts import STATE_MACHINE
+
+
+class _Store:
+    def set_metrics(self, job_id: str, stage: str, figures: dict[str, Any]) -> None:
+        pass
+
+
+def _emf(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"_aws"' in line]
+
+
+def _named(docs: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [d for d in docs if any(m["Name"] == name for x in d["_aws"]["CloudWatchMetrics"] for m in x["Metrics"])]
+
+
+def test_a_recipe_stage_emits_one_recipe_calls_per_call(capsys: pytest.CaptureFixture[str]) -> None:
+    m = RecipeMetrics(
+        attempts=2,
+        model="primary",
+        calls=[
+            UpstreamCall(model="primary", ms=900, outcome="http_error", status=503),
+            UpstreamCall(model="primary", ms=80_000, outcome="ok", status=200, completionTokens=1600),
+        ],
+        totalMs=81_000,
+    )
+    steps._recipe_model_metrics(m, valid=True)  # what run_recipe does once its generation ended…
+    steps._stage_ended(_Store(), "job", JobStage.RECIPE, "Recipe", m, None)  # type: ignore[arg-type]
+    steps.metrics.flush_metrics()
+    calls = _named(_emf(capsys.readouterr().out), "RecipeCalls")
+    assert [(d["Model"], d["Outcome"]) for d in calls] == [("primary", "http_error"), ("primary", "ok")]
+
+
+def test_a_jobs_end_is_counted_by_status_and_code_with_what_the_user_waited(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = Settings.model_validate({})
+    started_ago_s = 42
+    deadline = iso(now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) - started_ago_s))
+    steps._job_ended(settings, deadline, "RECIPE_TIMEOUT")
+    docs = _emf(capsys.readouterr().out)
+    ended, waited = _named(docs, "JobsEnded"), _named(docs, "JobLatencyMs")
+    assert [(d["Status"], d["Code"]) for d in ended] == [("FAILED", "RECIPE_TIMEOUT")]
+    assert waited[0]["Status"] == "FAILED" and waited[0]["JobLatencyMs"][0] == pytest.approx(
+        started_ago_s * 1000, abs=2000
+    )
+    steps._job_ended(settings, deadline, None)
+    assert [(d["Status"], d["Code"]) for d in _named(_emf(capsys.readouterr().out), "JobsEnded")] == [
+        ("SUCCEEDED", "OK")
+    ]
