@@ -128,6 +128,8 @@ def test_alarms_can_notify() -> None:
     assert {"kms:Decrypt", "kms:GenerateDataKey*"} <= set(cloudwatch["Action"])
     alarms = [r for r in RESOURCES.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
     assert alarms and all(r["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}] for r in alarms)
+    # …and says when it is over: an on-call paged once must hear that it recovered, from every alarm.
+    assert all(r["Properties"].get("OKActions") == [{"Ref": "AlarmTopic"}] for r in alarms)
 
 
 @pytest.mark.parametrize(
