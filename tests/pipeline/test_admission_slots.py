@@ -35,6 +35,20 @@ def small_cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory
         yield c
 
 
+@pytest.fixture(autouse=True)
+def _clean(small_cloud: LocalCloud) -> Iterator[None]:
+    """Each test starts with no job running, every slot free and nobody in line, whatever ran before it
+    (another test's last job may still be cooking), and leaves it so."""
+    _settle(small_cloud)
+    yield
+    _settle(small_cloud)
+
+
+def _settle(cloud: LocalCloud) -> None:
+    wait_until(lambda: not cloud.running_executions(), timeout_s=60, what="executions to end")
+    _clear_admission(cloud)
+
+
 def _slots_held(cloud: LocalCloud) -> list[str]:
     table = cloud.job_store().table
     return [
@@ -104,22 +118,18 @@ def test_a_caller_gets_its_share_and_waits_its_turn(small_cloud: LocalCloud) -> 
     api, store = LocalApi(small_cloud), small_cloud.job_store()
     small_cloud.reset_breakers()  # the failing model of another test may have opened them
     alice, dave, erin = "10.0.1.1", "10.0.1.4", "10.0.1.5"
-    try:
-        status, first = api.post_dish("爱丽丝的菜", source_ip=alice)
-        assert status == 202, first
-        status, again = api.post_dish("爱丽丝的第二道菜", source_ip=alice)
-        assert status == 429 and "share" in again["error"]["reason"], again
-        for n in range(LIMIT - 1):  # every other slot held by someone else's long job
-            assert isinstance(Admission(store.table, LIMIT).admit(f"held-{n}", "another-caller", 2**31), int)
-        status, waiting = api.post_dish("戴夫的菜", source_ip=dave)
-        assert status == 429 and "waiting" in waiting["error"]["reason"], waiting
-        assert api.wait(first["jobId"], give_up_s=30)["status"] == "SUCCEEDED"  # alice's slot is free now…
-        status, cut_in = api.post_dish("爱丽丝的第二道菜", source_ip=alice)
-        assert status == 429, cut_in  # …but owed to dave, who was refused before alice came back
-        assert api.post_dish("艾琳的菜", source_ip=erin)[0] == 429
-        status, turn = api.post_dish("戴夫的菜", source_ip=dave)
-        assert status == 202, turn
-        assert api.wait(turn["jobId"], give_up_s=30)["status"] == "SUCCEEDED"
-    finally:
-        wait_until(lambda: not small_cloud.running_executions(), timeout_s=30, what="executions to end")
-        _clear_admission(small_cloud)
+    status, first = api.post_dish("爱丽丝的菜", source_ip=alice)
+    assert status == 202, first
+    status, again = api.post_dish("爱丽丝的第二道菜", source_ip=alice)
+    assert status == 429 and "share" in again["error"]["reason"], again
+    for n in range(LIMIT - 1):  # every other slot held by someone else's long job
+        assert isinstance(Admission(store.table, LIMIT).admit(f"held-{n}", "another-caller", 2**31), int)
+    status, waiting = api.post_dish("戴夫的菜", source_ip=dave)
+    assert status == 429 and "waiting" in waiting["error"]["reason"], waiting
+    assert api.wait(first["jobId"], give_up_s=30)["status"] == "SUCCEEDED"  # alice's slot is free now…
+    status, cut_in = api.post_dish("爱丽丝的第二道菜", source_ip=alice)
+    assert status == 429, cut_in  # …but owed to dave, who was refused before alice came back
+    assert api.post_dish("艾琳的菜", source_ip=erin)[0] == 429
+    status, turn = api.post_dish("戴夫的菜", source_ip=dave)
+    assert status == 202, turn
+    assert api.wait(turn["jobId"], give_up_s=30)["status"] == "SUCCEEDED"
