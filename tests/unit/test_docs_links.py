@@ -33,3 +33,15 @@ def test_every_error_code_a_client_can_get_is_in_the_api_page() -> None:
     page = (ROOT / "docs" / "api.md").read_text()
     missing = [c.value for c in (*ErrorCode, *HttpErrorCode) if f"`{c.value}`" not in page]
     assert missing == []
+
+
+def test_every_alarm_has_its_runbook_entry() -> None:
+    """The on-call opens docs/runbook.md from an alarm: every alarm of the template is named there, under a
+    heading or in its group's list, and none named there is gone from the template."""
+    from chuixiang_local.template import Template
+
+    runbook = (ROOT / "docs" / "runbook.md").read_text()
+    alarms = set(Template().of_type("AWS::CloudWatch::Alarm"))
+    named = set(re.findall(r"\b([A-Z][A-Za-z0-9]+Alarm)\b", runbook))
+    assert alarms <= named, f"no runbook entry: {sorted(alarms - named)}"
+    assert named <= alarms, f"the runbook names alarms the template lacks: {sorted(named - alarms)}"
