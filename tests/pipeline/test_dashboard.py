@@ -160,6 +160,9 @@ def emitted_metrics(tmp_path_factory: pytest.TempPathFactory) -> set[Metric]:
 
         assert cook("看板菜")["status"] == "SUCCEEDED"  # generated: a cache miss
         assert cook("看板菜")["status"] == "SUCCEEDED"  # the same dish again: a cache hit
+        fake.chat_script.append(ChatBehaviour(kind="error_mid"))  # tokens written, then the stream fails: wasted
+        wasted = cook("看板浪费")["metrics"]["recipe"]["calls"]
+        assert any(c["outcome"] != "ok" and c.get("completionTokens") for c in wasted), wasted
         fake.image_script.append(ImageBehaviour(status=400))
         assert cook("看板图坏")["imageError"] is not None
         fake.chat_script.append(ChatBehaviour(stall_after_chunks=2, stall_s=20, keepalive_every_s=0.1))

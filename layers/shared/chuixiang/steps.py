@@ -112,9 +112,9 @@ def fastest_first(settings: Settings, health_for: Callable[[str], DynamoHealthSt
     return FastestFirst({m: health_for(m).read() for m in settings.recipe_models}, settings.recipe_expected_tokens)
 
 
-def _call_metrics(prefix: str, calls: list[UpstreamCall]) -> None:
+def _call_metrics(prefix: str, calls: list[UpstreamCall], **dimensions: str) -> None:
     for c in calls:
-        model_metric(f"{prefix}Calls", MetricUnit.Count, 1, c.model, Outcome=c.outcome)
+        model_metric(f"{prefix}Calls", MetricUnit.Count, 1, c.model, Outcome=c.outcome, **dimensions)
 
 
 def _stage_finished(stage: str, model: str | None, total_ms: int, error: StageError | None, **figures: Any) -> None:
@@ -132,24 +132,25 @@ def _stage_finished(stage: str, model: str | None, total_ms: int, error: StageEr
     )
 
 
-def _recipe_model_metrics(m: RecipeMetrics, valid: bool) -> None:
+def _recipe_model_metrics(m: RecipeMetrics, valid: bool, **dimensions: str) -> None:
     """Per-model figures of one recipe generation, the same from real traffic and from the canary:
     for the model that answered its total, first content, writing rate and whether the recipe was valid
-    (``RecipeValid`` averages to the valid rate). (Every call by outcome: :func:`_call_metrics`, once.)"""
+    (``RecipeValid`` averages to the valid rate). (Every call by outcome: :func:`_call_metrics`, once.)
+    ``dimensions``: the canary's figures carry ``Source=canary``, apart from what users got."""
     for c in m.calls:  # tokens are the model bill: every call's, and those that wrote no recipe
         if c.tokens:
-            model_metric("RecipeTokensUsed", MetricUnit.Count, c.tokens, c.model)
+            model_metric("RecipeTokensUsed", MetricUnit.Count, c.tokens, c.model, **dimensions)
             if c.outcome != "ok":
-                model_metric("RecipeTokensWasted", MetricUnit.Count, c.tokens, c.model)
+                model_metric("RecipeTokensWasted", MetricUnit.Count, c.tokens, c.model, **dimensions)
     if not (m.model and m.calls) or m.calls[-1].outcome == "breaker_open":
         return
-    model_metric("RecipeTotalMs", MetricUnit.Milliseconds, m.totalMs, m.model)
-    model_metric("RecipeValid", MetricUnit.Count, 1 if valid else 0, m.model)
+    model_metric("RecipeTotalMs", MetricUnit.Milliseconds, m.totalMs, m.model, **dimensions)
+    model_metric("RecipeValid", MetricUnit.Count, 1 if valid else 0, m.model, **dimensions)
     if m.firstContentMs is not None:
-        model_metric("RecipeFirstContentMs", MetricUnit.Milliseconds, m.firstContentMs, m.model)
+        model_metric("RecipeFirstContentMs", MetricUnit.Milliseconds, m.firstContentMs, m.model, **dimensions)
     rate = tokens_per_second(m)
     if rate is not None:
-        model_metric("RecipeTokensPerSecond", MetricUnit.CountPerSecond, rate, m.model)
+        model_metric("RecipeTokensPerSecond", MetricUnit.CountPerSecond, rate, m.model, **dimensions)
 
 
 def _stage_ended(
@@ -367,8 +368,8 @@ def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryR
         endpoint = ModelEndpoint(settings.model_base_url, model, key)
         outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, health_for=health_for)
         m = outcome.metrics
-        _call_metrics("Recipe", m.calls)
-        _recipe_model_metrics(m, valid=outcome.recipe is not None)
+        _call_metrics("Recipe", m.calls, Source="canary")
+        _recipe_model_metrics(m, valid=outcome.recipe is not None, Source="canary")
         return CanaryProbe(
             model=model,
             valid=outcome.recipe is not None,
