@@ -64,3 +64,21 @@ def test_a_jobs_end_is_counted_by_status_and_code_with_what_the_user_waited(
     assert [(d["Status"], d["Code"]) for d in _named(_emf(capsys.readouterr().out), "JobsEnded")] == [
         ("SUCCEEDED", "OK")
     ]
+
+
+def test_first_content_that_never_came_is_counted_at_the_time_waited(capsys: pytest.CaptureFixture[str]) -> None:
+    """A model that sent nothing for the whole first-content limit: its p90 must see that wait, not only the
+    calls that were fast enough to have a first content."""
+    m = RecipeMetrics(
+        attempts=2,
+        model="fallback",
+        calls=[
+            UpstreamCall(model="primary", ms=60_000, outcome="first_content_timeout"),
+            UpstreamCall(model="fallback", ms=30_000, outcome="ok", status=200, completionTokens=1600),
+        ],
+        firstContentMs=4_000,
+        totalMs=90_000,
+    )
+    steps._recipe_model_metrics(m, valid=True)
+    first = _named(_emf(capsys.readouterr().out), "RecipeFirstContentMs")
+    assert sorted((d["Model"], d["RecipeFirstContentMs"][0]) for d in first) == [("fallback", 4000), ("primary", 60000)]

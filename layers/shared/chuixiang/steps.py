@@ -142,6 +142,9 @@ def _recipe_model_metrics(m: RecipeMetrics, valid: bool, **dimensions: str) -> N
             model_metric("RecipeTokensUsed", MetricUnit.Count, c.tokens, c.model, **dimensions)
             if c.outcome != "ok":
                 model_metric("RecipeTokensWasted", MetricUnit.Count, c.tokens, c.model, **dimensions)
+    for c in m.calls:  # first content that never came, counted at the time waited for it: it came no sooner
+        if c.outcome == "first_content_timeout":  # (else the p90 alarm sees only the calls that were fast enough)
+            model_metric("RecipeFirstContentMs", MetricUnit.Milliseconds, c.ms, c.model, **dimensions)
     if not (m.model and m.calls) or m.calls[-1].outcome == "breaker_open":
         return
     model_metric("RecipeTotalMs", MetricUnit.Milliseconds, m.totalMs, m.model, **dimensions)
@@ -264,6 +267,8 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
     _recipe_model_metrics(m, valid=outcome.recipe is not None)
     if m.firstContentMs is not None:
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
+    for waited in (c.ms for c in m.calls if c.outcome == "first_content_timeout"):
+        metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=waited)
     if m.maxGapMs is not None:
         metrics.add_metric(name="RecipeMaxGapMs", unit=MetricUnit.Milliseconds, value=m.maxGapMs)
     failure = _stage_ended(
