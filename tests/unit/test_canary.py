@@ -63,7 +63,8 @@ def test_every_alarm_is_on_the_dashboards_alarm_widget(canary_models: str) -> No
     alarms = {
         lid
         for lid, r in template.resources.items()
-        if r["Type"] == "AWS::CloudWatch::Alarm" and (not r.get("Condition") or template.condition(r["Condition"]))
+        if r["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
+        and (not r.get("Condition") or template.condition(r["Condition"]))
     }
     assert sorted(widget["properties"]["alarms"]) == sorted(template.physical[lid]["Arn"] for lid in alarms)
     assert ("CanaryErrorsAlarm" in alarms) == bool(canary_models)

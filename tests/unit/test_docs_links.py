@@ -41,9 +41,11 @@ def test_every_alarm_has_its_runbook_entry() -> None:
     from chuixiang_local.template import Template
 
     runbook = (ROOT / "docs" / "runbook.md").read_text()
-    alarms = set(Template().of_type("AWS::CloudWatch::Alarm"))
+    template = Template()
+    every = {**template.of_type("AWS::CloudWatch::Alarm"), **template.of_type("AWS::CloudWatch::CompositeAlarm")}
+    alarms = set(every)
     named = set(re.findall(r"\b([A-Z][A-Za-z0-9]+Alarm)\b", runbook))
     assert alarms <= named, f"no runbook entry: {sorted(alarms - named)}"
     assert named <= alarms, f"the runbook names alarms the template lacks: {sorted(named - alarms)}"
-    for name, alarm in Template().of_type("AWS::CloudWatch::Alarm").items():  # the page points the way there
+    for name, alarm in every.items():  # the page points the way there
         assert alarm["Properties"]["AlarmDescription"].endswith(f"Runbook - docs/runbook.md, {name}."), name

@@ -126,10 +126,16 @@ def test_alarms_can_notify() -> None:
     statements = key["Properties"]["KeyPolicy"]["Statement"]
     cloudwatch = next(s for s in statements if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"})
     assert {"kms:Decrypt", "kms:GenerateDataKey*"} <= set(cloudwatch["Action"])
-    alarms = [r for r in RESOURCES.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    assert alarms and all(r["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}] for r in alarms)
-    # …and says when it is over: an on-call paged once must hear that it recovered, from every alarm.
-    assert all(r["Properties"].get("OKActions") == [{"Ref": "AlarmTopic"}] for r in alarms)
+    alarms = {lid: r for lid, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::Alarm"}
+    composites = [r for r in RESOURCES.values() if r["Type"] == "AWS::CloudWatch::CompositeAlarm"]
+    rules = json.dumps([r["Properties"]["AlarmRule"] for r in composites])
+    paging = [r for r in [*alarms.values(), *composites] if "AlarmActions" in r["Properties"]]
+    assert paging and composites
+    for r in paging:  # a paging alarm pages the topic, and says when it is over (the on-call must hear it)
+        assert r["Properties"]["AlarmActions"] == r["Properties"]["OKActions"] == [{"Ref": "AlarmTopic"}]
+    for lid, r in alarms.items():  # one that does not page says so, or is a condition of one that does
+        if "AlarmActions" not in r["Properties"]:
+            assert f"{lid}.Arn" in rules or "Does not page" in r["Properties"]["AlarmDescription"], lid
 
 
 @pytest.mark.parametrize(
@@ -238,7 +244,16 @@ def test_operations_alarms_cover_what_the_job_metrics_cannot_see() -> None:
     counted = {m["MetricStat"]["Metric"]["MetricName"] for m in rate["Metrics"] if "MetricStat" in m}
     assert counted == {"ExecutionsStarted", "ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
     assert rate["Threshold"] == {"Ref": "JobFailureRateThreshold"}
-    assert all(a["AlarmActions"] == [{"Ref": "AlarmTopic"}] for a in alarms.values())
+    covered = [
+        f"{fn}{m}Alarm" for fn in ("Api", "Submit", "Recipe", "Image", "Reconcile") for m in ("Errors", "Throttles")
+    ]
+    covered += [
+        "ReconcileRuleFailedInvocationsAlarm",
+        "Api5xxAlarm",
+        "ExecutionsAbortedOrThrottledAlarm",
+        "JobFailureRateAlarm",
+    ]
+    assert all(alarms[n]["AlarmActions"] == [{"Ref": "AlarmTopic"}] for n in covered)  # each of them pages
 
 
 def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path) -> None:
