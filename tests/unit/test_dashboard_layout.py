@@ -1,0 +1,46 @@
+"""The dashboard's Lambda row: every function of the stack (the canary's only exists with CanaryModels), and
+each Timeout line drawn from the template's own value, not a number repeated."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from chuixiang_local.template import Template
+
+ALWAYS = {"ApiFunction", "SubmitFunction", "RecipeFunction", "ImageFunction", "ReconcileFunction"}
+
+
+def _widgets(template: Template) -> dict[str, dict[str, Any]]:
+    doc = json.loads(template.resolve(template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]))
+    return {w["properties"].get("title", ""): w["properties"] for w in doc["widgets"] if w["type"] == "metric"}
+
+
+def _functions_in(widget: dict[str, Any], template: Template) -> set[str]:
+    names = {template.physical[lid]["Ref"]: lid for lid in template.of_type("AWS::Serverless::Function")}
+    return {names[row[3]] for row in widget["metrics"] if isinstance(row[0], str) and row[3] in names}
+
+
+def test_the_lambda_row_shows_every_function() -> None:
+    template = Template()
+    widgets = _widgets(template)
+    for title in (
+        "Errors and throttles by function",
+        "Concurrent executions by function (max)",
+        "p99 duration (s) against the Timeout",
+    ):
+        assert _functions_in(widgets[title], template) == ALWAYS, title
+    metrics = {row[1] for row in widgets["Errors and throttles by function"]["metrics"] if row[1] != "."}
+    assert metrics == {"Errors", "Throttles"}
+
+
+def test_each_timeout_line_is_the_functions_timeout() -> None:
+    template = Template({"RecipeFunctionTimeout": "170", "ImageFunctionTimeout": "90"})
+    lines = _widgets(template)["p99 duration (s) against the Timeout"]["annotations"]["horizontal"]
+    functions = template.of_type("AWS::Serverless::Function")
+    for line in lines:
+        name = re.match(r"(\w+Function) Timeout", line["label"])
+        assert name, line
+        assert line["value"] == int(template.resolve(functions[name[1]]["Properties"]["Timeout"])), line
+    assert {line["value"] for line in lines} == {170, 90}
