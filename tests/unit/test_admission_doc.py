@@ -49,3 +49,11 @@ def test_the_cost_in_words_is_the_benchs() -> None:
     assert f"{fewer('warm')} % fewer warm, {fewer('cold')} % cold" in DOC
     share = RUNS["after, warm"]["refused429"] / RUNS["before, warm"]["refused429"]
     assert "a sixth" in DOC and 1 / 7 < share < 1 / 5
+
+
+def test_the_readmes_fairness_sentence_is_the_benchs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    after, before = RUNS["after, warm"], RUNS["before, warm"]
+    assert f"each finish {after['worstClient']} or {after['bestClient']} jobs" in readme
+    assert f"Jain's index {after['jainIndex']:.2f}" in readme
+    assert f"left {before['clientsWithNone']} with none and gave {before['bestClient']} to others" in readme
