@@ -90,14 +90,17 @@ test("abort: cook rejects at once with the signal's reason, mid-job", async () =
     },
   });
   await assert.rejects(cooking, (error) => error.name === "AbortError");
-  assert.ok(abortedAt > 0 && Date.now() - abortedAt < 200, "rejected within 200 ms of the abort");
+  // At once: not at the next poll (pollAfterMs is seconds), whatever else the machine is doing.
+  assert.ok(abortedAt > 0 && Date.now() - abortedAt < 1000, "rejected within a second of the abort");
   assert.ok(Date.now() - started < 5000);
   await createClient({ baseUrl: serve.base }).cook("红烧肉"); // the job ran on: let it end before the next test
 });
 
 test("429: Retry-After read and honoured, then admitted (the same key throughout)", async () => {
-  const first = createClient({ baseUrl: serve.base }).cook("宫保鸡丁");
-  await new Promise((r) => setTimeout(r, 300)); // the first holds the one slot
+  let admitted;
+  const holding = new Promise((resolve) => (admitted = resolve));
+  const first = createClient({ baseUrl: serve.base }).cook("宫保鸡丁", { onProgress: () => admitted() });
+  await holding; // the first holds the one slot (its 202 came back)
   const { seam, log } = recording(fetchRequest);
   const second = await createClient({ baseUrl: serve.base, request: seam }).cook("麻婆豆腐");
   assert.equal((await first).status, "SUCCEEDED");
