@@ -296,14 +296,19 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
     return RecipeResult(ok=True, imagePrompt=outcome.recipe.imagePrompt)
 
 
+def _seconds_since_start(settings: Settings, deadline_at: str) -> float:
+    """How long the job has run: its start is its deadline less the state machine's timeout (the submit step
+    set it so)."""
+    started = parse_iso(deadline_at) - timedelta(seconds=STATE_MACHINE.of(settings))
+    return (now_utc() - started).total_seconds()
+
+
 def _record_job_time(store: JobStore, settings: Settings, deadline_at: str | None) -> None:
-    """The job held its admission slot from its start until now, its last stage: what Retry-After is from.
-    The start is its deadline less the state machine's timeout (the submit step set it so)."""
+    """The job held its admission slot from its start until now, its last stage: what Retry-After is from."""
     if not deadline_at:
         return
-    started = parse_iso(deadline_at) - timedelta(seconds=STATE_MACHINE.of(settings))
     try:
-        JobTimes(store.table).record((now_utc() - started).total_seconds())
+        JobTimes(store.table).record(_seconds_since_start(settings, deadline_at))
     except (ClientError, BotoCoreError):
         logger.warning("job time not recorded", exc_info=True)  # Retry-After falls back to the typical job
 
@@ -317,8 +322,7 @@ def _job_ended(settings: Settings, deadline_at: str | None, code: str | None) ->
     status = JobStatus.FAILED if code else JobStatus.SUCCEEDED
     dimensioned_metric("JobsEnded", MetricUnit.Count, 1, Status=status.value, Code=code or "OK")
     if deadline_at:
-        started = parse_iso(deadline_at) - timedelta(seconds=STATE_MACHINE.of(settings))
-        waited_ms = max(0.0, (now_utc() - started).total_seconds() * 1000)
+        waited_ms = max(0.0, _seconds_since_start(settings, deadline_at) * 1000)
         dimensioned_metric("JobLatencyMs", MetricUnit.Milliseconds, waited_ms, Status=status.value)
 
 
