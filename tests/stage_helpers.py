@@ -11,8 +11,10 @@ from chuixiang.deadline import Budget
 from chuixiang.generation.image import ImageLimits, ImageOutcome, generate_image
 from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome, generate_recipe
 from chuixiang.resilience.breaker import CircuitBreaker
+from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import HealthStore
-from chuixiang.resilience.routing import FastestFirst, Hedge
+from chuixiang.resilience.hedge import Hedge
+from chuixiang.resilience.router import Routes
 from chuixiang.settings import Settings
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.template import Template
@@ -26,6 +28,10 @@ def function_settings(template: Template, function: str, base_url: str) -> Setti
 Breakers = Callable[[str], CircuitBreaker | None] | None
 
 
+def _none(model: str) -> None:
+    return None
+
+
 def run_recipe(
     template: Template,
     base_url: str,
@@ -35,7 +41,7 @@ def run_recipe(
     settings: Settings | None = None,
     client: httpx.Client | None = None,
     breaker_for: Breakers = None,
-    health_for: Callable[[str], HealthStore] | None = None,
+    health_for: Callable[[str], HealthStore | None] | None = None,
     fastest: FastestFirst | None = None,
     hedge: Hedge | None = None,
 ) -> tuple[RecipeOutcome, float]:
@@ -49,18 +55,14 @@ def run_recipe(
     limits = RecipeLimits.from_settings(settings)
     with client or httpx.Client() as c:
         started = time.monotonic()
-        outcome = generate_recipe(
-            c,
-            endpoint,
-            limits,
-            "番茄炒蛋",
-            Budget(budget_ms, None),
-            fallbacks=settings.recipe_models[1:],
-            breaker_for=breaker_for,
-            health_for=health_for,
+        routes = Routes(
+            settings.recipe_models,
+            breaker_for=breaker_for or _none,
+            health_for=health_for or _none,
             fastest=fastest,
             hedge=hedge,
         )
+        outcome = generate_recipe(c, endpoint, limits, "番茄炒蛋", Budget(budget_ms, None), routes)
         elapsed = time.monotonic() - started
     return outcome, elapsed
 
@@ -79,14 +81,7 @@ def run_image(
     limits = ImageLimits.from_settings(settings)
     with httpx.Client() as client:
         started = time.monotonic()
-        outcome = generate_image(
-            client,
-            endpoint,
-            limits,
-            "a dish",
-            Budget(budget_ms, None),
-            fallbacks=settings.image_models[1:],
-            breaker_for=breaker_for,
-        )
+        routes = Routes(settings.image_models, breaker_for=breaker_for or _none)
+        outcome = generate_image(client, endpoint, limits, "a dish", Budget(budget_ms, None), routes)
         elapsed = time.monotonic() - started
     return outcome, elapsed

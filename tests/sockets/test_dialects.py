@@ -32,7 +32,7 @@ def test_gpt_image_gets_no_response_format_and_answers_b64(fake: FakeModel, scal
     outcome, _ = run_image(
         scaled_template, fake.base_url, 3000, settings=_image_settings(scaled_template, fake.base_url, "gpt-image-1")
     )
-    assert outcome.error is None and outcome.image is not None and outcome.image.data.startswith(b"\x89PNG")
+    assert outcome.error is None and outcome.result is not None and outcome.result.data.startswith(b"\x89PNG")
     assert "response_format" not in fake.bodies[-1]
 
 
@@ -66,7 +66,7 @@ def test_a_url_answer_is_downloaded(
     outcome, _ = run_image(
         scaled_template, fake.base_url, 3000, settings=_image_settings(scaled_template, fake.base_url, model, dialects)
     )
-    assert outcome.error is None and outcome.image is not None and outcome.image.data.startswith(b"\x89PNG")
+    assert outcome.error is None and outcome.result is not None and outcome.result.data.startswith(b"\x89PNG")
     assert len(fake.files) == 1
 
 
@@ -96,7 +96,7 @@ def test_one_late_json_answer_is_bounded_by_the_total_limit_not_first_content(
     late = (first_content_s + total_s) / 2
     fake.chat_script.append(ChatBehaviour(kind="json", body_delay_s=late))
     outcome, elapsed = run_recipe(scaled_template, fake.base_url, 5000)
-    assert outcome.error is None and outcome.recipe is not None, outcome.error
+    assert outcome.error is None and outcome.result is not None, outcome.error
     assert late <= elapsed < total_s and outcome.metrics.chunks == 1
 
 
@@ -128,4 +128,4 @@ def test_a_model_declared_not_streaming_waits_for_its_headers_up_to_the_total(
         assert outcome.error is not None and outcome.error.code == "RECIPE_TIMEOUT"
         assert first_content_s <= elapsed <= first_content_s + LATE_S
     else:
-        assert outcome.error is None and outcome.recipe is not None, outcome.error
+        assert outcome.error is None and outcome.result is not None, outcome.error

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from chuixiang.resilience.breaker import Admission, BreakerConfig, CircuitBreaker
+from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import Observation
-from chuixiang.resilience.routing import FastestFirst
 from chuixiang.stores.breaker_store import DynamoBreakerStore
 from chuixiang.stores.health_store import DynamoHealthStore
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
@@ -47,7 +47,7 @@ def test_primary_503_fallback_writes_the_recipe(fake: FakeModel, scaled_template
         budget_ms(scaled_template),
         settings=settings_with_fallback(scaled_template, fake.base_url),
     )
-    assert outcome.error is None and outcome.recipe is not None
+    assert outcome.error is None and outcome.result is not None
     m = outcome.metrics
     assert m.model == FALLBACK
     assert [(c.model, c.outcome, c.status) for c in m.calls] == [
@@ -118,7 +118,7 @@ def test_image_primary_down_fallback_draws(fake: FakeModel, scaled_template: Tem
     outcome, _ = run_image(
         scaled_template, fake.base_url, 10_000, settings=settings_with_fallback(scaled_template, fake.base_url, "image")
     )
-    assert outcome.error is None and outcome.image is not None and outcome.metrics.model == FALLBACK
+    assert outcome.error is None and outcome.result is not None and outcome.metrics.model == FALLBACK
     assert fake.count("/images/generations", FALLBACK) == 1
 
 
@@ -294,7 +294,7 @@ def test_fastest_skips_a_model_measured_too_slow_without_a_request(
         health_for=health_for,
         fastest=fastest,
     )
-    assert outcome.recipe is not None and outcome.metrics.model == FALLBACK
+    assert outcome.result is not None and outcome.metrics.model == FALLBACK
     assert next((c.model, c.outcome, c.ms) for c in outcome.metrics.calls) == (PRIMARY, "skipped", 0)
     assert fake.count("/chat/completions", PRIMARY) == 0 and fake.count("/chat/completions", FALLBACK) == 1
     assert outcome.metrics.attempts == 1
@@ -312,4 +312,4 @@ def test_fastest_still_calls_the_last_model_however_slow(
     outcome, _ = run_recipe(
         scaled_template, fake.base_url, budget_ms(scaled_template), settings=settings, fastest=fastest
     )
-    assert outcome.recipe is not None and [c.outcome for c in outcome.metrics.calls] == ["ok"]
+    assert outcome.result is not None and [c.outcome for c in outcome.metrics.calls] == ["ok"]

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from chuixiang.resilience.retry import Attempt
-from chuixiang.resilience.routing import Hedge, HedgeBudget
+from chuixiang.resilience.hedge import Hedge, HedgeBudget, HedgeRace
 from chuixiang.timeouts import RECIPE_HEDGE_AFTER
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
@@ -31,13 +30,13 @@ def began(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
     """When each model's first request began, on the router's own clock and at the instant it uses (the
     fake model's receipt times include each connection's set-up, which differs between the two calls)."""
     seen: dict[str, float] = {}
-    original = Attempt.begin
+    original = HedgeRace.begin
 
-    def begin(self: Attempt) -> None:
-        original(self)
-        seen.setdefault(self.fields["model"], self.started)
+    def begin(self: HedgeRace, model: str, at: float) -> None:
+        original(self, model, at)
+        seen.setdefault(model, at)
 
-    monkeypatch.setattr(Attempt, "begin", begin)
+    monkeypatch.setattr(HedgeRace, "begin", begin)
     return seen
 
 
@@ -54,7 +53,7 @@ def test_a_primary_slow_to_write_is_hedged_and_the_hedge_wins(
 ) -> None:
     fake.chat_by_model[PRIMARY] = ChatBehaviour(stall_after_chunks=0, stall_s=5, keepalive_every_s=0.1)
     outcome, after_s = _run(fake, scaled_template)
-    assert outcome.recipe is not None and outcome.metrics.model == FALLBACK
+    assert outcome.result is not None and outcome.metrics.model == FALLBACK
     assert sorted((c.model, c.outcome) for c in outcome.metrics.calls) == [(FALLBACK, "ok"), (PRIMARY, "hedge_lost")]
     hedged_at = began[FALLBACK] - began[PRIMARY]
     assert after_s <= hedged_at < after_s + LATE_S  # the hedge started RecipeHedgeAfterMs after the primary
@@ -69,7 +68,7 @@ def test_a_primary_that_writes_first_keeps_the_job_and_the_hedge_is_closed(
     fake.chat_by_model[PRIMARY] = ChatBehaviour(stall_after_chunks=0, stall_s=0.8, keepalive_every_s=0.1)
     fake.chat_by_model[FALLBACK] = ChatBehaviour(stall_after_chunks=0, stall_s=5, keepalive_every_s=0.1)
     outcome, _after_s = _run(fake, scaled_template)
-    assert outcome.recipe is not None and outcome.metrics.model == PRIMARY
+    assert outcome.result is not None and outcome.metrics.model == PRIMARY
     assert sorted((c.model, c.outcome) for c in outcome.metrics.calls) == [(FALLBACK, "hedge_lost"), (PRIMARY, "ok")]
     primary_wrote = _sent(fake, PRIMARY) + 0.8
     assert _hung_up(fake, FALLBACK) - primary_wrote < LATE_S  # closed as soon as the primary wrote
@@ -80,5 +79,5 @@ def test_no_hedge_once_the_budget_is_spent(fake: FakeModel, scaled_template: Tem
     fake.chat_by_model[PRIMARY] = ChatBehaviour(stall_after_chunks=0, stall_s=0.8, keepalive_every_s=0.1)
     spent = HedgeBudget(share=0.0, burst=0.0)
     outcome, _ = _run(fake, scaled_template, spent)
-    assert outcome.recipe is not None and [(c.model, c.outcome) for c in outcome.metrics.calls] == [(PRIMARY, "ok")]
+    assert outcome.result is not None and [(c.model, c.outcome) for c in outcome.metrics.calls] == [(PRIMARY, "ok")]
     assert fake.count("/chat/completions", FALLBACK) == 0

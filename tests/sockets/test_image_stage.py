@@ -34,7 +34,7 @@ def test_image_outcomes(
     outcome, _ = run(scaled_template, fake.base_url)
     assert fake.count("/images/generations") == requests == outcome.metrics.attempts
     if code is None:
-        assert outcome.error is None and outcome.image is not None and outcome.image.data.startswith(b"\x89PNG")
+        assert outcome.error is None and outcome.result is not None and outcome.result.data.startswith(b"\x89PNG")
     else:
         assert outcome.error is not None and outcome.error.code == code
 

@@ -164,5 +164,5 @@ def test_a_recorded_envelope_carrying_a_recipe_through_the_stage(
 ) -> None:
     server.replay = Replay(recipe_stream(name), partial(random_cuts, seed=name, pieces=40))
     outcome, _ = run_recipe(scaled_template, server.base_url, 5000)
-    assert outcome.error is None and outcome.recipe is not None, outcome.error
-    assert outcome.recipe.name == "番茄炒蛋" and len(outcome.recipe.steps) == 6
+    assert outcome.error is None and outcome.result is not None, outcome.error
+    assert outcome.result.name == "番茄炒蛋" and len(outcome.result.steps) == 6

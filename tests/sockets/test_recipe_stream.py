@@ -21,8 +21,8 @@ def test_stage_alone(scenario: Scenario, fake: FakeModel, scaled_template: Templ
     assert fake.count("/chat/completions") == scenario.requests
     assert outcome.metrics.attempts == scenario.requests
     if scenario.code is None:
-        assert outcome.error is None and outcome.recipe is not None
-        assert outcome.recipe.name == "番茄炒蛋"
+        assert outcome.error is None and outcome.result is not None
+        assert outcome.result.name == "番茄炒蛋"
     else:
         assert outcome.error is not None and outcome.error.code == scenario.code, outcome.error
         if scenario.retryable is not None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
 from chuixiang.deadline import Budget
 from chuixiang.resilience.breaker import Admission
 from chuixiang.resilience.retry import RetryPolicy
-from chuixiang.resilience.routing import call_models
+from chuixiang.resilience.router import CallContext, Reply, Router, Routes
 from chuixiang.upstream.failures import StatusError
 
 
@@ -36,18 +35,17 @@ def test_the_retry_window_times_the_upstream_not_the_breaker(call_s: float, retr
     # window is late however fast they are.
     calls: list[str] = []
 
-    def call(model: str, attempt: Any) -> str:
-        calls.append(model)
+    def call(context: CallContext) -> Reply[str]:
+        calls.append(context.model)
         time.sleep(call_s)
         if len(calls) == 1:
             raise StatusError("HTTP 503", status=503)
-        return "recipe"
+        return Reply("recipe")
 
     breaker = _SlowBreaker(0.3)
     policy = RetryPolicy(max_attempts=2, window_ms=250, min_attempt_ms=0, base_backoff_s=0.01)
-    routed = call_models(
-        ["m"], call, upstream="chat", policy=policy, budget=Budget(60_000, None), breaker_for=lambda model: breaker
-    )  # type: ignore[arg-type, return-value]
+    router = Router(Routes(("m",), breaker_for=lambda model: breaker), policy, "chat")  # type: ignore[arg-type, return-value]
+    routed = router.route(call, Budget(60_000, None))
     assert len(calls) == (2 if retried else 1)
     assert (routed.result == "recipe") is retried
     assert all(call.ms < 250 for call in routed.calls) is retried  # the breaker's 0.3 s is in no call's time

@@ -21,7 +21,7 @@ def test_a_refused_call_bills_nothing_and_the_answer_is_counted_from_the_provide
         settings=settings_with_fallback(scaled_template, fake.base_url),
     )
     m = outcome.metrics
-    assert outcome.recipe is not None and m.model == FALLBACK
+    assert outcome.result is not None and m.model == FALLBACK
     refused, refused_again, answered = m.calls
     assert refused.tokens == refused_again.tokens == 0  # a 503 is not billed
     assert answered.promptTokens == 200  # the fake model's usage chunk, as OpenAI sends it

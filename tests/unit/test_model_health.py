@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import ModelHealth, Observation, percentile_bucket, summarise
-from chuixiang.resilience.routing import FastestFirst
 from chuixiang.stores.health_store import DynamoHealthStore
 
 HOUR = 3600.0

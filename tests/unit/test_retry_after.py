@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from chuixiang.deadline import Budget
-from chuixiang.resilience import retry
+from chuixiang.resilience import router
+from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import ModelHealth
-from chuixiang.resilience.retry import Attempt, RetryPolicy
-from chuixiang.resilience.routing import FastestFirst, call_models
+from chuixiang.resilience.retry import RetryPolicy
+from chuixiang.resilience.router import CallContext, Reply, Router, Routes
 from chuixiang.upstream.failures import StatusError
 
 POLICY = RetryPolicy(max_attempts=3, window_ms=10_000, min_attempt_ms=1_000)
@@ -23,7 +24,7 @@ PRIMARY, FALLBACK = "primary", "fallback"
 @pytest.fixture
 def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     waits: list[float] = []
-    monkeypatch.setattr(retry.time, "sleep", waits.append)
+    monkeypatch.setattr(router.time, "sleep", waits.append)
     return waits
 
 
@@ -31,15 +32,13 @@ def _route(retry_after_s: float, fastest: FastestFirst | None = None) -> tuple[l
     """The primary refuses once with ``Retry-After``, then answers; the fallback always answers."""
     called: list[str] = []
 
-    def call(model: str, attempt: Attempt) -> str:
-        called.append(model)
-        if model == PRIMARY and called.count(PRIMARY) == 1:
+    def call(context: CallContext) -> Reply[str]:
+        called.append(context.model)
+        if context.model == PRIMARY and called.count(PRIMARY) == 1:
             raise StatusError("HTTP 429: slow down", status=429, retry_after_s=retry_after_s)
-        return f"recipe from {model}"
+        return Reply(f"recipe from {context.model}")
 
-    routed = call_models(
-        [PRIMARY, FALLBACK], call, upstream="recipe", policy=POLICY, budget=Budget(600_000, None), fastest=fastest
-    )
+    routed = Router(Routes((PRIMARY, FALLBACK), fastest=fastest), POLICY, "recipe").route(call, Budget(600_000, None))
     return called, routed
 
 
@@ -80,10 +79,10 @@ def test_measured_the_wait_is_taken_when_it_beats_the_next_models_finish(
 
 
 def test_with_no_next_model_the_budget_decides_as_before(slept: list[float]) -> None:
-    def call(model: str, attempt: Attempt) -> str:
+    def call(context: CallContext) -> Reply[str]:
         if not slept:
             raise StatusError("HTTP 429", status=429, retry_after_s=60)
-        return "recipe"
+        return Reply("recipe")
 
-    routed = call_models([PRIMARY], call, upstream="recipe", policy=POLICY, budget=Budget(600_000, None))
+    routed = Router(Routes((PRIMARY,)), POLICY, "recipe").route(call, Budget(600_000, None))
     assert routed.result == "recipe" and slept == [60]

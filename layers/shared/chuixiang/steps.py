@@ -43,7 +43,9 @@ from .models import (
 from .observability import dimensioned_metric, logger, metrics, model_metric
 from .redaction import register_secret
 from .resilience.breaker import BreakerConfig, CircuitBreaker
-from .resilience.routing import FastestFirst, Hedge, hedge_budget
+from .resilience.fastest import FastestFirst
+from .resilience.hedge import Hedge, hedge_budget
+from .resilience.router import Routes
 from .settings import Settings, get_settings
 from .stores.breaker_store import DynamoBreakerStore
 from .stores.health_store import DynamoHealthStore
@@ -92,13 +94,13 @@ def _failure(error: StageError) -> StageFailure:
     return StageFailure(code=error.code, detail=clip_detail(error.detail), retryable=error.retryable)
 
 
-def breakers(settings: Settings, store: JobStore) -> Callable[[str], CircuitBreaker]:
+def _breaker_lookup(settings: Settings, store: JobStore) -> Callable[[str], CircuitBreaker]:
     """Each model's breaker, its state in the jobs table (shared by every invocation)."""
     config = BreakerConfig(failure_threshold=BREAKER_THRESHOLD.of(settings), recovery_s=BREAKER_RECOVERY.of(settings))
     return lambda model: CircuitBreaker(DynamoBreakerStore(store.table, settings.model_base_url, model), model, config)
 
 
-def model_health(settings: Settings, store: JobStore) -> Callable[[str], DynamoHealthStore]:
+def _health_lookup(settings: Settings, store: JobStore) -> Callable[[str], DynamoHealthStore]:
     """Each model's measured health, in the jobs table (added to by every call, read by ``fastest``)."""
     return lambda model: DynamoHealthStore(
         store.table, settings.model_base_url, model, max_age_s=settings.model_health_max_age_s
@@ -110,6 +112,28 @@ def fastest_first(settings: Settings, health_for: Callable[[str], DynamoHealthSt
     if settings.recipe_routing != "fastest":
         return None
     return FastestFirst({m: health_for(m).read() for m in settings.recipe_models}, settings.recipe_expected_tokens)
+
+
+def recipe_routes(settings: Settings, store: JobStore) -> Routes:
+    """Where this job's recipe calls may go: the recipe model and its fallbacks, each behind its breaker and
+    adding to its measured health, ordered by speed under ``RecipeRouting=fastest``, and hedged once when
+    ``RecipeHedgeAfterMs`` is set."""
+    health_for = _health_lookup(settings, store)
+    fastest = fastest_first(settings, health_for)
+    after_ms = RECIPE_HEDGE_AFTER.of(settings)
+    budget = hedge_budget(settings.model_base_url)
+    return Routes(
+        settings.recipe_models,
+        breaker_for=_breaker_lookup(settings, store),
+        health_for=health_for,
+        fastest=fastest,
+        hedge=Hedge(after_ms, budget, fastest.health if fastest else {}) if after_ms else None,
+    )
+
+
+def image_routes(settings: Settings, store: JobStore) -> Routes:
+    """Where this job's picture calls may go: the image model and its fallbacks, each behind its breaker."""
+    return Routes(settings.image_models, breaker_for=_breaker_lookup(settings, store))
 
 
 def _call_metrics(prefix: str, calls: list[UpstreamCall], **dimensions: str) -> None:
@@ -242,29 +266,12 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         interval_s=PROGRESS_INTERVAL.of(settings) / 1000,
         expected_tokens=settings.recipe_expected_tokens,
     )
-    health_for = model_health(settings, store)
-    fastest = fastest_first(settings, health_for)
-    hedge = (
-        Hedge(RECIPE_HEDGE_AFTER.of(settings), hedge_budget(settings.model_base_url), fastest.health if fastest else {})
-        if RECIPE_HEDGE_AFTER.of(settings)
-        else None
-    )
+    routes = recipe_routes(settings, store)
     with reporter:
-        outcome = generate_recipe(
-            http_client(),
-            endpoint,
-            limits,
-            event.dish,
-            _budget(remaining_ms, event.deadlineAt),
-            fallbacks=settings.recipe_models[1:],
-            breaker_for=breakers(settings, store),
-            progress=reporter,
-            health_for=health_for,
-            fastest=fastest,
-            hedge=hedge,
-        )
+        budget = _budget(remaining_ms, event.deadlineAt)
+        outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, routes, progress=reporter)
     m = outcome.metrics
-    _recipe_model_metrics(m, valid=outcome.recipe is not None)
+    _recipe_model_metrics(m, valid=outcome.result is not None)
     if m.firstContentMs is not None:
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
     for waited in (c.ms for c in m.calls if c.outcome == "first_content_timeout"):
@@ -285,15 +292,15 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
     if failure is not None:
         _job_ended(settings, event.deadlineAt, failure.code)
         return RecipeResult(ok=False, error=failure)
-    if outcome.recipe is None:  # generate_recipe returns a recipe or an error, never neither
+    if outcome.result is None:  # generate_recipe returns a recipe or an error, never neither
         raise RuntimeError("recipe generation returned neither a recipe nor an error")
-    recipe = outcome.recipe.model_dump(mode="json")
+    recipe = outcome.result.model_dump(mode="json")
     store.update(
         event.jobId, recipe=recipe, stage=JobStage.IMAGE, progress=reporter.finished().model_dump(), remove=("partial",)
     )
     store.put_cache(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
-    return RecipeResult(ok=True, imagePrompt=outcome.recipe.imagePrompt)
+    return RecipeResult(ok=True, imagePrompt=outcome.result.imagePrompt)
 
 
 def _seconds_since_start(settings: Settings, deadline_at: str) -> float:
@@ -337,25 +344,18 @@ def run_image(
     images = images or ImageStore(settings)
     endpoint = ModelEndpoint(settings.model_base_url, settings.image_model, model_api_key(settings))
     limits = ImageLimits.from_settings(settings)
-    outcome = generate_image(
-        http_client(),
-        endpoint,
-        limits,
-        event.imagePrompt,
-        _budget(remaining_ms, event.deadlineAt),
-        fallbacks=settings.image_models[1:],
-        breaker_for=breakers(settings, store),
-    )
+    budget = _budget(remaining_ms, event.deadlineAt)
+    outcome = generate_image(http_client(), endpoint, limits, event.imagePrompt, budget, image_routes(settings, store))
     failure = _stage_ended(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
     _record_job_time(store, settings, event.deadlineAt)
     _job_ended(settings, event.deadlineAt, None)  # SUCCEEDED, with or without its picture
     if failure is not None:
         store.update(event.jobId, imageError={"code": failure.code, "detail": failure.detail})
         return ImageResult(ok=False, error=failure)
-    if outcome.image is None:  # generate_image returns a picture or an error, never neither
+    if outcome.result is None:  # generate_image returns a picture or an error, never neither
         raise RuntimeError("image generation returned neither a picture nor an error")
-    key = image_key(event.jobId, outcome.image.extension)
-    images.put(key, outcome.image.data, outcome.image.content_type)
+    key = image_key(event.jobId, outcome.result.extension)
+    images.put(key, outcome.result.data, outcome.result.content_type)
     store.update(event.jobId, imageKey=key)
     if event.dish:
         store.put_cache(event.dish, image_key=key)
@@ -371,17 +371,18 @@ def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryR
     limits = RecipeLimits.from_settings(settings)
     key = model_api_key(settings)
     budget = _budget(remaining_ms, None)
-    health_for = model_health(settings, job_store(settings))
+    health_for = _health_lookup(settings, job_store(settings))
 
     def probe(model: str) -> CanaryProbe:
         endpoint = ModelEndpoint(settings.model_base_url, model, key)
-        outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, health_for=health_for)
+        routes = Routes((model,), health_for=health_for)
+        outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, routes)
         m = outcome.metrics
         _call_metrics("Recipe", m.calls, Source="canary")
-        _recipe_model_metrics(m, valid=outcome.recipe is not None, Source="canary")
+        _recipe_model_metrics(m, valid=outcome.result is not None, Source="canary")
         return CanaryProbe(
             model=model,
-            valid=outcome.recipe is not None,
+            valid=outcome.result is not None,
             code=outcome.error.code.value if outcome.error else None,
             firstContentMs=m.firstContentMs,
             totalMs=m.totalMs,

@@ -92,7 +92,7 @@ def one_call(
         model=model,
         dish=dish,
         run=run,
-        valid=outcome.recipe is not None,
+        valid=outcome.result is not None,
         code=outcome.error.code.value if outcome.error else None,
         firstContentMs=m.firstContentMs,
         totalMs=m.totalMs,

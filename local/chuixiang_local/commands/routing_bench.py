@@ -29,9 +29,11 @@ import httpx
 from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import RecipeLimits, generate_recipe
 from chuixiang.observability import logger
+from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import ModelHealth, Observation, counters, health_of
+from chuixiang.resilience.hedge import Hedge, HedgeBudget
 from chuixiang.resilience.retry import RetryPolicy
-from chuixiang.resilience.routing import FastestFirst, Hedge, HedgeBudget
+from chuixiang.resilience.router import Routes
 from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.chat import StreamLimits
 from chuixiang.upstream.endpoint import ModelEndpoint
@@ -136,7 +138,7 @@ def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> R
                 limits(),
                 "番茄炒蛋",
                 Budget(budget_ms, None),
-                health_for=lambda m: health[m],
+                Routes((model,), health_for=health.get),
             )
         for _ in range(jobs):
             fastest = (
@@ -154,13 +156,10 @@ def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> R
                 limits(),
                 "番茄炒蛋",
                 Budget(budget_ms, None),
-                fallbacks=models[1:],
-                health_for=lambda m: health[m],
-                fastest=fastest,
-                hedge=hedge,
+                Routes(models, health_for=health.get, fastest=fastest, hedge=hedge),
             )
             out.tokens += done.metrics.tokensUsed
-            if done.recipe is not None:
+            if done.result is not None:
                 out.ok += 1
                 out.seconds.append(done.metrics.totalMs * SCALE / 1000)
     return out

@@ -7,22 +7,20 @@ recipe (transient and early and time left); a timeout is never retried.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import httpx
 
-from ..deadline import Budget, Deadline
-from ..errors import StageError
+from ..deadline import Budget
 from ..models import ImageMetrics
-from ..resilience.breaker import CircuitBreaker
-from ..resilience.retry import Attempt, RetryPolicy
+from ..resilience.retry import RetryPolicy
+from ..resilience.router import CallContext, CallReport, Reply, Router, Routes
 from ..settings import Settings
 from ..timeouts import IMAGE_RETRY_WINDOW
 from ..upstream.dialects import Dialect, dialect_for
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.images import GeneratedImage, request_image
-from .stage import generate
+from .stage import Generation, generate, stage_error
 
 #: A retry must leave at least this share of the stage's starting budget.
 RETRY_BUDGET_FRACTION = 0.5
@@ -54,11 +52,8 @@ class ImageLimits:
         )
 
 
-@dataclass
-class ImageOutcome:
-    image: GeneratedImage | None
-    error: StageError | None
-    metrics: ImageMetrics = field(default_factory=ImageMetrics)
+#: What an image generation returns: the picture or its error, and the measurements of the ``image`` stage.
+ImageOutcome = Generation[GeneratedImage, ImageMetrics]
 
 
 def image_payload(model: str, prompt: str, dialect: Dialect | None = None) -> dict[str, object]:
@@ -77,33 +72,26 @@ def generate_image(
     limits: ImageLimits,
     prompt: str,
     budget: Budget,
-    *,
-    fallbacks: tuple[str, ...] = (),
-    breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
+    routes: Routes | None = None,
 ) -> ImageOutcome:
+    """One picture over ``routes`` (default: ``endpoint.model`` alone), retried by the image's own rule."""
     url = endpoint.url("/images/generations")
     headers = endpoint.headers()
 
-    def call(model: str, attempt: Attempt, deadline: Deadline) -> GeneratedImage:
-        payload = image_payload(model, prompt, dialect_for(model, limits.dialects))
-        image = request_image(client, url, payload, headers, deadline=deadline, max_bytes=limits.max_bytes)
-        attempt.status = 200
-        return image
+    def call(context: CallContext) -> Reply[GeneratedImage]:
+        payload = image_payload(context.model, prompt, dialect_for(context.model, limits.dialects))
+        image = request_image(client, url, payload, headers, deadline=context.deadline, max_bytes=limits.max_bytes)
+        return Reply(image, report=CallReport(status=200))
 
     budget_ms = budget.remaining_ms()
-    done = generate(
-        "IMAGE",
-        (endpoint.model, *fallbacks),
-        call,
-        upstream="images.generations",
-        policy=limits.retry_policy(budget_ms),
-        budget=budget,
-        attempt_limit_ms=None,
-        breaker_for=breaker_for,
+    router = Router(
+        routes or Routes((endpoint.model,)),
+        limits.retry_policy(budget_ms),
+        "images.generations",
         lease_s=budget_ms / 1000,
     )
-    return ImageOutcome(
-        done.result,
-        done.error,
-        ImageMetrics(attempts=done.attempts, totalMs=done.total_ms, model=done.model, calls=done.calls),
+    routed = generate(router, call, budget)
+    metrics = ImageMetrics(
+        attempts=routed.attempts, totalMs=routed.total_ms, model=routed.model, calls=list(routed.calls)
     )
+    return Generation(routed.result, stage_error("IMAGE", routed.failure), metrics)

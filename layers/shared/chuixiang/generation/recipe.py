@@ -8,8 +8,7 @@ failed validation is ``RECIPE_INVALID``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -17,19 +16,18 @@ import httpx
 from ..deadline import Budget, Deadline
 from ..errors import StageError
 from ..models import RecipeMetrics
-from ..resilience.breaker import CircuitBreaker
-from ..resilience.health import HealthStore, Observation
-from ..resilience.retry import Attempt, RetryPolicy
-from ..resilience.routing import FastestFirst, Hedge
+from ..resilience.health import Observation
+from ..resilience.retry import RetryPolicy
+from ..resilience.router import CallContext, CallReport, Reply, Routed, Router, Routes
 from ..settings import Settings
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
 from ..upstream.chat import Completion, SSEReader, StreamLimits, read_chat_completion, token_count
 from ..upstream.dialects import Dialect, dialect_for
 from ..upstream.endpoint import ModelEndpoint
-from ..upstream.failures import EmptyAnswer, FirstContentTimeout, InvalidAnswer
+from ..upstream.failures import EmptyAnswer, FirstContentTimeout, InvalidAnswer, UpstreamError
 from .progress import CHARS_PER_TOKEN, ProgressReporter
 from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe, strip_reasoning
-from .stage import generate
+from .stage import Generation, generate, stage_error
 
 
 @dataclass(frozen=True)
@@ -61,11 +59,8 @@ class RecipeLimits:
         )
 
 
-@dataclass
-class RecipeOutcome:
-    recipe: Recipe | None
-    error: StageError | None
-    metrics: RecipeMetrics = field(default_factory=RecipeMetrics)
+#: What a recipe generation returns: the recipe or its error, and the measurements of the job's ``recipe`` stage.
+RecipeOutcome = Generation[Recipe, RecipeMetrics]
 
 
 def chat_payload(model: str, dish: str, max_tokens: int, dialect: Dialect | None = None) -> dict[str, Any]:
@@ -113,91 +108,107 @@ def generate_recipe(
     limits: RecipeLimits,
     dish: str,
     budget: Budget,
-    *,
-    fallbacks: tuple[str, ...] = (),
-    breaker_for: Callable[[str], CircuitBreaker | None] | None = None,
+    routes: Routes | None = None,
     progress: ProgressReporter | None = None,
-    health_for: Callable[[str], HealthStore] | None = None,
-    fastest: FastestFirst | None = None,
-    hedge: Hedge | None = None,
 ) -> RecipeOutcome:
-    """Stream ``endpoint.model`` (then each of ``fallbacks`` when it cannot serve now) into a recipe;
-    ``progress`` watches each attempt's stream; each call adds what it measured to ``health_for(model)``;
-    ``fastest`` orders the models by their measured speed and skips who cannot finish in time; ``hedge``
-    races the next model against one slow to write (the progress follows the one that writes first)."""
+    """Stream a recipe over ``routes`` (default: ``endpoint.model`` alone; see :class:`Router` for fallbacks,
+    breakers, health, fastest first and the hedge); ``progress`` watches each call's stream, and follows the
+    one that writes first when a hedge races two."""
     url = endpoint.url("/chat/completions")
     headers = endpoint.headers(Accept="text/event-stream")
-    metrics = RecipeMetrics()
+    made: list[tuple[str, Completion, Deadline]] = []  # every call's measurements, a failed one's too
 
-    def call(model: str, attempt: Attempt, deadline: Deadline) -> Recipe:
-        dialect = dialect_for(model, limits.dialects)
-        completion = Completion()  # filled as the answer arrives: a failed call's measurements are kept too
-        valid: bool | None = None
-        waited_out = False
+    def call(context: CallContext) -> Reply[Recipe]:
+        completion = Completion()  # filled as the answer arrives
+        made.append((context.model, completion, context.deadline))
         # Closed when the job stops running this stage, or when a hedge race goes to the other model.
         unlink = (
-            progress.cancellation.listen(lambda: attempt.cancellation.cancel(progress.cancellation.reason))
+            progress.cancellation.listen(lambda: context.cancellation.cancel(progress.cancellation.reason))
             if progress
-            else (lambda: None)
+            else _nothing
         )
-
-        def first_text(reader: SSEReader) -> None:
-            if attempt.first_text() and progress:  # this call wrote first: the progress follows it
-                progress.watch(reader)
-
         try:
-            read_chat_completion(
-                client,
-                url,
-                chat_payload(model, dish, limits.max_tokens, dialect),
-                headers,
-                limits=limits.stream,
-                deadline=deadline,
-                out=completion,
-                watch=progress.watch if progress else None,
-                streamed=dialect.stream,
-                cancellation=attempt.cancellation,
-                on_first_text=first_text,
-            )
-            attempt.status = completion.http_status
-            valid = False
-            recipe = to_recipe(completion)
-            valid = True
-            return recipe
-        except FirstContentTimeout:
-            waited_out = True
-            raise
+            return _read_recipe(client, url, headers, limits, dish, context, completion, progress)
         finally:
             unlink()
-            _fill(metrics, completion, deadline)
-            attempt.prompt_tokens, attempt.completion_tokens = billed_tokens(completion, dish)
-            attempt.observation = observation(
-                completion,
-                attempt.completion_tokens,
-                valid,
-                limits.stream.first_content_s * 1000 if waited_out else None,
-            )
 
-    done = generate(
-        "RECIPE",
-        (endpoint.model, *fallbacks),
-        call,
-        upstream="chat.completions",
-        policy=limits.retry,
-        budget=budget,
+    router = Router(
+        routes or Routes((endpoint.model,)),
+        limits.retry,
+        "chat.completions",
         attempt_limit_ms=limits.total_ms,
-        breaker_for=breaker_for,
         lease_s=limits.total_ms / 1000,
-        health_for=health_for,
-        fastest=fastest,
-        hedge=hedge,
     )
-    metrics.attempts, metrics.totalMs = done.attempts, done.total_ms
-    metrics.model, metrics.calls = done.model, done.calls
-    metrics.tokensUsed = sum(c.tokens for c in done.calls)
-    metrics.tokensWasted = sum(c.tokens for c in done.calls if c.outcome != "ok")
+    routed = generate(router, call, budget)
+    return Generation(routed.result, stage_error("RECIPE", routed.failure), recipe_metrics(routed, made))
+
+
+def _nothing() -> None:
+    return None
+
+
+def _read_recipe(
+    client: httpx.Client,
+    url: str,
+    headers: dict[str, str],
+    limits: RecipeLimits,
+    dish: str,
+    context: CallContext,
+    completion: Completion,
+    progress: ProgressReporter | None,
+) -> Reply[Recipe]:
+    """One streamed call into ``completion``, turned into a recipe or a classified failure, with its report."""
+    dialect = dialect_for(context.model, limits.dialects)
+
+    def first_text(reader: SSEReader) -> None:
+        if context.first_text() and progress:  # this call wrote first: the progress follows it
+            progress.watch(reader)
+
+    status: int | None = None  # the HTTP status, once the whole answer was read
+    valid: bool | None = None
+    try:
+        read_chat_completion(
+            client,
+            url,
+            chat_payload(context.model, dish, limits.max_tokens, dialect),
+            headers,
+            limits=limits.stream,
+            deadline=context.deadline,
+            out=completion,
+            watch=progress.watch if progress else None,
+            streamed=dialect.stream,
+            cancellation=context.cancellation,
+            on_first_text=first_text,
+        )
+        status, valid = completion.http_status, False
+        recipe = to_recipe(completion)
+        return Reply(recipe, report=call_report(completion, dish, status, True, None))
+    except UpstreamError as failure:
+        waited_ms = limits.stream.first_content_s * 1000 if isinstance(failure, FirstContentTimeout) else None
+        return Reply(failure=failure, report=call_report(completion, dish, status, valid, waited_ms))
+
+
+def call_report(
+    c: Completion, dish: str, status: int | None, valid: bool | None, waited_ms: float | None
+) -> CallReport:
+    """What one recipe call reports to the router: its status, its billed tokens, its model's health."""
+    prompt, written = billed_tokens(c, dish)
+    return CallReport(status, prompt, written, observation(c, written, valid, waited_ms))
+
+
+def recipe_metrics(routed: Routed[Recipe], made: list[tuple[str, Completion, Deadline]]) -> RecipeMetrics:
+    """The ``recipe`` stage's measurements: every call, and the stream figures of the answering model's last
+    call (or of the last call made, when that model sent none)."""
+    metrics = RecipeMetrics(
+        attempts=routed.attempts, totalMs=routed.total_ms, model=routed.model, calls=list(routed.calls)
+    )
+    latest = next((m for m in reversed(made) if m[0] == routed.model), made[-1] if made else None)
+    if latest is not None:
+        _fill(metrics, latest[1], latest[2])
+    metrics.tokensUsed = sum(c.tokens for c in routed.calls)
+    metrics.tokensWasted = sum(c.tokens for c in routed.calls if c.outcome != "ok")
     metrics.tokensPerSecond = tokens_per_second(metrics)
-    return RecipeOutcome(done.result, done.error, metrics)
+    return metrics
 
 
 #: Fewer tokens than this say little of a writing speed (the first ones come in a burst).

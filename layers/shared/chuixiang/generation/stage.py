@@ -1,4 +1,4 @@
-"""The skeleton both generations share: route over the models, one deadline per attempt, one failure→code table.
+"""What both generations share: the router's call, one failure→code table, one result type.
 
 A stage (``RECIPE`` or ``IMAGE``) names its error codes ``<STAGE>_<KIND>``; which
 kind a failure is, is decided here once (:data:`FAILURE_KINDS`), so the recipe and
@@ -7,18 +7,13 @@ the image can never classify the same failure differently.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from ..deadline import Budget, Deadline
+from ..deadline import Budget
 from ..errors import ErrorCode, StageError
-from ..models import UpstreamCall
-from ..resilience.breaker import CircuitBreaker
-from ..resilience.health import HealthStore
-from ..resilience.retry import Attempt, RetryPolicy
-from ..resilience.routing import FastestFirst, Hedge, call_models
+from ..resilience.router import CallContext, Reply, Routed, Router
 from ..upstream.dialects import report_refused_param
 from ..upstream.failures import (
     Cancelled,
@@ -34,6 +29,7 @@ from ..upstream.failures import (
 )
 
 T = TypeVar("T")
+M = TypeVar("M")
 Stage = Literal["RECIPE", "IMAGE"]
 
 #: What kind of failure each upstream failure is, for every stage: ``<STAGE>_<KIND>`` is its job error code.
@@ -59,69 +55,35 @@ def code_for(stage: Stage, failure: UpstreamError) -> ErrorCode:
         return ErrorCode(f"{stage}_INVALID")
 
 
-@dataclass
-class Generated(Generic[T]):
-    """What one stage's generation ended with: a result or the classified error, and every call made."""
-
-    result: T | None = None
-    error: StageError | None = None
-    model: str | None = None  #: the model that answered (or the last one tried)
-    attempts: int = 0
-    calls: list[UpstreamCall] = field(default_factory=list)
-    total_ms: int = 0
+def stage_error(stage: Stage, failure: UpstreamError | None) -> StageError | None:
+    """The job's error for a stage that ended with ``failure`` (None: it did not fail). A request the model
+    refused as such (4xx other than 429) fails again as it is: not retryable."""
+    if failure is None:
+        return None
+    refused = isinstance(failure, StatusError) and failure.client_error
+    return StageError(code_for(stage, failure), str(failure), retryable=False if refused else None)
 
 
-def generate(
-    stage: Stage,
-    models: Sequence[str],
-    call: Callable[[str, Attempt, Deadline], T],
-    *,
-    upstream: str,
-    policy: RetryPolicy,
-    budget: Budget,
-    attempt_limit_ms: float | None,
-    breaker_for: Callable[[str], CircuitBreaker | None] | None,
-    lease_s: float,
-    health_for: Callable[[str], HealthStore] | None = None,
-    fastest: FastestFirst | None = None,
-    hedge: Hedge | None = None,
-) -> Generated[T]:
-    """Run ``call(model, attempt, deadline)`` over ``models`` (fallbacks in order) under the retry rule.
+@dataclass(frozen=True)
+class Generation(Generic[T, M]):
+    """What one stage's generation ended with: its result or its classified error, and its measurements."""
 
-    The one place an attempt's deadline is cut from the budget: ``attempt_limit_ms`` (the stage's own limit;
-    None: only the budget) and whatever the Lambda and the job have left, whichever ends first."""
-    started = time.monotonic()
+    result: T | None
+    error: StageError | None
+    metrics: M
 
-    def attempt(model: str, attempt: Attempt) -> T:
-        deadline = budget.attempt(attempt_limit_ms)
-        attempt.fields["deadline_bound_by"] = deadline.bound_by
+
+def generate(router: Router, call: Callable[[CallContext], Reply[T]], budget: Budget) -> Routed[T]:
+    """Route ``call`` with ``router``; a request a model refused for one of its parameters is reported
+    (:func:`report_refused_param`) so ``ModelDialects`` can be fixed."""
+
+    def reported(context: CallContext) -> Reply[T]:
         try:
-            return call(model, attempt, deadline)
+            reply = call(context)
         except StatusError as failure:
-            report_refused_param(failure, model)
-            raise
+            reply = Reply(failure=failure)
+        if isinstance(reply.failure, StatusError):
+            report_refused_param(reply.failure, context.model)
+        return reply
 
-    routed = call_models(
-        fastest.order(models) if fastest else models,
-        attempt,
-        upstream=upstream,
-        policy=policy,
-        budget=budget,
-        breaker_for=breaker_for,
-        lease_s=lease_s,
-        health_for=health_for,
-        fastest=fastest,
-        hedge=hedge,
-    )
-    out: Generated[T] = Generated(
-        result=routed.result,
-        model=routed.model,
-        attempts=routed.attempts,
-        calls=list(routed.calls),
-        total_ms=int((time.monotonic() - started) * 1000),
-    )
-    failure = routed.failure
-    if failure is not None:
-        refused = isinstance(failure, StatusError) and failure.client_error  # the same request fails again
-        out.error = StageError(code_for(stage, failure), str(failure), retryable=False if refused else None)
-    return out
+    return router.route(reported, budget)

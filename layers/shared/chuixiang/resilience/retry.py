@@ -1,4 +1,4 @@
-"""The one retry rule and the one attempt loop, for both the recipe and the image call.
+"""The one retry rule, for both the recipe and the image call (the attempt loop is the router's).
 
 A failure is retried only when it is *transient* (the upstream plainly did not do
 the work: refused, reset before any byte, 5xx, 429), *early* (within the retry
@@ -12,18 +12,12 @@ retried is how a 90 s wait becomes a gateway timeout.
 from __future__ import annotations
 
 import random
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from ..deadline import Budget
 from ..observability import logger
 from ..upstream.failures import UpstreamError
-from ..upstream.transport import Cancellation
-from .health import Observation
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -91,95 +85,27 @@ def decide_retry(
     return RetryDecision(True, wait, "early transient failure")
 
 
-@dataclass
-class Attempt:
-    """One upstream call; the call sets ``status`` and any extra log ``fields`` it knows."""
-
-    number: int
-    started: float = field(default_factory=time.monotonic)
-    status: int | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
-    ended: float | None = None  #: when the upstream answered; None: still running (or never set)
-    #: What the call will be billed (the provider's count, else estimated); None: nothing reached the model.
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    #: What this call measured of the model (its health), recorded once the call has ended.
-    observation: Observation | None = None
-    #: Closes this call (a lost hedge race, a job nobody reads any more); the call must pass it on.
-    cancellation: Cancellation = field(default_factory=Cancellation)
-    #: Called by the call when the model first writes; False: another call won the race, stop (see routing).
-    first_text: Callable[[], bool] = lambda: True
-
-    def begin(self) -> None:
-        """The upstream call starts now: what came before (a breaker's read) is not the upstream's time."""
-        self.started = time.monotonic()
-
-    def end(self) -> None:
-        """The upstream call ended now: what comes after (the breaker's write) is not the upstream's time."""
-        self.ended = time.monotonic()
-
-    def elapsed_ms(self) -> float:
-        return ((self.ended if self.ended is not None else time.monotonic()) - self.started) * 1000
-
-
-@dataclass
-class Attempts(Generic[T]):
-    """What the loop ended with: a result or the last failure, and how many calls it took."""
-
-    result: T | None
-    failure: UpstreamError | None
-    count: int
-
-
-def run_attempts(
-    call: Callable[[Attempt], T],
-    *,
-    upstream: str,
-    policy: RetryPolicy,
-    budget: Budget,
-    waiting_pays: Callable[[float], bool] | None = None,
-) -> Attempts[T]:
-    """Call until success or until :func:`decide_retry` says no; log every call once."""
-    number = 0
-    while True:
-        number += 1
-        attempt = Attempt(number)
-        try:
-            result = call(attempt)
-        except UpstreamError as failure:
-            elapsed_ms = attempt.elapsed_ms()
-            decision = decide_retry(
-                failure,
-                attempt=number,
-                elapsed_ms=elapsed_ms,
-                remaining_ms=budget.remaining_ms(),
-                policy=policy,
-                waiting_pays=waiting_pays,
-            )
-            log_call(upstream, attempt, elapsed_ms, failure.status or attempt.status, failure, decision.reason)
-            if decision.retry:
-                time.sleep(decision.wait_s)
-                continue
-            return Attempts(None, failure, number)
-        log_call(upstream, attempt, attempt.elapsed_ms(), attempt.status, None, "ok")
-        return Attempts(result, None, number)
-
-
 def log_call(
-    upstream: str, attempt: Attempt, elapsed_ms: float, status: int | None, failure: UpstreamError | None, decision: str
+    upstream: str,
+    number: int,
+    elapsed_ms: float,
+    status: int | None,
+    failure: UpstreamError | None,
+    decision: str,
+    fields: Mapping[str, Any],
 ) -> None:
     """One structured line per upstream call: what an operator greps for first."""
     logger.info(
         "upstream call",
         extra={
             "upstream": upstream,
-            "attempt": attempt.number,
-            "retry_count": attempt.number - 1,
+            "attempt": number,
+            "retry_count": number - 1,
             "duration_ms": round(elapsed_ms),
             "http_status": status,
             "timed_out": failure is not None and failure.kind == "timeout",
             "failure": str(failure) if failure else None,
             "decision": decision,
-            **attempt.fields,
+            **fields,
         },
     )
