@@ -180,7 +180,7 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(
         what="the recipe stage recorded its call",
     )
     assert api.get(job_id)[1]["metrics"]["recipe"]["calls"][-1]["outcome"] == "cancelled", api.get(job_id)[1]["metrics"]
-    assert cloud.job_store().cached("写到一半的菜") is None
+    assert cloud.recipe_cache().get("写到一半的菜") is None
 
 
 def test_a_recipe_worker_killed_mid_stream_leaves_the_tokens_it_streamed(

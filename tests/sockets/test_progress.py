@@ -13,9 +13,11 @@ import pytest
 from chuixiang import steps
 from chuixiang.errors import ErrorCode
 from chuixiang.job_status import JobStage, JobStatus
+from chuixiang.job_view import render_job
 from chuixiang.models import Progress, RecipeEvent
 from chuixiang.settings import Settings
-from chuixiang.stores.jobs import JobStore, render
+from chuixiang.stores.jobs import JobStore
+from chuixiang.stores.recipe_cache import RecipeCache
 from chuixiang.timeouts import PROGRESS_INTERVAL
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, recipe_for
 from chuixiang_local.template import Template
@@ -135,7 +137,7 @@ def test_a_late_progress_write_never_touches_a_finished_job(
     assert applied == [False]
     item = store.get(job_id)
     assert item and item["status"] == terminal
-    doc = render(item, None)
+    doc = render_job(item, None)
     if terminal is JobStatus.SUCCEEDED:
         assert doc.progress and doc.progress.percent == 100 and doc.partial is None
     else:
@@ -171,6 +173,6 @@ def test_a_job_that_moved_on_closes_the_model_call_within_one_interval(
     assert fake.hung_up[0][1] - failed_at[0] < interval_s + 1.0
     item = store.get(job_id)
     assert item and item["status"] == JobStatus.FAILED and item["error"]["code"] == "JOB_TIMED_OUT"
-    assert "recipe" not in item and store.cached("番茄炒蛋") is None
+    assert "recipe" not in item and RecipeCache(settings, store.table).get("番茄炒蛋") is None
     assert item["metrics"]["recipe"]["calls"][-1]["outcome"] == "cancelled"
     assert fake.count("/chat/completions") == 1  # no retry, no fallback

@@ -45,7 +45,9 @@ from .models import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDoc
 from .observability import dimensioned_metric, logger
 from .settings import get_settings
 from .stores.images import ImageStore
+from .stores.images import forget_clients as forget_image_clients
 from .stores.jobs import JobStore
+from .stores.table import forget_clients as forget_table_clients
 
 R = TypeVar("R", bound=ApiGatewayResolver)
 JOB_ID = re.compile(r"^[0-9a-f-]{8,64}$")
@@ -402,11 +404,8 @@ def openapi_json(app: ApiGatewayResolver) -> str:
 def forget_clients() -> None:
     """After a SnapStart restore: the snapshot's AWS connections and credentials are stale (and shared by
     every sandbox restored from it), so each client is built again on first use."""
-    from .stores.images import _s3
-    from .stores.jobs import _table
-
-    for cached in (_table, _s3):
-        cached.cache_clear()
+    forget_table_clients()
+    forget_image_clients()
     job_start.forget_clients()
     boto3.DEFAULT_SESSION = None  # it keeps the credentials it resolved: a new one resolves them again
 

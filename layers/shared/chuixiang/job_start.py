@@ -12,11 +12,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import boto3
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
+from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .clock import iso, now_utc, parse_iso
@@ -26,6 +22,8 @@ from .models import CreateRecipeResponse, ExecutionInput
 from .observability import logger
 from .settings import aws_endpoint, get_settings
 from .stores.admission import Admission, Refused
+from .stores.dish_claims import DishClaims
+from .stores.idempotency import idempotency_store
 from .stores.jobs import JobStore
 from .timeouts import STATE_MACHINE
 
@@ -64,8 +62,9 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     request a moment ahead gives its slot back, drops its item and joins that job."""
     settings = get_settings()
     store = JobStore(settings)
+    claims = DishClaims(store)
     dish, caller = job["dish"], job.get("caller", "")
-    leader = store.dish_leader(dish)
+    leader = claims.leader(dish)
     if leader is not None:
         return _joined(store, leader, caller)
     job_id = str(uuid.uuid4())
@@ -76,7 +75,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     if isinstance(slot, Refused):
         raise TooManyJobs(slot.retry_after_s, slot.reason)
     store.create(job_id, dish, slot=slot, **({"owners": {caller}} if caller else {}))
-    leader = store.claim_dish(dish, job_id, until)
+    leader = claims.claim(dish, job_id, until)
     if leader != job_id:
         admission.release(job_id, slot)
         store.delete(job_id)
@@ -91,7 +90,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
         logger.exception("StartExecution failed")
         store.fail(job_id, ErrorCode.INTERNAL, f"StartExecution failed: {exc}")
         admission.release(job_id, slot)
-        store.unclaim_dish(dish, job_id)
+        claims.release(dish, job_id)
         raise JobStartError(str(exc)) from exc
     # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
     deadline_at = iso(started["startDate"] + timedelta(seconds=STATE_MACHINE.of(settings)))
@@ -112,17 +111,6 @@ def _joined(store: JobStore, leader: str, caller: str) -> dict[str, Any]:
     return CreateRecipeResponse(
         jobId=leader, status=joined.get("status", JobStatus.PENDING), pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline
     ).model_dump()
-
-
-@lru_cache(maxsize=4)
-def _idempotency_store(table: str, endpoint: str | None) -> DynamoDBPersistenceLayer:
-    """Idempotency records share the jobs table (``pk = <function>#<hash>``, same TTL attribute)."""
-    return DynamoDBPersistenceLayer(
-        table_name=table,
-        key_attr="pk",
-        expiry_attr="expiresAt",
-        boto3_client=boto3.client("dynamodb", endpoint_url=endpoint),
-    )
 
 
 def caller_of(event: dict[str, Any]) -> str:
@@ -155,7 +143,7 @@ def start_job_once(job: dict[str, str], lambda_context: Any = None) -> dict[str,
     A double tap or a client retry after a lost answer must not start a second 90 s generation.
     """
     settings = get_settings()
-    store = _idempotency_store(settings.jobs_table, aws_endpoint())
+    store = idempotency_store(settings.jobs_table, aws_endpoint())
     # The key is the caller's: another user's same key is another request, not theirs to replay.
     config = IdempotencyConfig(
         event_key_jmespath="[caller, idempotencyKey]",
@@ -173,10 +161,10 @@ def warm_up() -> None:
     """Create this module's AWS clients now (the api function's init phase)."""
     settings = get_settings()
     _sfn(aws_endpoint())
-    _idempotency_store(settings.jobs_table, aws_endpoint())
+    idempotency_store(settings.jobs_table, aws_endpoint())
 
 
 def forget_clients() -> None:
     """Build the clients again on first use (after a SnapStart restore, or when a test moves the endpoint)."""
     _sfn.cache_clear()
-    _idempotency_store.cache_clear()
+    idempotency_store.cache_clear()

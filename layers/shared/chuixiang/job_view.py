@@ -1,16 +1,19 @@
-"""Reading a job for a poll: the deadline reconciled, the admission slot freed, the picture's URL signed."""
+"""Reading a job for a poll: the deadline reconciled, the admission slot freed, the picture's URL signed,
+and the public document rendered from the stored item."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import ErrorCode
-from .job_status import is_terminal
-from .models import JobDocument
+from .clock import iso, parse_iso
+from .errors import ErrorCode, message_for, retryable_default
+from .job_status import JobStage, JobStatus, is_terminal, past_deadline
+from .models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
+from .polling import poll_after_ms
 from .settings import get_settings
 from .stores.admission import Admission
 from .stores.images import ImageStore
-from .stores.jobs import JobStore, past_deadline, render
+from .stores.jobs import JobStore
 from .timeouts import STATE_MACHINE
 
 
@@ -36,4 +39,39 @@ def load_job_document(job_id: str, caller: str = "") -> JobDocument | None:
         # its admission slot (the client stops polling now)
         Admission(store.table, settings.max_jobs_in_flight).release(job_id, item.get("slot"))
     url = ImageStore(settings).stable_url(item["imageKey"])[0] if item.get("imageKey") else None
-    return render(item, url)
+    return render_job(item, url)
+
+
+def render_job(item: dict[str, Any], image_url: str | None) -> JobDocument:
+    """The public job document (``GET /recipes/{jobId}``) from a stored item (internals dropped)."""
+    error = item.get("error")
+    image_error = item.get("imageError")
+    key = item.get("imageKey")
+    return JobDocument(
+        jobId=item["jobId"],
+        dish=item["dish"],
+        status=item["status"],
+        stage=item.get("stage", JobStage.SUBMIT),
+        recipe=item.get("recipe"),
+        image=ImageRef(url=image_url, key=key) if key and image_url else None,
+        imageError=(
+            ImageErrorInfo(code=image_error["code"], message=message_for(image_error["code"])) if image_error else None
+        ),
+        error=(
+            ErrorInfo(
+                code=error["code"],
+                message=message_for(error["code"]),
+                retryable=bool(error.get("retryable", retryable_default(error["code"]))),
+            )
+            if error
+            else None
+        ),
+        createdAt=item["createdAt"],
+        updatedAt=iso(parse_iso(item.get("updatedAt") or item["createdAt"])),
+        deadlineAt=item.get("deadlineAt"),
+        # A failed job shows its error, not how far it got; a written recipe supersedes the partial one.
+        progress=item.get("progress") if item["status"] != JobStatus.FAILED else None,
+        partial=item.get("partial") if item["status"] != JobStatus.FAILED and not item.get("recipe") else None,
+        pollAfterMs=poll_after_ms(item),
+        metrics=JobMetrics.model_validate(item.get("metrics") or {}),
+    )

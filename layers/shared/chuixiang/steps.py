@@ -52,6 +52,7 @@ from .stores.health_store import DynamoHealthStore
 from .stores.images import ImageStore, image_key
 from .stores.job_times import JobTimes
 from .stores.jobs import JobStore
+from .stores.recipe_cache import RecipeCache
 from .stores.secrets import model_api_key
 from .timeouts import (
     BREAKER_RECOVERY,
@@ -234,7 +235,8 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
         "dish": dish,
         "deadlineAt": deadline_at,
     }
-    cached = store.cached(dish)
+    cache = RecipeCache(settings, store.table)
+    cached = cache.get(dish)
     if cached:
         fields.update(stage=JobStage.DONE, recipe=cached["recipe"])
         if cached.get("imageKey"):
@@ -298,7 +300,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
     store.update(
         event.jobId, recipe=recipe, stage=JobStage.IMAGE, progress=reporter.finished().model_dump(), remove=("partial",)
     )
-    store.put_cache(event.dish, recipe=recipe)
+    RecipeCache(settings, store.table).put(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
     return RecipeResult(ok=True, imagePrompt=outcome.result.imagePrompt)
 
@@ -358,7 +360,7 @@ def run_image(
     images.put(key, outcome.result.data, outcome.result.content_type)
     store.update(event.jobId, imageKey=key)
     if event.dish:
-        store.put_cache(event.dish, image_key=key)
+        RecipeCache(settings, store.table).put(event.dish, image_key=key)
     return ImageResult(ok=True, key=key)
 
 

@@ -33,6 +33,7 @@ from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.redaction import MIN_SECRET_CHARS
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
+from chuixiang.stores.recipe_cache import RecipeCache
 from chuixiang_local.cloud import sam
 from chuixiang_local.cloud.concurrency import DEFAULT_QUOTA, AccountConcurrency
 from chuixiang_local.cloud.eventbridge import EventBridgeStandIn
@@ -408,6 +409,11 @@ class LocalCloud:
             aws_secret_access_key="testing",
         ).Table(self.table_name)  # nosec B106 - moto
         return JobStore(Settings.model_validate({"JOBS_TABLE": self.table_name}), table)
+
+    def recipe_cache(self) -> RecipeCache:
+        """The layer's own RecipeCache over this cloud's table."""
+        store = self.job_store()
+        return RecipeCache(store.settings, store.table)
 
     def reset_breakers(self) -> None:
         """Forget every model's breaker state (tests that share one cloud start each from closed)."""

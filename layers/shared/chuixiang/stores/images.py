@@ -58,6 +58,11 @@ def _signer_key(s3: S3Client) -> str:
     return str(credentials.get_frozen_credentials().access_key) if credentials is not None else ""
 
 
+def forget_clients() -> None:
+    """Build the S3 client again on first use (after a SnapStart restore: the snapshot's is stale)."""
+    _s3.cache_clear()
+
+
 class ImageStore:
     def __init__(self, settings: Settings, s3: S3Client | None = None) -> None:
         self.settings = settings
