@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from chuixiang.resilience.breaker import Admission, BreakerConfig, CircuitBreaker
+from chuixiang.resilience.breaker import BreakerConfig, CircuitBreaker, Permit
 from chuixiang.stores import breaker_store
 from chuixiang.stores.breaker_store import DynamoBreakerStore
 
@@ -59,9 +59,9 @@ def replay(table: CountingTable, ttl_s: float, peak: bool) -> tuple[float, float
             )
             breaker = CircuitBreaker(store, model, CONFIG, clock=lambda: 1e9 + clock[0])
             started = time.perf_counter()
-            admission = breaker.admit(busy_s)
+            permit = breaker.permit(busy_s)
             admit_us.append((time.perf_counter() - started) * 1e6)
-            breaker.record(admission if admission is not Admission.REJECT else Admission.CALL, healthy=True)
+            breaker.record(permit if permit is not Permit.REJECT else Permit.CALL, healthy=True)
             clock[0] += busy_s
     return table.reads / JOBS, statistics.median(admit_us)
 

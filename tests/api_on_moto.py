@@ -30,7 +30,7 @@ def api_on_moto(max_jobs: int, name: str) -> Iterator[APIGatewayHttpResolver]:
         "AWS_DEFAULT_REGION": "us-east-1",
         "JOBS_TABLE": name,
         "IMAGES_BUCKET": name,
-        "MAX_JOBS_IN_FLIGHT": str(max_jobs),
+        "ADMISSION_SLOTS": str(max_jobs),
         "CORS_ALLOW_ORIGINS": CORS_ORIGINS,
     }.items():  # as deployed, whatever ran before
         patch.setenv(key, value)

@@ -4,7 +4,7 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chuixiang import steps
-from chuixiang.models import ImageEvent
+from chuixiang.schemas import ImageEvent
 from chuixiang.observability import logger, metrics
 
 steps.warm_up(model=True, bucket=True)

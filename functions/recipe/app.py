@@ -4,7 +4,7 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chuixiang import steps
-from chuixiang.models import RecipeEvent
+from chuixiang.schemas import RecipeEvent
 from chuixiang.observability import logger, metrics
 
 steps.warm_up(model=True)

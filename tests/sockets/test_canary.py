@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chuixiang import steps
-from chuixiang.models import CanaryEvent
+from chuixiang.schemas import CanaryEvent
 from chuixiang.stores.health_store import DynamoHealthStore
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from chuixiang.resilience.breaker import Admission, BreakerConfig, CircuitBreaker
+from chuixiang.resilience.breaker import BreakerConfig, CircuitBreaker, Permit
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import Observation
 from chuixiang.stores.breaker_store import DynamoBreakerStore
@@ -169,7 +169,7 @@ def test_breaker_opens_after_threshold_then_rejects_without_a_request(
 
 def test_open_breaker_moves_to_the_fallback_at_once(fake: FakeModel, table: Any, scaled_template: Template) -> None:
     breakers = breaker_factory(table, fake.base_url, threshold=1, recovery_s=60)
-    breakers(PRIMARY).record(Admission.CALL, healthy=False)
+    breakers(PRIMARY).record(Permit.CALL, healthy=False)
     outcome, _ = run_recipe(
         scaled_template,
         fake.base_url,
@@ -185,7 +185,7 @@ def test_open_breaker_moves_to_the_fallback_at_once(fake: FakeModel, table: Any,
 def test_image_breaker_open_degrades_without_a_call(fake: FakeModel, table: Any, scaled_template: Template) -> None:
     settings = function_settings(scaled_template, "image", fake.base_url)
     breakers = breaker_factory(table, fake.base_url, threshold=1, recovery_s=60)
-    breakers(settings.image_model).record(Admission.CALL, healthy=False)
+    breakers(settings.image_model).record(Permit.CALL, healthy=False)
     outcome, elapsed = run_image(scaled_template, fake.base_url, 3000, settings=settings, breaker_for=breakers)
     assert outcome.error is not None and outcome.error.code == "IMAGE_UPSTREAM_ERROR"
     assert [c.outcome for c in outcome.metrics.calls] == ["breaker_open"] and outcome.metrics.attempts == 0
@@ -196,48 +196,48 @@ def test_exactly_one_probe_after_recovery_and_its_outcome_decides(table: Any) ->
     clock = ManualClock()
     breakers = breaker_factory(table, "http://model", threshold=2, recovery_s=30, clock=clock)
     for _ in range(2):
-        breakers("m").record(Admission.CALL, healthy=False)
+        breakers("m").record(Permit.CALL, healthy=False)
     clock.advance(29.75)
-    assert breakers("m").admit(5) is Admission.REJECT
+    assert breakers("m").permit(5) is Permit.REJECT
     clock.advance(0.25)
     # a dozen invocations at once: exactly one wins the probe
     contenders = [breakers("m") for _ in range(12)]
-    results: list[Admission] = []
+    results: list[Permit] = []
     lock = threading.Lock()
 
-    def admit(b: CircuitBreaker) -> None:
-        admission = b.admit(5)
+    def ask(b: CircuitBreaker) -> None:
+        permit = b.permit(5)
         with lock:
-            results.append(admission)
+            results.append(permit)
 
-    threads = [threading.Thread(target=admit, args=(b,)) for b in contenders]
+    threads = [threading.Thread(target=ask, args=(b,)) for b in contenders]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert results.count(Admission.PROBE) == 1 and results.count(Admission.REJECT) == 11
+    assert results.count(Permit.PROBE) == 1 and results.count(Permit.REJECT) == 11
     prober = next(b for b in contenders if b.store.item().get("probeOwner") == b.owner)
     clock.advance(4)
-    prober.record(Admission.PROBE, healthy=False)  # the probe failed: open again, for a new window
+    prober.record(Permit.PROBE, healthy=False)  # the probe failed: open again, for a new window
     clock.advance(29.75)
-    assert breakers("m").store.item()["state"] == "open" and breakers("m").admit(5) is Admission.REJECT
+    assert breakers("m").store.item()["state"] == "open" and breakers("m").permit(5) is Permit.REJECT
     clock.advance(0.25)
     again = breakers("m")
-    assert again.admit(5) is Admission.PROBE
-    again.record(Admission.PROBE, healthy=True)
-    assert breakers("m").store.item()["state"] == "closed" and breakers("m").admit(5) is Admission.CALL
+    assert again.permit(5) is Permit.PROBE
+    again.record(Permit.PROBE, healthy=True)
+    assert breakers("m").store.item()["state"] == "closed" and breakers("m").permit(5) is Permit.CALL
 
 
 def test_a_dead_probe_is_taken_over_after_its_lease(table: Any) -> None:
     clock = ManualClock()
     breakers = breaker_factory(table, "http://model", threshold=1, recovery_s=10, clock=clock)
-    breakers("m").record(Admission.CALL, healthy=False)
+    breakers("m").record(Permit.CALL, healthy=False)
     clock.advance(10)
-    assert breakers("m").admit(lease_s=20) is Admission.PROBE  # …and this invocation dies mid-probe
+    assert breakers("m").permit(lease_s=20) is Permit.PROBE  # …and this invocation dies mid-probe
     clock.advance(19.75)
-    assert breakers("m").admit(lease_s=20) is Admission.REJECT
+    assert breakers("m").permit(lease_s=20) is Permit.REJECT
     clock.advance(0.25)
-    assert breakers("m").admit(lease_s=20) is Admission.PROBE
+    assert breakers("m").permit(lease_s=20) is Permit.PROBE
 
 
 def test_a_retry_after_the_budget_can_wait_for_is_waited_out_on_the_same_model(

@@ -14,7 +14,7 @@ from chuixiang import steps
 from chuixiang.errors import ErrorCode
 from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.job_view import render_job
-from chuixiang.models import Progress, RecipeEvent
+from chuixiang.schemas import Progress, RecipeEvent
 from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 from chuixiang.stores.recipe_cache import RecipeCache

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from chuixiang.deadline import Budget
-from chuixiang.resilience.breaker import Admission
+from chuixiang.resilience.breaker import Permit
 from chuixiang.resilience.retry import RetryPolicy
 from chuixiang.resilience.router import CallContext, Reply, Router, Routes
 from chuixiang.upstream.failures import StatusError
@@ -20,11 +20,11 @@ class _SlowBreaker:
         self.delay_s = delay_s
         self.recorded: list[bool] = []
 
-    def admit(self, lease_s: float) -> Admission:
+    def permit(self, lease_s: float) -> Permit:
         time.sleep(self.delay_s)
-        return Admission.CALL
+        return Permit.CALL
 
-    def record(self, admission: Admission, *, healthy: bool) -> None:
+    def record(self, permit: Permit, *, healthy: bool) -> None:
         time.sleep(self.delay_s)
         self.recorded.append(healthy)
 

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from chuixiang.resilience.breaker import (
-    Admission,
     BreakerConfig,
     BreakerRecord,
     BreakerState,
     BreakerStoreError,
     CircuitBreaker,
+    Permit,
 )
 from chuixiang.stores.breaker_store import DynamoBreakerStore
 
@@ -96,16 +96,16 @@ def test_closed_calls_and_the_threshold_opens_it_once(store_for: Callable[[], An
     now = [1000.0]
     breakers = [CircuitBreaker(store_for(), "m", CONFIG, clock=lambda: now[0]) for _ in range(3)]
     for b in breakers:  # three invocations, one failure each: the count is shared
-        assert b.admit(5) is Admission.CALL
-        b.record(Admission.CALL, healthy=False)
+        assert b.permit(5) is Permit.CALL
+        b.record(Permit.CALL, healthy=False)
     assert store_for().read().state is BreakerState.OPEN
-    assert breakers[0].admit(5) is Admission.REJECT
+    assert breakers[0].permit(5) is Permit.REJECT
 
 
 def test_a_healthy_call_resets_the_count(store_for: Callable[[], Any]) -> None:
     b = CircuitBreaker(store_for(), "m", CONFIG, clock=lambda: 1000.0)
     for healthy in (False, False, True, False, False):
-        b.record(b.admit(5), healthy=healthy)
+        b.record(b.permit(5), healthy=healthy)
     assert store_for().read() == BreakerRecord(BreakerState.CLOSED, 2)
 
 
@@ -113,19 +113,19 @@ def test_after_recovery_exactly_one_invocation_probes_and_its_outcome_decides(st
     now = [1000.0]
     first = CircuitBreaker(store_for(), "m", CONFIG, clock=lambda: now[0])
     for _ in range(3):
-        first.record(first.admit(5), healthy=False)
+        first.record(first.permit(5), healthy=False)
     now[0] += CONFIG.recovery_s
     contenders = [CircuitBreaker(store_for(), "m", CONFIG, clock=lambda: now[0]) for _ in range(4)]
-    admissions = [c.admit(5) for c in contenders]
-    assert admissions.count(Admission.PROBE) == 1 and admissions.count(Admission.REJECT) == 3
-    prober = contenders[admissions.index(Admission.PROBE)]
-    prober.record(Admission.PROBE, healthy=False)  # the probe failed: open again, from now
+    permits = [c.permit(5) for c in contenders]
+    assert permits.count(Permit.PROBE) == 1 and permits.count(Permit.REJECT) == 3
+    prober = contenders[permits.index(Permit.PROBE)]
+    prober.record(Permit.PROBE, healthy=False)  # the probe failed: open again, from now
     assert store_for().read().state is BreakerState.OPEN
     assert store_for().read().opened_at == pytest.approx(now[0])
     now[0] += CONFIG.recovery_s
     again = CircuitBreaker(store_for(), "m", CONFIG, clock=lambda: now[0])
-    assert again.admit(5) is Admission.PROBE
-    again.record(Admission.PROBE, healthy=True)
+    assert again.permit(5) is Permit.PROBE
+    again.record(Permit.PROBE, healthy=True)
     assert store_for().read() == BreakerRecord()
 
 
@@ -133,13 +133,13 @@ def test_a_probe_whose_invocation_died_is_taken_over_after_its_lease(store_for: 
     now = [1000.0]
     b = CircuitBreaker(store_for(), "m", CONFIG, clock=lambda: now[0])
     for _ in range(3):
-        b.record(b.admit(5), healthy=False)
+        b.record(b.permit(5), healthy=False)
     now[0] += CONFIG.recovery_s
-    assert b.admit(lease_s=5) is Admission.PROBE  # ...and this invocation dies without recording
+    assert b.permit(lease_s=5) is Permit.PROBE  # ...and this invocation dies without recording
     other = CircuitBreaker(store_for(), "m", CONFIG, clock=lambda: now[0])
-    assert other.admit(5) is Admission.REJECT  # within the lease
+    assert other.permit(5) is Permit.REJECT  # within the lease
     now[0] += 5
-    assert other.admit(5) is Admission.PROBE
+    assert other.permit(5) is Permit.PROBE
     assert b.store.end_probe(b.owner, True, now[0]) is False  # the dead one's late record changes nothing
 
 
@@ -153,8 +153,8 @@ class _BrokenStore(MemoryBreakerStore):
 
 def test_a_failing_store_never_fails_the_call() -> None:
     b = CircuitBreaker(_BrokenStore(), "m", CONFIG)
-    assert b.admit(5) is Admission.CALL
-    b.record(Admission.CALL, healthy=False)  # logged, not raised
+    assert b.permit(5) is Permit.CALL
+    b.record(Permit.CALL, healthy=False)  # logged, not raised
 
 
 def test_the_dynamodb_store_turns_aws_errors_into_store_errors() -> None:

@@ -31,7 +31,7 @@ def test_reserved_concurrency_is_optional() -> None:
             "Fn::If": ["HasReservedConcurrency", {"Ref": "RecipeReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
         }
     # The API still admits no more jobs than RecipeConcurrency, reserved or not.
-    assert RESOURCES["ApiFunction"]["Properties"]["Environment"]["Variables"]["MAX_JOBS_IN_FLIGHT"] == {
+    assert RESOURCES["ApiFunction"]["Properties"]["Environment"]["Variables"]["ADMISSION_SLOTS"] == {
         "Ref": "RecipeConcurrency"
     }
 
@@ -364,7 +364,7 @@ def test_the_execution_input_is_what_both_definitions_of_a_rollout_read() -> Non
     """The api rolls out 10 % for 5 minutes: old api code starts the new definition, new code the old one. The
     input is pinned: what the api sends is exactly what the first states read; a new field must be optional
     in the definition (a Choice with IsPresent) before the api sends it, and stay so for one release."""
-    from chuixiang.models import ExecutionInput
+    from chuixiang.schemas import ExecutionInput
 
     asl = json.loads((ROOT / "statemachine" / "recipe.asl.json").read_text().replace("${StateMachineTimeout}", "1"))
     first = asl["States"][asl["StartAt"]]

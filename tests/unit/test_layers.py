@@ -6,7 +6,7 @@
     generation │ stores                                     (peers: neither imports the other)
     resilience       retry rule, routing, breaker policy    (model health through a protocol)
     upstream         transport and provider protocols
-    schemas          models
+    schemas          schemas
     foundation       clock, deadline, errors, settings, timeouts, …
 
 A module may import from its own unit (the same package, or the foundation's and the entry points'
@@ -38,7 +38,7 @@ LAYERS: list[dict[str, set[str]]] = [
             "polling",
         }
     },
-    {"schemas": {"models"}},
+    {"schemas": {"schemas"}},
     {"upstream": {"upstream"}},
     {"resilience": {"resilience"}},
     {"generation": {"generation"}, "stores": {"stores"}},

@@ -13,7 +13,7 @@ import pytest
 from chuixiang.generation.progress import MAX_STREAMING_PERCENT, ProgressReporter, partial_recipe
 from chuixiang.generation.recipe import to_recipe
 from chuixiang.generation.recipe_format import strip_reasoning
-from chuixiang.models import Progress
+from chuixiang.schemas import Progress
 from chuixiang.upstream.chat import Completion
 from chuixiang.upstream.failures import EmptyAnswer
 from chuixiang_local.model.fake_model import recipe_for

@@ -16,7 +16,7 @@ import pytest
 
 from chuixiang.deadline import Budget
 from chuixiang.resilience import router as router_module
-from chuixiang.resilience.breaker import Admission
+from chuixiang.resilience.breaker import Permit
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import ModelHealth, Observation
 from chuixiang.resilience.hedge import Hedge, HedgeBudget
@@ -98,17 +98,17 @@ class Script:
 
 @dataclass
 class FakeBreaker:
-    admission: Admission = Admission.CALL
+    answer: Permit = Permit.CALL
     recorded: list[bool] = field(default_factory=list)
 
-    def admit(self, lease_s: float) -> Admission:
-        return self.admission
+    def permit(self, lease_s: float) -> Permit:
+        return self.answer
 
-    def record(self, admission: Admission, *, healthy: bool) -> None:
+    def record(self, permit: Permit, *, healthy: bool) -> None:
         self.recorded.append(healthy)
 
     def refusing(self) -> bool:
-        return self.admission is Admission.REJECT
+        return self.answer is Permit.REJECT
 
 
 @dataclass
@@ -169,7 +169,7 @@ def test_no_fallback_when_the_budget_left_cannot_hold_an_attempt() -> None:
 
 
 def test_an_open_breaker_passes_the_model_over_without_a_request() -> None:
-    breakers = {PRIMARY: FakeBreaker(Admission.REJECT), FALLBACK: FakeBreaker()}
+    breakers = {PRIMARY: FakeBreaker(Permit.REJECT), FALLBACK: FakeBreaker()}
     script = Script({PRIMARY: [answer], FALLBACK: [answer]})
     routed = route(script, Routes((PRIMARY, FALLBACK), breaker_for=breakers.get))
     assert script.models() == [FALLBACK] and routed.model == FALLBACK
@@ -186,7 +186,7 @@ def test_the_breaker_hears_health_but_not_quality_nor_our_own_cancellation() -> 
 
 
 def test_a_half_open_probe_records_its_outcome() -> None:
-    breaker = FakeBreaker(Admission.PROBE)
+    breaker = FakeBreaker(Permit.PROBE)
     routed = route(Script({PRIMARY: [answer]}), Routes((PRIMARY,), breaker_for=lambda m: breaker))
     assert routed.result is not None and breaker.recorded == [True]
 

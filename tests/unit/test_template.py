@@ -12,7 +12,7 @@ def test_admission_control_and_exposure() -> None:
     for name in ("RecipeFunction", "ImageFunction"):  # reserved only when asked (test_first_deploy)
         assert resources[name]["Properties"]["ReservedConcurrentExecutions"]["Fn::If"][0] == "HasReservedConcurrency"
     api_env = resources["ApiFunction"]["Properties"]["Environment"]["Variables"]
-    assert api_env["MAX_JOBS_IN_FLIGHT"] == concurrency  # the API admits no more jobs than can run
+    assert api_env["ADMISSION_SLOTS"] == concurrency  # the API admits no more jobs than can run
     http = resources["RecipeApi"]["Properties"]
     cors = http["DefinitionBody"]["x-amazon-apigateway-cors"]
     assert cors["allowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowOrigins"}]}

@@ -39,10 +39,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from . import job_start
 from .errors import ErrorCode, HttpErrorCode, message_for
-from .job_start import JobStartError, TooManyJobs, admitted_as, caller_of, start_job, start_job_once
+from .job_start import AdmissionRefused, JobStartError, admitted_as, caller_of, start_job, start_job_once
 from .job_view import load_job_document
-from .models import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDocument
 from .observability import dimensioned_metric, logger
+from .schemas import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDocument
 from .settings import get_settings
 from .stores.images import ImageStore
 from .stores.images import forget_clients as forget_image_clients
@@ -336,7 +336,7 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
                 created = start_job(job)
         except JobStartError:
             return error_response(503, ErrorCode.INTERNAL, "could not start the job")
-        except TooManyJobs as busy:
+        except AdmissionRefused as busy:
             seconds = str(math.ceil(busy.retry_after_s))
             # Clients turned away: the admission's saturation, as the on-call sees it (a metric and a line).
             dimensioned_metric("JobsRejected", MetricUnit.Count, 1, Reason=busy.reason)

@@ -18,8 +18,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from .clock import iso, now_utc, parse_iso
 from .errors import ErrorCode
 from .job_status import JobStatus
-from .models import CreateRecipeResponse, ExecutionInput
 from .observability import logger
+from .schemas import CreateRecipeResponse, ExecutionInput
 from .settings import aws_endpoint, get_settings
 from .stores.admission import Admission, Refused
 from .stores.dish_claims import DishClaims
@@ -39,7 +39,7 @@ def _sfn(endpoint: str | None) -> SFNClient:
     return boto3.client("stepfunctions", endpoint_url=endpoint)
 
 
-class TooManyJobs(Exception):
+class AdmissionRefused(Exception):
     """No slot for this request (``reason``: ``full``, or ``caller_limit``: the caller has its share in flight);
     the client should come back after ``retry_after_s``."""
 
@@ -56,7 +56,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     """Start a job for the dish, or join the one generating it.
 
     A live job already generating the same normalised dish is joined (no second model call). Else:
-    take an admission slot (none free: :class:`TooManyJobs`), create the job item, claim the dish
+    take an admission slot (none free: :class:`AdmissionRefused`), create the job item, claim the dish
     and start the execution (named after the job: one execution per job). The claim comes after
     the item, so a request that joins always finds its leader's job; one that loses the claim to a
     request a moment ahead gives its slot back, drops its item and joins that job."""
@@ -70,10 +70,10 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     job_id = str(uuid.uuid4())
     logger.append_keys(jobId=job_id)
     until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
-    admission = Admission(store.table, settings.max_jobs_in_flight, settings.max_jobs_per_caller)
+    admission = Admission(store.table, settings.admission_slots, settings.admission_per_caller)
     slot = admission.admit(job_id, job.get("admittedAs", caller), until)
     if isinstance(slot, Refused):
-        raise TooManyJobs(slot.retry_after_s, slot.reason)
+        raise AdmissionRefused(slot.retry_after_s, slot.reason)
     store.create(job_id, dish, slot=slot, **({"owners": {caller}} if caller else {}))
     leader = claims.claim(dish, job_id, until)
     if leader != job_id:

@@ -8,8 +8,8 @@ from typing import Any
 from .clock import iso, parse_iso
 from .errors import ErrorCode, message_for, retryable_default
 from .job_status import JobStage, JobStatus, is_terminal, past_deadline
-from .models import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
 from .polling import poll_after_ms
+from .schemas import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
 from .settings import get_settings
 from .stores.admission import Admission
 from .stores.images import ImageStore
@@ -37,7 +37,7 @@ def load_job_document(job_id: str, caller: str = "") -> JobDocument | None:
         item = store.get(job_id) or item
     if is_terminal(item.get("status")):
         # its admission slot (the client stops polling now)
-        Admission(store.table, settings.max_jobs_in_flight).release(job_id, item.get("slot"))
+        Admission(store.table, settings.admission_slots).release(job_id, item.get("slot"))
     url = ImageStore(settings).stable_url(item["imageKey"])[0] if item.get("imageKey") else None
     return render_job(item, url)
 

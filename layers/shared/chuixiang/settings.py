@@ -44,9 +44,9 @@ class _Config(BaseSettings):
     model_dialects: str = Field("", validation_alias="MODEL_DIALECTS")
 
     #: Jobs the API lets run at once (the recipe and image functions' reserved concurrency); more get 429.
-    max_jobs_in_flight: int = Field(20, gt=0, validation_alias="MAX_JOBS_IN_FLIGHT")
+    admission_slots: int = Field(20, gt=0, validation_alias="ADMISSION_SLOTS")
     #: Of those, at most this many one caller's (0: no such cap); the caller as :func:`job_start.admitted_as` says.
-    max_jobs_per_caller: int = Field(2, ge=0, validation_alias="MAX_JOBS_PER_CALLER")
+    admission_per_caller: int = Field(2, ge=0, validation_alias="ADMISSION_PER_CALLER")
     recipe_max_tokens: int = Field(3000, gt=0, validation_alias="RECIPE_MAX_TOKENS")
     #: A typical recipe's length: what ``progress.percent`` and ``etaMs`` are measured against.
     recipe_expected_tokens: int = Field(1600, gt=0, validation_alias="RECIPE_EXPECTED_TOKENS")

@@ -25,7 +25,13 @@ from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
 from .generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
 from .job_status import JobStage, JobStatus
-from .models import (
+from .observability import dimensioned_metric, logger, metrics, model_metric
+from .redaction import register_secret
+from .resilience.breaker import BreakerConfig, CircuitBreaker
+from .resilience.fastest import FastestFirst
+from .resilience.hedge import Hedge, hedge_budget
+from .resilience.router import Routes
+from .schemas import (
     CanaryEvent,
     CanaryProbe,
     CanaryResult,
@@ -40,12 +46,6 @@ from .models import (
     SubmitResult,
     UpstreamCall,
 )
-from .observability import dimensioned_metric, logger, metrics, model_metric
-from .redaction import register_secret
-from .resilience.breaker import BreakerConfig, CircuitBreaker
-from .resilience.fastest import FastestFirst
-from .resilience.hedge import Hedge, hedge_budget
-from .resilience.router import Routes
 from .settings import Settings, get_settings
 from .stores.breaker_store import DynamoBreakerStore
 from .stores.health_store import DynamoHealthStore
@@ -142,7 +142,7 @@ def _call_metrics(prefix: str, calls: list[UpstreamCall], **dimensions: str) -> 
         model_metric(f"{prefix}Calls", MetricUnit.Count, 1, c.model, Outcome=c.outcome, **dimensions)
 
 
-def _stage_finished(stage: str, model: str | None, total_ms: int, error: StageError | None, **figures: Any) -> None:
+def _log_stage_finished(stage: str, model: str | None, total_ms: int, error: StageError | None, **figures: Any) -> None:
     """One line per stage and job, what the saved Logs Insights queries read (slowest jobs and where
     their time went, failures by code and model): ``recipeMs``/``imageMs`` so one ``stats`` sums each."""
     logger.info(
@@ -181,7 +181,7 @@ def _recipe_model_metrics(m: RecipeMetrics, valid: bool, **dimensions: str) -> N
         model_metric("RecipeTokensPerSecond", MetricUnit.CountPerSecond, rate, m.model, **dimensions)
 
 
-def _stage_ended(
+def _record_stage_outcome(
     store: JobStore,
     job_id: str,
     stage: JobStage,
@@ -196,7 +196,7 @@ def _stage_ended(
     _call_metrics(prefix, m.calls)
     metrics.add_metric(name=f"{prefix}Attempts", unit=MetricUnit.Count, value=m.attempts)
     metrics.add_metric(name=f"{prefix}TotalMs", unit=MetricUnit.Milliseconds, value=m.totalMs)
-    _stage_finished(stage.value, m.model, m.totalMs, error, attempts=m.attempts, calls=len(m.calls), **figures)
+    _log_stage_finished(stage.value, m.model, m.totalMs, error, attempts=m.attempts, calls=len(m.calls), **figures)
     if error is None:
         return None
     metrics.add_metric(name=f"{prefix}Failed", unit=MetricUnit.Count, value=1)
@@ -280,7 +280,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=waited)
     if m.maxGapMs is not None:
         metrics.add_metric(name="RecipeMaxGapMs", unit=MetricUnit.Milliseconds, value=m.maxGapMs)
-    failure = _stage_ended(
+    failure = _record_stage_outcome(
         store,
         event.jobId,
         JobStage.RECIPE,
@@ -348,7 +348,7 @@ def run_image(
     limits = ImageLimits.from_settings(settings)
     budget = _budget(remaining_ms, event.deadlineAt)
     outcome = generate_image(http_client(), endpoint, limits, event.imagePrompt, budget, image_routes(settings, store))
-    failure = _stage_ended(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
+    failure = _record_stage_outcome(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
     _record_job_time(store, settings, event.deadlineAt)
     _job_ended(settings, event.deadlineAt, None)  # SUCCEEDED, with or without its picture
     if failure is not None:

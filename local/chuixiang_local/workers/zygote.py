@@ -123,7 +123,7 @@ def _load_service_models() -> None:
 
 
 #: The layer's modules, imported with the environment every function shares (``CHUIXIANG_PRELOAD_PATH``).
-LAYER_PRELOAD = ("chuixiang.steps", "chuixiang.api", "chuixiang.models", "chuixiang.observability")
+LAYER_PRELOAD = ("chuixiang.steps", "chuixiang.api", "chuixiang.schemas", "chuixiang.observability")
 
 
 def main() -> None:

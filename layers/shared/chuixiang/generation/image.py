@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import httpx
 
 from ..deadline import Budget
-from ..models import ImageMetrics
 from ..resilience.retry import RetryPolicy
 from ..resilience.router import CallContext, CallReport, Reply, Router, Routes
+from ..schemas import ImageMetrics
 from ..settings import Settings
 from ..timeouts import IMAGE_RETRY_WINDOW
 from ..upstream.dialects import Dialect, dialect_for

@@ -33,8 +33,8 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
 from ..clock import iso, now_utc
-from ..models import PartialRecipe, Progress
 from ..observability import logger
+from ..schemas import PartialRecipe, Progress
 from ..upstream.transport import Cancellation
 from .recipe_format import RECIPE_MAX_BYTES, json_start, strip_reasoning
 

@@ -15,10 +15,10 @@ import httpx
 
 from ..deadline import Budget, Deadline
 from ..errors import StageError
-from ..models import RecipeMetrics
 from ..resilience.health import Observation
 from ..resilience.retry import RetryPolicy
 from ..resilience.router import CallContext, CallReport, Reply, Routed, Router, Routes
+from ..schemas import RecipeMetrics
 from ..settings import Settings
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
 from ..upstream.chat import Completion, SSEReader, StreamLimits, read_chat_completion, token_count

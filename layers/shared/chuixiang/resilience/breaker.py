@@ -35,7 +35,7 @@ class BreakerState(StrEnum):
     HALF_OPEN = "half_open"
 
 
-class Admission(StrEnum):
+class Permit(StrEnum):
     CALL = "call"  #: closed: call as usual
     PROBE = "probe"  #: this invocation won the half-open probe
     REJECT = "reject"  #: open: do not call
@@ -89,7 +89,7 @@ class BreakerStore(Protocol):
 
 
 class CircuitBreaker:
-    """One model's breaker. ``admit()`` before a call; ``record(admission, healthy=…)`` after it."""
+    """One model's breaker. ``permit()`` before a call; ``record(permit, healthy=…)`` after it."""
 
     def __init__(
         self, store: BreakerStore, model: str, config: BreakerConfig, clock: Callable[[], float] = time.time
@@ -102,26 +102,26 @@ class CircuitBreaker:
         self.owner = uuid.uuid4().hex  #: this invocation, for the probe lease
         self._failures_seen = 0
 
-    def admit(self, lease_s: float) -> Admission:
+    def permit(self, lease_s: float) -> Permit:
         """May this invocation call the model now? ``lease_s``: how long a probe may take at most."""
         try:
             seen = self.store.read()
         except BreakerStoreError:
             logger.warning("breaker state unreadable; calling anyway", extra={"model": self.model})
-            return Admission.CALL
+            return Permit.CALL
         self._failures_seen = seen.failures
         now = self.clock()
         if seen.state is BreakerState.CLOSED:
-            return Admission.CALL
+            return Permit.CALL
         # OPEN past its recovery time, or HALF_OPEN whose probe's lease ran out (its invocation died).
         due = seen.opened_at + self.config.recovery_s if seen.state is BreakerState.OPEN else seen.probe_until
         if now >= due and self._claim_probe(seen, now + lease_s):
             if seen.state is BreakerState.OPEN:
                 self._transition(BreakerState.OPEN, BreakerState.HALF_OPEN)
-            return Admission.PROBE
+            return Permit.PROBE
         logger.info("breaker rejected a call", extra={"model": self.model, "breaker_state": seen.state.value})
         model_metric("BreakerRejected", MetricUnit.Count, 1, self.model)
-        return Admission.REJECT
+        return Permit.REJECT
 
     def refusing(self) -> bool:
         """Open and not yet due for a probe: a call now would be refused (one read, nothing changed)."""
@@ -138,10 +138,10 @@ class CircuitBreaker:
             logger.warning("breaker probe claim failed", extra={"model": self.model, "error": str(exc)})
             return False
 
-    def record(self, admission: Admission, *, healthy: bool) -> None:
+    def record(self, permit: Permit, *, healthy: bool) -> None:
         """The call's outcome for the model's health (an invalid answer is healthy: the model answered)."""
         try:
-            if admission is Admission.PROBE:
+            if permit is Permit.PROBE:
                 self._end_probe(healthy)
             elif healthy:
                 if self._failures_seen:

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..deadline import Budget, Deadline
-from ..models import UpstreamCall
 from ..observability import logger
+from ..schemas import UpstreamCall
 from ..upstream.failures import Cancelled, CircuitOpen, UpstreamError
 from ..upstream.transport import Cancellation
-from .breaker import Admission
+from .breaker import Permit
 from .fastest import FastestFirst
 from .health import HealthStore, Observation
 from .hedge import Hedge, HedgeRace
@@ -42,9 +42,9 @@ T = TypeVar("T")
 class Breaker(Protocol):
     """What the router asks of a model's circuit breaker (:class:`~.breaker.CircuitBreaker`)."""
 
-    def admit(self, lease_s: float) -> Admission: ...
+    def permit(self, lease_s: float) -> Permit: ...
 
-    def record(self, admission: Admission, *, healthy: bool) -> None: ...
+    def record(self, permit: Permit, *, healthy: bool) -> None: ...
 
     def refusing(self) -> bool: ...
 
@@ -240,11 +240,11 @@ class _Routing(Generic[T]):
         """One call behind ``model``'s breaker: (its reply, its upstream time in ms, its log fields)."""
         fields: dict[str, Any] = {"model": model}
         breaker = self.routes.breaker_for(model)
-        admission = breaker.admit(self.router.lease_s) if breaker else Admission.CALL
-        if admission is Admission.REJECT:
+        permit = breaker.permit(self.router.lease_s) if breaker else Permit.CALL
+        if permit is Permit.REJECT:
             self._record(UpstreamCall(model=model, ms=0, outcome=CircuitOpen.outcome))
             return Reply(failure=CircuitOpen(f"breaker open for {model}: no request sent")), 0.0, fields
-        if admission is Admission.PROBE:
+        if permit is Permit.PROBE:
             fields["breaker_probe"] = True
         cancellation = Cancellation()
         if race is not None:
@@ -260,7 +260,7 @@ class _Routing(Generic[T]):
         elapsed_ms = (time.monotonic() - started) * 1000
         self._account(model, reply, elapsed_ms, lost=race is not None and race.lost(model))
         if breaker is not None and not isinstance(reply.failure, Cancelled):  # closed by us: says nothing of it
-            breaker.record(admission, healthy=reply.failure is None or not reply.failure.unhealthy)
+            breaker.record(permit, healthy=reply.failure is None or not reply.failure.unhealthy)
         return reply, elapsed_ms, fields
 
     def _reply(self, context: CallContext) -> Reply[T]:

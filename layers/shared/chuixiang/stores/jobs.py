@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..clock import iso, now_utc
 from ..errors import ErrorCode, clip_detail, retryable_default
 from ..job_status import JobStage, JobStatus
-from ..models import Progress, RecipeMetrics
+from ..schemas import Progress, RecipeMetrics
 from ..settings import Settings
 from .conditional import applied
 from .table import from_dynamo, job_key, jobs_table, set_expression, to_dynamo
