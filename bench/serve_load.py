@@ -28,7 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.serve_helper import Serve  # the same launcher the tests use
+from tests.support.serve import Serve  # the same launcher the tests use
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -20,7 +20,7 @@ from chuixiang_local.cloud.moto_patches import atomic_dynamodb
 from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.template import Template
 
-from .scaled import SCALED
+from .support.scaled import SCALED
 
 #: Each folder is a tier; its marker is set from the folder, so ``-m`` and the folder always agree.
 TIERS = ("unit", "sockets", "pipeline")

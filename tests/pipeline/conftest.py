@@ -11,7 +11,7 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
 
-from ..scaled import SCALED
+from ..support.scaled import SCALED
 
 
 @pytest.fixture(scope="module")

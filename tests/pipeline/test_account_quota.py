@@ -15,8 +15,8 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.template import ConfigError
 
-from ..scaled import SCALED
-from ..serve_helper import ROOT
+from ..support.scaled import SCALED
+from ..support.serve import ROOT
 
 QUOTA = 5
 

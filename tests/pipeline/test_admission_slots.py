@@ -18,8 +18,8 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
-from ..scaled import SCALED
-from ..waiting import wait_until
+from ..support.scaled import SCALED
+from ..support.waiting import wait_until
 
 LIMIT = 3
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from chuixiang import api
 from chuixiang_local.gateway.api_client import http_event
 
-from ..api_on_moto import api_on_moto
+from ..support.api_on_moto import api_on_moto
 
 EXAMPLES = 2000
 KNOWN = {"/recipes": "POST", "/recipes/": "POST", "/openapi.json": "GET"}

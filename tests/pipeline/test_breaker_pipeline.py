@@ -14,8 +14,8 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
-from ..scaled import SCALED
-from ..serve_helper import Serve
+from ..support.scaled import SCALED
+from ..support.serve import Serve
 
 PRIMARY, FALLBACK = "model-primary", "model-fallback"
 

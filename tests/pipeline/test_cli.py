@@ -11,8 +11,8 @@ import httpx
 
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
-from ..scaled import SCALED
-from ..serve_helper import Serve
+from ..support.scaled import SCALED
+from ..support.serve import Serve
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "chuixiang_local.commands.cli"]

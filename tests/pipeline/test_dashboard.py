@@ -30,7 +30,7 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
-from ..scaled import SCALED
+from ..support.scaled import SCALED
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "Chuixiang"

@@ -21,10 +21,10 @@ from chuixiang_local.cloud import sam
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.template import Template
 
-from ..scaled import ONE_CALLER
-from ..serve_helper import ROOT, Serve, free_port
-from ..template_doc import walk
-from ..waiting import wait_until
+from ..support.scaled import ONE_CALLER
+from ..support.serve import ROOT, Serve, free_port
+from ..support.template_doc import walk
+from ..support.waiting import wait_until
 
 # --- would break the deploy ------------------------------------------------------------------------
 

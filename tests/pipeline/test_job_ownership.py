@@ -9,7 +9,7 @@ from typing import Any
 from chuixiang_local.gateway.api_client import LocalApi, http_event
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
-from ..waiting import wait_until
+from ..support.waiting import wait_until
 
 
 def _as(claims: dict[str, str], event: dict[str, Any]) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import recipe_for
 
-from ..provider_corpus import Replay, ReplayServer
-from ..scaled import SCALED
+from ..support.provider_corpus import Replay, ReplayServer
+from ..support.scaled import SCALED
 
 KEY = "team.key-7f3a9c2e/0b1d.A9x"  # no known key shape: only the redactor's knowledge of it hides it
 PIECES = [KEY[i : i + 8] for i in range(len(KEY) - 7)]

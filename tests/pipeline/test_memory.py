@@ -16,7 +16,7 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi, http_event
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 
-from ..scaled import SCALED
+from ..support.scaled import SCALED
 
 #: The share of MemorySize a function may use at its peak (the rest is headroom).
 HEADROOM = 0.85

@@ -20,7 +20,7 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 
-from ..scaled import SCALED
+from ..support.scaled import SCALED
 
 KEY = "team-key-7f3a9c2e-0b1d"
 

@@ -13,8 +13,8 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
-from ..scaled import SCALED
-from ..waiting import wait_until
+from ..support.scaled import SCALED
+from ..support.waiting import wait_until
 
 HANG = Path(__file__).parents[1] / "lambdas" / "hang"
 

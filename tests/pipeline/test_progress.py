@@ -9,9 +9,9 @@ from typing import Any
 from chuixiang_local.model.fake_model import recipe_for
 from chuixiang_local.template import Template
 
-from ..scaled import SCALED
-from ..serve_helper import Serve
-from ..waiting import wait_until
+from ..support.scaled import SCALED
+from ..support.serve import Serve
+from ..support.waiting import wait_until
 
 FINAL = recipe_for("番茄炒蛋")
 TEXT = json.dumps(FINAL, ensure_ascii=False)

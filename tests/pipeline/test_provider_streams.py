@@ -13,7 +13,7 @@ import pytest
 
 from chuixiang.upstream.chat import StreamLimits
 
-from ..provider_corpus import (
+from ..support.provider_corpus import (
     RECIPE_CARRIERS,
     Replay,
     ReplayServer,
@@ -21,7 +21,7 @@ from ..provider_corpus import (
     recipe_stream,
     recordings,
 )
-from ..serve_helper import ROOT
+from ..support.serve import ROOT
 
 CORPUS = recordings()
 LIMITS = StreamLimits(first_content_s=5, idle_s=5, max_chunks=10_000)

@@ -10,7 +10,7 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.template import Template
 
-from ..scenarios import SCENARIOS, Scenario, assert_give_up
+from ..support.scenarios import SCENARIOS, Scenario, assert_give_up
 
 _dishes = itertools.count(1)
 

@@ -22,8 +22,8 @@ import pytest
 
 from chuixiang_local.template import Template
 
-from ..serve_helper import ROOT, free_port
-from ..waiting import wait_until
+from ..support.serve import ROOT, free_port
+from ..support.waiting import wait_until
 
 sys.path.insert(0, str(ROOT / "layers" / "shared"))
 import build_layer  # the build script, not a package

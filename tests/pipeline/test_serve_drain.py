@@ -12,8 +12,8 @@ import time
 
 import httpx
 
-from ..serve_helper import Serve
-from ..waiting import wait_until
+from ..support.serve import Serve
+from ..support.waiting import wait_until
 
 
 def _drained(serve: Serve) -> tuple[int, int]:

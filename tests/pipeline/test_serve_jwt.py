@@ -19,7 +19,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ..serve_helper import Serve
+from ..support.serve import Serve
 
 AUDIENCE = "wx-miniprogram"
 

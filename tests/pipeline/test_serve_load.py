@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from ..scaled import ONE_CALLER
-from ..serve_helper import Serve
-from ..waiting import NeverHappened, wait_until
+from ..support.scaled import ONE_CALLER
+from ..support.serve import Serve
+from ..support.waiting import NeverHappened, wait_until
 
 CLIENTS = 60
 

@@ -19,7 +19,7 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import FunctionSpec
 from chuixiang_local.workers.invoker import WorkerPool, invoke
 
-from ..waiting import wait_until
+from ..support.waiting import wait_until
 
 ECHO = FunctionSpec(
     logical_id="EchoFunction",

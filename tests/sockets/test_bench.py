@@ -16,8 +16,8 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.model.profiles import PROFILES
 from chuixiang_local.template import Template
 
-from ..scaled import LATE_S
-from ..stage_helpers import function_settings
+from ..support.scaled import LATE_S
+from ..support.stages import function_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from chuixiang.stores.health_store import DynamoHealthStore
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
-from ..stage_helpers import function_settings
+from ..support.stages import function_settings
 
 
 def test_a_run_probes_every_model_at_once(

@@ -14,8 +14,8 @@ from chuixiang.settings import Settings
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
-from ..scaled import LATE_S
-from ..stage_helpers import function_settings, run_image, run_recipe
+from ..support.scaled import LATE_S
+from ..support.stages import function_settings, run_image, run_recipe
 
 # --- what each model is sent (no sockets) ----------------------------------------------------------
 

@@ -21,8 +21,8 @@ from chuixiang.stores.health_store import DynamoHealthStore
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
-from ..scaled import LATE_S
-from ..stage_helpers import function_settings, run_image, run_recipe
+from ..support.scaled import LATE_S
+from ..support.stages import function_settings, run_image, run_recipe
 
 PRIMARY, FALLBACK = "model-primary", "model-fallback"
 KEEPALIVES_ONLY = ChatBehaviour(stall_after_chunks=0, stall_s=30, keepalive_every_s=0.2)

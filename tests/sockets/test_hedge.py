@@ -12,8 +12,8 @@ from chuixiang.timeouts import RECIPE_HEDGE_AFTER
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
-from ..scaled import LATE_S
-from ..stage_helpers import run_recipe
+from ..support.scaled import LATE_S
+from ..support.stages import run_recipe
 from .test_fallback_breaker import FALLBACK, PRIMARY, budget_ms, settings_with_fallback
 
 

@@ -8,8 +8,8 @@ from chuixiang.generation.image import ImageOutcome
 from chuixiang_local.model.fake_model import FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
-from ..scaled import LATE_S
-from ..stage_helpers import run_image
+from ..support.scaled import LATE_S
+from ..support.stages import run_image
 
 
 def run(template: Template, base_url: str, budget_ms: float = 3000) -> tuple[ImageOutcome, float]:

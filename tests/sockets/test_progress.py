@@ -22,8 +22,8 @@ from chuixiang.timeouts import PROGRESS_INTERVAL
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, recipe_for
 from chuixiang_local.template import Template
 
-from ..stage_helpers import function_settings
-from ..waiting import wait_until
+from ..support.stages import function_settings
+from ..support.waiting import wait_until
 
 FINAL = recipe_for("番茄炒蛋")
 TEXT = json.dumps(FINAL, ensure_ascii=False)

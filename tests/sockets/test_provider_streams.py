@@ -24,7 +24,7 @@ from chuixiang.upstream.chat import Completion, SSEReader, StreamLimits, read_ch
 from chuixiang.upstream.failures import UpstreamError
 from chuixiang_local.template import Template
 
-from ..provider_corpus import (
+from ..support.provider_corpus import (
     RECIPE_CARRIERS,
     Recording,
     Replay,
@@ -35,7 +35,7 @@ from ..provider_corpus import (
     recordings,
     reframe,
 )
-from ..stage_helpers import run_recipe
+from ..support.stages import run_recipe
 
 CORPUS = recordings()
 FRAMINGS = ["as-recorded", "crlf", "cr", "no-space", "bom"]

@@ -8,8 +8,8 @@ import pytest
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
-from ..scenarios import SCENARIOS, Scenario, assert_give_up
-from ..stage_helpers import function_settings, run_recipe
+from ..support.scenarios import SCENARIOS, Scenario, assert_give_up
+from ..support.stages import function_settings, run_recipe
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)

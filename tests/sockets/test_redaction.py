@@ -10,7 +10,7 @@ from chuixiang.redaction import REDACTED
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
-from ..stage_helpers import run_recipe
+from ..support.stages import run_recipe
 
 KEY = "team-key-7f3a9c2e"  # not shaped like any known key: only knowing it redacts it
 

@@ -6,7 +6,7 @@ from chuixiang.generation.progress import CHARS_PER_TOKEN
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
-from ..stage_helpers import run_recipe
+from ..support.stages import run_recipe
 from .test_fallback_breaker import FALLBACK, PRIMARY, budget_ms, settings_with_fallback
 
 

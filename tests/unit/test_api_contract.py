@@ -15,7 +15,7 @@ from chuixiang.settings import get_settings
 from chuixiang_local.gateway.api_client import http_event
 from chuixiang_local.workers.context import LocalContext
 
-from ..api_on_moto import api_on_moto
+from ..support.api_on_moto import api_on_moto
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from botocore.stub import Stubber
 from chuixiang_local.commands.ladder import account_concurrency, build_ladder, reservation_problems
 from chuixiang_local.template import ConfigError, Template
 
-from ..serve_helper import ROOT
-from ..template_doc import DOC, RESOURCES, walk
+from ..support.serve import ROOT
+from ..support.template_doc import DOC, RESOURCES, walk
 
 # --- would break the deploy ------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import pytest
 from chuixiang_local.commands.ladder import build_ladder
 from chuixiang_local.template import ConfigError, Template
 
-from ..scaled import SCALED
+from ..support.scaled import SCALED
 
 
 def test_shipped_defaults_pass() -> None:

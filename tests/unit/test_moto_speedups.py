@@ -19,7 +19,7 @@ from chuixiang_local.cloud.front_door import FrontDoorCallsFirst, PriorityGate
 from chuixiang_local.cloud.local_cloud import API_ACCESS_KEY_ID
 from chuixiang_local.cloud.moto_patches import apply_patches, wire_attribute_value
 
-from ..waiting import wait_until
+from ..support.waiting import wait_until
 
 apply_patches()
 

@@ -13,7 +13,7 @@ import pytest
 
 from chuixiang_local.cloud import moto_patches
 from chuixiang_local.cloud.moto_patches import PATCHES as CLOUD_PATCHES
-from chuixiang_local.cloud.moto_patches import EngineError, fingerprint, replace
+from chuixiang_local.cloud.moto_patches import EngineError, apply_patches, fingerprint, replace
 from chuixiang_local.gateway.http_protocol import PATCHES as GATEWAY_PATCHES
 
 PATCHES = (*CLOUD_PATCHES, *GATEWAY_PATCHES)
@@ -55,3 +55,12 @@ def test_every_item_operation_is_locked() -> None:
 
     for name in moto_patches.ATOMIC_DYNAMODB_OPERATIONS:  # the lock's wrapper (functools.wraps) is in place
         assert hasattr(getattr(DynamoDBBackend, name), "__wrapped__"), name
+
+
+def test_another_moto_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local engine's hook into moto fails loudly, never silently falls back to a stub."""
+    import moto
+
+    monkeypatch.setattr(moto, "__version__", "9.9.9")
+    with pytest.raises(EngineError, match="verified with"):
+        apply_patches()

@@ -1,4 +1,4 @@
-"""The local engine's hook into moto must fail loudly, never silently fall back to a stub."""
+"""``serve``'s front door first: an invocation waits while a request is open at the API, within a bound."""
 
 from __future__ import annotations
 
@@ -6,24 +6,10 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
 from chuixiang_local.cloud.front_door import FrontDoorPriority, SharedCount
-from chuixiang_local.cloud.moto_patches import EngineError, apply_patches
 
-from ..waiting import wait_until
-
-
-def test_other_moto_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    import moto
-
-    monkeypatch.setattr(moto, "__version__", "9.9.9")
-    with pytest.raises(EngineError, match="verified with"):
-        apply_patches()
-
-
-# --- serve's front door first ---------------------------------------------------------------
+from ..support.waiting import wait_until
 
 
 def _held_in_thread(gate: FrontDoorPriority) -> tuple[threading.Thread, list[float]]:

@@ -13,7 +13,7 @@ import httpx
 
 from .waiting import wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

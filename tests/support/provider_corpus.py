@@ -20,7 +20,7 @@ from typing import Any
 
 from chuixiang_local.model.fake_model import make_png, recipe_for
 
-CORPUS = Path(__file__).parent / "provider_streams"
+CORPUS = Path(__file__).parents[1] / "provider_streams"
 
 
 @dataclass(frozen=True)

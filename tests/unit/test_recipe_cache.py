@@ -1,4 +1,4 @@
-"""One generation per dish at a time, and a cached recipe never points at a deleted image."""
+"""The recipe cache: an entry never outlives the picture it points at, and a new recipe drops the old picture."""
 
 from __future__ import annotations
 
