@@ -4,8 +4,8 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chuixiang import steps
-from chuixiang.schemas import SubmitEvent
 from chuixiang.observability import logger, metrics
+from chuixiang.schemas import SubmitEvent
 
 steps.warm_up()
 
