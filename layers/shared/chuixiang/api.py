@@ -283,9 +283,44 @@ def cors_config(origins: str | None = None) -> CORSConfig | None:
     return _cors_for(origins if origins is not None else os.environ.get("CORS_ALLOW_ORIGINS", ""))
 
 
-def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) -> R:
-    kwargs.setdefault("cors", cors_config())
-    app = resolver_cls(enable_validation=True, **kwargs)
+def _start(job: dict[str, str], lambda_context: Any) -> dict[str, Any] | Response[Any]:
+    """Start (or join) the job; the error answer when it cannot be."""
+    try:
+        if job["idempotencyKey"]:
+            return start_job_once(job, lambda_context)
+        return start_job({k: v for k, v in job.items() if k != "idempotencyKey"})
+    except JobStartError:
+        return error_response(503, ErrorCode.INTERNAL, "could not start the job")
+    except AdmissionRefused as busy:
+        return _refused(busy)
+    except IdempotencyAlreadyInProgressError:
+        return error_response(409, HttpErrorCode.REQUEST_IN_PROGRESS, "the same Idempotency-Key is being processed")
+    except IdempotencyValidationError:
+        return error_response(
+            422, HttpErrorCode.IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was first used with another dish"
+        )
+
+
+def _refused(busy: AdmissionRefused) -> Response[Any]:
+    """The 429 of a request admission turned away, with when to come back and why."""
+    seconds = str(math.ceil(busy.retry_after_s))
+    # Clients turned away: the admission's saturation, as the on-call sees it (a metric and a line).
+    dimensioned_metric("JobsRejected", MetricUnit.Count, 1, Reason=busy.reason)
+    logger.info("job refused", extra={"reason": busy.reason, "retryAfterS": int(seconds)})
+    return error_response(
+        429,
+        HttpErrorCode.TOO_MANY_JOBS,
+        (
+            f"this caller already has its share of jobs in flight; retry in {seconds} s"
+            if busy.reason == "caller_limit"
+            else f"all job slots are taken or owed to callers waiting before you; retry in {seconds} s"
+        ),
+        headers={"Retry-After": seconds},
+    )
+
+
+def _error_handlers(app: ApiGatewayResolver) -> None:
+    """Every way a request can fail before or around a route, as the one error shape."""
 
     @app.exception_handler(RequestValidationError)
     def _invalid(exc: RequestValidationError) -> Response[Any]:
@@ -308,6 +343,12 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
     def _no_route(exc: Exception) -> Response[Any]:
         return error_response(404, HttpErrorCode.NOT_FOUND, "no such route")
 
+
+def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) -> R:
+    kwargs.setdefault("cors", cors_config())
+    app = resolver_cls(enable_validation=True, **kwargs)
+    _error_handlers(app)
+
     @app.post(
         "/recipes",
         summary="Start (or join) the job that writes a dish's recipe and draws it",
@@ -327,36 +368,9 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
     ) -> Response[Any]:
         event = app.current_event.raw_event
         job = {"dish": request.dish, "caller": caller_of(event), "admittedAs": admitted_as(event)}
-        try:
-            if idempotency_key:
-                created = start_job_once(
-                    {**job, "idempotencyKey": idempotency_key}, getattr(app, "lambda_context", None)
-                )
-            else:
-                created = start_job(job)
-        except JobStartError:
-            return error_response(503, ErrorCode.INTERNAL, "could not start the job")
-        except AdmissionRefused as busy:
-            seconds = str(math.ceil(busy.retry_after_s))
-            # Clients turned away: the admission's saturation, as the on-call sees it (a metric and a line).
-            dimensioned_metric("JobsRejected", MetricUnit.Count, 1, Reason=busy.reason)
-            logger.info("job refused", extra={"reason": busy.reason, "retryAfterS": int(seconds)})
-            return error_response(
-                429,
-                HttpErrorCode.TOO_MANY_JOBS,
-                (
-                    f"this caller already has its share of jobs in flight; retry in {seconds} s"
-                    if busy.reason == "caller_limit"
-                    else f"all job slots are taken or owed to callers waiting before you; retry in {seconds} s"
-                ),
-                headers={"Retry-After": seconds},
-            )
-        except IdempotencyAlreadyInProgressError:
-            return error_response(409, HttpErrorCode.REQUEST_IN_PROGRESS, "the same Idempotency-Key is being processed")
-        except IdempotencyValidationError:
-            return error_response(
-                422, HttpErrorCode.IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was first used with another dish"
-            )
+        created = _start({**job, "idempotencyKey": idempotency_key or ""}, getattr(app, "lambda_context", None))
+        if isinstance(created, Response):
+            return created
         body = CreateRecipeResponse.model_validate(created)
         return Response(
             status_code=202,

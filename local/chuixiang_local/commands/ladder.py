@@ -120,7 +120,6 @@ def retry_backoff(retriers: list[dict[str, Any]]) -> tuple[float, int]:
 def build_ladder(template: Template) -> Ladder:
     ladder = Ladder()
     functions = template.functions()
-    by_arn = {spec.arn: spec for spec in functions.values()}
     _, _, asl = template.state_machine()
     sm_timeout = float(asl.get("TimeoutSeconds", 0) or 0)
 
@@ -129,6 +128,7 @@ def build_ladder(template: Template) -> Ladder:
             return sm_timeout
         return template.number(limit.parameter)
 
+    by_arn = {spec.arn: spec for spec in functions.values()}
     state_functions: dict[str, FunctionSpec] = {}
     for name, state in asl["States"].items():
         if state["Type"] != "Task":
@@ -136,53 +136,12 @@ def build_ladder(template: Template) -> Ladder:
         fn = by_arn.get(unqualified(state.get("Parameters", {}).get("FunctionName", "")))
         if fn is not None:
             state_functions[name] = fn
-        backoff, attempts = retry_backoff(state.get("Retry", []))
-        if "TimeoutSecondsPath" in state:
-            if fn is None:
-                ladder.problems.append(f"{name}: TimeoutSecondsPath on a non-Lambda task cannot be checked")
-                continue
-            timeout = float(state_timeout_seconds(fn.timeout_s))
-            source = f"{state['TimeoutSecondsPath']} = {fn.logical_id} Timeout + {STATE_TIMEOUT_MARGIN_S} s"
-        elif "TimeoutSeconds" in state:
-            timeout, source = float(state["TimeoutSeconds"]), "TimeoutSeconds"
-        else:
-            ladder.problems.append(f"Task state {name} has no TimeoutSeconds (the default is a year)")
-            continue
-        ladder.states[name] = StateLimit(name, timeout, source, backoff, attempts, fn.logical_id if fn else None)
-        if fn is not None:
-            ladder.checks.append(
-                Check(f"{fn.logical_id} Timeout", fn.timeout_s, f"{name} state TimeoutSeconds", timeout, 1, "s")
-            )
-            for r in state.get("Retry", []):
-                extra = set(r.get("ErrorEquals", [])) - LAMBDA_SERVICE_ERRORS
-                if extra:
-                    ladder.problems.append(
-                        f"{name} retries {sorted(extra)}: Lambda tasks may retry only "
-                        f"Lambda service errors (the stage handles its own retries)"
-                    )
+        _check_task_state(ladder, name, state, fn)
 
     ladder.limits = [(f"{limit.title} ({limit.parameter})", f"{value(limit):g} {limit.unit}") for limit in LIMITS]
     ladder.limits += [(f"{s.logical_id} Timeout", f"{s.timeout_s} s") for s in functions.values()]
-
     for limit in LIMITS:
-        if limit.inside_state:
-            fn = state_functions.get(limit.inside_state)
-            if fn is None:
-                ladder.problems.append(f"{limit.parameter}: no Lambda task state {limit.inside_state}")
-            elif fn.timeout_s != value(limit):
-                ladder.problems.append(
-                    f"{fn.logical_id} Timeout = {fn.timeout_s} s is not {limit.parameter} "
-                    f"= {value(limit):g} s (the template must !Ref the parameter)"
-                )
-        if limit.timeout_of:
-            fn = next((f for f in functions.values() if f.code_dir.name == limit.timeout_of), None)
-            if fn is None or fn.timeout_s != value(limit):
-                ladder.problems.append(
-                    f"functions/{limit.timeout_of} Timeout is not {limit.parameter} "
-                    f"= {value(limit):g} s (the template must !Ref the parameter)"
-                )
-        for outer in limit.inside:
-            ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
+        _check_limit(ladder, limit, value, state_functions, functions)
 
     ladder.problems += reservation_problems(template)
     try:  # not a limit, but as fatal when wrong: checked with the very overrides being deployed
@@ -202,6 +161,65 @@ def build_ladder(template: Template) -> Ladder:
         )
     )
     return ladder
+
+
+def _check_task_state(ladder: Ladder, name: str, state: dict[str, Any], fn: FunctionSpec | None) -> None:
+    """A Task state's own timeout (every task has one), its function's Timeout inside it, and its retries
+    (a Lambda task retries only Lambda's service errors)."""
+    backoff, attempts = retry_backoff(state.get("Retry", []))
+    if "TimeoutSecondsPath" in state:
+        if fn is None:
+            ladder.problems.append(f"{name}: TimeoutSecondsPath on a non-Lambda task cannot be checked")
+            return
+        timeout = float(state_timeout_seconds(fn.timeout_s))
+        source = f"{state['TimeoutSecondsPath']} = {fn.logical_id} Timeout + {STATE_TIMEOUT_MARGIN_S} s"
+    elif "TimeoutSeconds" in state:
+        timeout, source = float(state["TimeoutSeconds"]), "TimeoutSeconds"
+    else:
+        ladder.problems.append(f"Task state {name} has no TimeoutSeconds (the default is a year)")
+        return
+    ladder.states[name] = StateLimit(name, timeout, source, backoff, attempts, fn.logical_id if fn else None)
+    if fn is None:
+        return
+    ladder.checks.append(
+        Check(f"{fn.logical_id} Timeout", fn.timeout_s, f"{name} state TimeoutSeconds", timeout, 1, "s")
+    )
+    for r in state.get("Retry", []):
+        extra = set(r.get("ErrorEquals", [])) - LAMBDA_SERVICE_ERRORS
+        if extra:
+            ladder.problems.append(
+                f"{name} retries {sorted(extra)}: Lambda tasks may retry only "
+                f"Lambda service errors (the stage handles its own retries)"
+            )
+
+
+def _check_limit(
+    ladder: Ladder,
+    limit: Limit,
+    value: Callable[[Limit], float],
+    state_functions: dict[str, FunctionSpec],
+    functions: dict[str, FunctionSpec],
+) -> None:
+    """A declared limit: the function Timeout that must be it (the template must ``!Ref`` the parameter), and
+    each limit it must sit inside."""
+    if limit.inside_state:
+        fn = state_functions.get(limit.inside_state)
+        if fn is None:
+            ladder.problems.append(f"{limit.parameter}: no Lambda task state {limit.inside_state}")
+        elif fn.timeout_s != value(limit):
+            ladder.problems.append(
+                f"{fn.logical_id} Timeout = {fn.timeout_s} s is not {limit.parameter} "
+                f"= {value(limit):g} s (the template must !Ref the parameter)"
+            )
+    if limit.timeout_of:
+        timed = next((f for f in functions.values() if f.code_dir.name == limit.timeout_of), None)
+        if timed is None or timed.timeout_s != value(limit):
+            ladder.problems.append(
+                f"functions/{limit.timeout_of} Timeout is not {limit.parameter} "
+                f"= {value(limit):g} s (the template must !Ref the parameter)"
+            )
+    for outer in limit.inside:
+        ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
 
 
 def _label(limit: Limit) -> str:

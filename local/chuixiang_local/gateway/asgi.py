@@ -69,6 +69,32 @@ class LambdaAsgi:
                 return handler
         return self.invoke
 
+    async def _body(self, receive: Receive, send: Send) -> bytes | None:
+        """The request's whole body; None once a 408 (no bytes for ``body_idle_s``) or a 413 was answered."""
+        body = bytearray()
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), self.body_idle_s)
+            except TimeoutError:
+                await _send(
+                    send,
+                    408,
+                    {"content-type": "application/json", "connection": "close"},
+                    error_body(HttpErrorCode.BAD_REQUEST, f"no body bytes for {self.body_idle_s:g} s").encode(),
+                )
+                return None
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                await _send(
+                    send,
+                    413,
+                    {"content-type": "application/json"},
+                    error_body(HttpErrorCode.BAD_REQUEST, "body over 10 MiB").encode(),
+                )
+                return None
+            if not message.get("more_body"):
+                return bytes(body)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             while (await receive())["type"] != "lifespan.shutdown":
@@ -98,30 +124,10 @@ class LambdaAsgi:
                 ).encode(),
             )
             return
-        body = bytearray()
-        while True:
-            try:
-                message = await asyncio.wait_for(receive(), self.body_idle_s)
-            except TimeoutError:
-                await _send(
-                    send,
-                    408,
-                    {"content-type": "application/json", "connection": "close"},
-                    error_body(HttpErrorCode.BAD_REQUEST, f"no body bytes for {self.body_idle_s:g} s").encode(),
-                )
-                return
-            body += message.get("body", b"")
-            if len(body) > MAX_BODY_BYTES:
-                await _send(
-                    send,
-                    413,
-                    {"content-type": "application/json"},
-                    error_body(HttpErrorCode.BAD_REQUEST, "body over 10 MiB").encode(),
-                )
-                return
-            if not message.get("more_body"):
-                break
-        event = http_api_event(scope, bytes(body))
+        body = await self._body(receive, send)
+        if body is None:
+            return
+        event = http_api_event(scope, body)
         if self.authorizer and self.authorizer.guards(event["rawPath"], event["requestContext"]["http"]["method"]):
             claims = await asyncio.get_running_loop().run_in_executor(None, self.authorizer.claims, event["headers"])
             if claims is None:

@@ -304,40 +304,50 @@ class _Handler(BaseHTTPRequestHandler):
         if b.headers_delay_s and self.fake.wait(b.headers_delay_s):
             return
         if b.status != 200:
-            extra = {"Retry-After": b.retry_after} if b.retry_after else None
-            error: dict[str, Any] = {"message": f"fake upstream status {b.status}", "type": "server_error"}
-            if b.echo_headers:
-                error["request_headers"] = dict(self.headers.items())
-            self._json(b.status, {"error": error}, extra)
+            self._chat_error(b)
             return
         dish = _dish(body)
         text = json.dumps(largest_recipe(dish) if b.kind == "largest" else recipe_for(dish), ensure_ascii=False)
-        base = _chunk_base(body)
         echoed = json.dumps(self._headers_auth_first()) if b.echo_headers else ""
         if b.kind == "not_json":
             self._body(200, "text/html", f"<html>502 Bad Gateway; request was {echoed}</html>".encode())
+        elif b.kind == "json" or not body.get("stream"):
+            self._chat_document(_chunk_base(body), text, b)
+        else:
+            self._chat_stream(body, text, b, echoed)
+
+    def _chat_error(self, b: ChatBehaviour) -> None:
+        extra = {"Retry-After": b.retry_after} if b.retry_after else None
+        error: dict[str, Any] = {"message": f"fake upstream status {b.status}", "type": "server_error"}
+        if b.echo_headers:
+            error["request_headers"] = dict(self.headers.items())
+        self._json(b.status, {"error": error}, extra)
+
+    def _chat_document(self, base: dict[str, Any], text: str, b: ChatBehaviour) -> None:
+        """One JSON completion (``stream: false``, or a provider that ignores it), after ``body_delay_s``."""
+        doc = {
+            **base,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 200, "completion_tokens": len(text) // 2},
+        }
+        if not b.body_delay_s:
+            self._json(200, doc)
             return
-        if b.kind == "json" or not body.get("stream"):
-            doc = {
-                **base,
-                "object": "chat.completion",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 200, "completion_tokens": len(text) // 2},
-            }
-            if not b.body_delay_s:
-                self._json(200, doc)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            self.wfile.flush()
-            if self.fake.wait(b.body_delay_s):
-                return
-            self._chunk(json.dumps(doc, ensure_ascii=False).encode())
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        if self.fake.wait(b.body_delay_s):
             return
+        self._chunk(json.dumps(doc, ensure_ascii=False).encode())
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _chat_stream(self, body: dict[str, Any], text: str, b: ChatBehaviour, echoed: str) -> None:
+        """The SSE stream, with the behaviour's faults played at their chunk."""
+        base = _chunk_base(body)
         pace = self.fake.pace_s if b.chunk_delay_s is None else b.chunk_delay_s
         if b.kind == "length":
             text = text[: len(text) // 2]
@@ -349,18 +359,11 @@ class _Handler(BaseHTTPRequestHandler):
             for n, piece in enumerate(pieces):
                 if b.stall_after_chunks is not None and n == b.stall_after_chunks and self._stall(b):
                     return
-                if b.kind == "error_mid" and n == len(pieces) // 3:
-                    if echoed:
-                        leak = {"message": "upstream overloaded", "request_headers": json.loads(echoed)}
-                        self._chunk(b"event: error\ndata: " + json.dumps(leak).encode() + b"\n\n")
-                    else:
-                        self._event({"error": {"message": "upstream overloaded", "type": "server_error"}})
-                    break
-                if b.kind == "reset_mid" and n == len(pieces) // 3:
-                    self._reset()
+                fault = self._stream_fault(b, n, len(pieces), echoed)
+                if fault == "ended":
                     return
-                if b.kind == "garbage" and n == 3:
-                    self._chunk(b"data: {not json" + echoed.encode() + b"\n\n")
+                if fault == "error_sent":
+                    break
                 delta = {"reasoning_content": piece} if b.kind == "reasoning_only" else {"content": piece}
                 self._event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
                 if pace and self.fake.wait(pace):
@@ -370,6 +373,23 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.fake.hung_up.append((self.path, time.monotonic(), str(body.get("model", ""))))
             self.close_connection = True
+
+    def _stream_fault(self, b: ChatBehaviour, n: int, pieces: int, echoed: str) -> str:
+        """Play the behaviour's fault due before chunk ``n``: ``error_sent`` (an error event: the stream ends
+        after it), ``ended`` (the connection was reset) or ``""`` (none, or a garbage line: go on)."""
+        if b.kind == "error_mid" and n == pieces // 3:
+            if echoed:
+                leak = {"message": "upstream overloaded", "request_headers": json.loads(echoed)}
+                self._chunk(b"event: error\ndata: " + json.dumps(leak).encode() + b"\n\n")
+            else:
+                self._event({"error": {"message": "upstream overloaded", "type": "server_error"}})
+            return "error_sent"
+        if b.kind == "reset_mid" and n == pieces // 3:
+            self._reset()
+            return "ended"
+        if b.kind == "garbage" and n == 3:
+            self._chunk(b"data: {not json" + echoed.encode() + b"\n\n")
+        return ""
 
     def _profile(self, body: dict[str, Any], p: ModelProfile) -> None:
         """Play a measured model behaviour, ``time_scale`` times faster than real time, drift-free."""

@@ -173,34 +173,45 @@ class SSEReader:
 
     def event(self, event: Any) -> None:
         """One chunk (or a whole completion): text, reasoning, usage and finish reason wherever a provider puts them."""
-        out = self.out
         if not isinstance(event, dict):
             return
+        choice = self._count(event)
+        if choice is None:
+            return  # usage only, or a content-filter prelude
+        text, reasoning = self._texts_of(choice)
+        self._add(text, reasoning)
+        finish = choice.get("finish_reason")
+        if finish and isinstance(finish, str):
+            self.out.finish_reason = redact(finish)[:64]  # stored in the job's metrics: model text like any other
+
+    def _count(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """Refuse an error chunk or one too many; keep the usage; the first choice, if there is one."""
         error = _error_in(event)
         if error is not None:
             raise StreamError(f"error in stream: {_snippet(error)}", content_started=self.content_chars > 0)
-        out.chunks += 1
-        if out.chunks > self.limits.max_chunks:
+        self.out.chunks += 1
+        if self.out.chunks > self.limits.max_chunks:
             raise AnswerTooLarge(f"more than {self.limits.max_chunks} chunks", content_started=True)
         choices = event.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
         usage = _usage(event, choice)
         if usage:
-            out.usage = usage
-        if choice is None:
-            return  # usage only, or a content-filter prelude
+            self.out.usage = usage
+        return choice
+
+    def _texts_of(self, choice: dict[str, Any]) -> tuple[str, str]:
+        """(text, reasoning) of a stream's delta, or of a whole message: a document, or a stream's terminal
+        frame that repeats what it streamed (its usage counted; its text must not be appended twice)."""
         delta = choice.get("delta")
         if isinstance(delta, dict):
-            text, reasoning = _texts(delta)
-        else:
-            message = choice.get("message")
-            # A whole answer in one frame: a document, or a stream's terminal frame that repeats what it
-            # streamed (its usage counted above; its text must not be appended twice).
-            text, reasoning = _texts(message) if isinstance(message, dict) else ("", "")
-            if self.content_chars:
-                text = ""
-            if out.reasoning_chars:
-                reasoning = ""
+            return _texts(delta)
+        message = choice.get("message")
+        text, reasoning = _texts(message) if isinstance(message, dict) else ("", "")
+        return ("" if self.content_chars else text), ("" if self.out.reasoning_chars else reasoning)
+
+    def _add(self, text: str, reasoning: str) -> None:
+        """Append what the model wrote; the first text's time and hook, and every text's."""
+        out = self.out
         if text:
             if out.first_content_ms is None:
                 out.first_content_ms = int((time.monotonic() - self.started) * 1000)
@@ -210,16 +221,14 @@ class SSEReader:
                 raise AnswerTooLarge(f"content over {self.limits.max_content_chars} characters", content_started=True)
         if reasoning:
             out.reasoning_chars += len(reasoning)
-        if text or reasoning:
-            if self.first_text_at is None:
-                self.first_text_at = time.monotonic()
-                if self.on_first_text is not None:
-                    self.on_first_text(self)
-            if self.on_text is not None:
-                self.on_text()
-        finish = choice.get("finish_reason")
-        if finish and isinstance(finish, str):
-            out.finish_reason = redact(finish)[:64]  # stored in the job's metrics: model text like any other
+        if not (text or reasoning):
+            return
+        if self.first_text_at is None:
+            self.first_text_at = time.monotonic()
+            if self.on_first_text is not None:
+                self.on_first_text(self)
+        if self.on_text is not None:
+            self.on_text()
 
 
 def _error_in(event: dict[str, Any]) -> Any:
