@@ -9,7 +9,7 @@ SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 NODE_STAMP := node_modules/.installed
 BROWSER_STAMP := .chuixiang/.browser-installed
 
-.PHONY: run test test-fast test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: run test test-fast test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -85,8 +85,9 @@ ladder: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/python -c "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver; from chuixiang.api import build_app, openapi_json; print(openapi_json(build_app(APIGatewayHttpResolver)))" > docs/openapi.json
 
-# Rewrite docs/ladder.md's table from the declarations (a test fails when it is stale).
-docs-ladder: $(STAMP)
+# Rewrite the documents' generated tables: the ladder (docs/ladder.md) and the module map
+# (docs/architecture.md). A test fails when either is stale.
+docs docs-ladder: $(STAMP)
 	$(BIN)/python -m chuixiang_local.commands.readme
 
 serve: $(STAMP) $(SAM_STAMP)

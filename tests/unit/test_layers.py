@@ -11,55 +11,18 @@
 
 A module may import from its own unit (the same package, or the foundation's and the entry points'
 flat modules among themselves) and from any layer below; never from above, never from a peer.
-``docs/architecture.md`` draws the same map.
+The map (``LAYERS``) lives in ``chuixiang_local/commands/layout.py``; ``docs/architecture.md``'s module table
+is generated from it (``make docs``), and a test below keeps it current.
 """
 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+import re
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "shared" / "chuixiang"
-#: Bottom to top; a layer's units (packages, or groups of flat modules) at the same rank are peers.
-LAYERS: list[dict[str, set[str]]] = [
-    {
-        "foundation": {
-            "clock",
-            "redaction",
-            "timeouts",
-            "observability",
-            "job_status",
-            "dish",
-            "deadline",
-            "errors",
-            "settings",
-            "polling",
-        }
-    },
-    {"schemas": {"schemas"}},
-    {"upstream": {"upstream"}},
-    {"resilience": {"resilience"}},
-    {"generation": {"generation"}, "stores": {"stores"}},
-    {"entry": {"steps", "api", "job_start", "job_view"}},
-]
-
-
-def unit_of(module: str) -> tuple[int, str]:
-    """``module`` is dotted below ``chuixiang`` (``upstream.chat``): its layer's rank and its unit."""
-    head = module.split(".")[0]
-    for rank, units in enumerate(LAYERS):
-        for unit, heads in units.items():
-            if head in heads:
-                return rank, unit
-    raise AssertionError(f"chuixiang.{module} is in no layer: add it to LAYERS and docs/architecture.md")
-
-
-def modules() -> list[str]:
-    return sorted(
-        ".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"
-    )
+from chuixiang_local.commands.layout import PACKAGE, markdown_table, modules, unit_of
 
 
 def imports_of(module: str) -> set[str]:
@@ -102,3 +65,11 @@ def test_the_walk_sees_every_kind_of_import() -> None:
     assert {"job_start", "job_view", "stores.jobs", "errors"} <= found
     assert "stores.images" in imports_of("api")  # imported inside a function too
     assert unit_of("stores.breaker_store") == (4, "stores")
+
+
+def test_the_module_table_is_generated_from_the_map() -> None:
+    """docs/architecture.md's module table is exactly the map and the modules' own docstrings."""
+    page = (PACKAGE.parents[2] / "docs" / "architecture.md").read_text()
+    match = re.search(r"<!-- layout:begin -->\n(.*?)\n<!-- layout:end -->", page, re.DOTALL)
+    assert match, "docs/architecture.md has no <!-- layout:begin --> … <!-- layout:end --> block"
+    assert match.group(1) == markdown_table(), "docs/architecture.md's module table is stale: run `make docs`"

@@ -1,4 +1,4 @@
-"""A job's status and stage: the only place their values are spelled in Python.
+"""A job's status and stage (the only place their values are spelled in Python), and the deadline rule.
 
 ``status`` is what the client switches on; ``stage`` says which step of the
 state machine the job is in (``done`` once nothing is left to run). The ASL

@@ -1,4 +1,6 @@
-"""Keep credentials out of logs, job items, the recipe cache, the job document and the workflow's history:
+"""Keep credentials out of everything stored or logged.
+
+Out of logs, job items, the recipe cache, the job document and the workflow's history:
 a model may echo the request's headers anywhere it answers (its text, a finish reason, an error body of
 any status, an SSE error event, a body that is not JSON, an images answer), in any encoding a JSON or SSE
 producer uses.
