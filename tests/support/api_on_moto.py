@@ -15,8 +15,9 @@ from chuixiang import api, job_start
 from chuixiang.settings import get_settings
 from chuixiang_local.template import Template
 
+TEMPLATE = Template()
 #: The template's default CorsAllowOrigins: a preflight (OPTIONS) on a known path is answered, not refused.
-CORS_ORIGINS = Template().parameters["CorsAllowOrigins"]
+CORS_ORIGINS = TEMPLATE.parameters["CorsAllowOrigins"]
 
 
 @contextlib.contextmanager
@@ -24,6 +25,10 @@ def api_on_moto(max_jobs: int, name: str) -> Iterator[APIGatewayHttpResolver]:
     """The api function's app on an in-process moto table and state machine."""
     patch = pytest.MonkeyPatch()
     patch.delenv("AWS_ENDPOINT_URL", raising=False)
+    # Whatever an earlier test left in this process's environment (a local cloud makes the process look like
+    # its api function, with that stack's parameters): only what is set below, and the settings' defaults.
+    for key in TEMPLATE.function_by_dir("api").env:
+        patch.delenv(key, raising=False)
     for key, value in {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
