@@ -9,7 +9,7 @@ SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 NODE_STAMP := node_modules/.installed
 BROWSER_STAMP := .chuixiang/.browser-installed
 
-.PHONY: run test test-fast test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: run test test-python test-node test-fast test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,12 +22,22 @@ run: $(STAMP) $(SAM_STAMP)
 	$(BIN)/chuixiang cook "$(DISH)" --json
 
 # The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
+# pytest (its files over one worker per core) and the two Node tiers run side by side: each waits on
+# timers and servers far more than it computes. Each one's output is printed whole when it ends.
 test: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/chuixiang ladder > /dev/null
-	$(BIN)/python -m pytest
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-node
+
+test-python: $(STAMP) $(SAM_STAMP)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+test-node: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	node --test clients/js/test/*.test.js
 	node --test --test-concurrency=1 tests/browser/*.test.js
+
+#: pytest workers: one per core (more overloads a 2-core machine: measured in docs/local-runs.md).
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # The tiers are the folders of tests/ (a unit test that opens a socket or starts a process fails).
 # The fast tier: in-process only, under 15 s. `make test` runs every tier.

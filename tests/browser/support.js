@@ -26,12 +26,14 @@ async function listen(server) {
 
 /**
  * The project's fake model in its own process, behind a proxy that answers 500 to a recipe request for a dish
- * with 失败 in its name (a model failing for real, over HTTP, as the recipe stage meets one).
+ * with 失败 in its name (a model failing for real, over HTTP, as the recipe stage meets one). It writes a
+ * recipe in ~14 s (60 ms per chunk): several of the page's polls (every 3 s while the model writes) fall
+ * inside it, however late the job started on a busy machine, so the partial recipe is always seen.
  */
 export async function failingModel() {
   const port = await freePort();
   const fake = spawn(path.join(ROOT, ".venv", "bin", "python"),
-    ["-m", "chuixiang_local.model.fake_model", "--port", String(port), "--pace-ms", "25"],
+    ["-m", "chuixiang_local.model.fake_model", "--port", String(port), "--pace-ms", "60"],
     { cwd: ROOT, stdio: ["pipe", "ignore", "ignore"] }); // stdin open: it exits with its parent (EOF)
   for (let i = 0; i < 100; i++) {
     try { await fetch(`http://127.0.0.1:${port}/v1/models`); break; } catch { await new Promise((r) => setTimeout(r, 100)); }

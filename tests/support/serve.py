@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -16,10 +17,29 @@ from .waiting import wait_until
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: Ports a test picks for a server it starts later: below Linux's ephemeral range (32768-60999), so no
+#: connection's source port and no server bound to port 0 can take one in between, and one block per
+#: pytest-xdist worker, so two workers never pick the same one.
+PORT_BLOCK = 2000
+FIRST_PORT = 12000
+_next_port = 0
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nobody listens on now, and no other test process will pick."""
+    global _next_port
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    base = FIRST_PORT + PORT_BLOCK * int(worker.removeprefix("gw") or 0)
+    for _ in range(PORT_BLOCK):
+        port = base + _next_port
+        _next_port = (_next_port + 1) % PORT_BLOCK
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # still in use (a server a test started), or in TIME_WAIT without SO_REUSEADDR
+            return port
+    raise RuntimeError(f"no free port in {base}-{base + PORT_BLOCK - 1}")
 
 
 class Serve:
