@@ -240,20 +240,21 @@ def test_operations_alarms_cover_what_the_job_metrics_cannot_see() -> None:
         if "MetricStat" in m
     }
     assert watched == {"ExecutionsAborted", "ExecutionThrottled"}
-    rate = alarms["JobFailureRateAlarm"]
-    counted = {m["MetricStat"]["Metric"]["MetricName"] for m in rate["Metrics"] if "MetricStat" in m}
-    assert counted == {"ExecutionsStarted", "ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
-    assert rate["Threshold"] == {"Ref": "JobFailureRateThreshold"}
+    for window in ("1h", "5m", "6h", "30m"):  # the success SLO counts every way an execution ends badly
+        burn = alarms[f"JobSuccessBurn{window}Alarm"]
+        counted = {m["MetricStat"]["Metric"]["MetricName"] for m in burn["Metrics"] if "MetricStat" in m}
+        assert counted == {"ExecutionsSucceeded", "ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted"}
     covered = [
         f"{fn}{m}Alarm" for fn in ("Api", "Submit", "Recipe", "Image", "Reconcile") for m in ("Errors", "Throttles")
     ]
     covered += [
         "ReconcileRuleFailedInvocationsAlarm",
         "Api5xxAlarm",
-        "ExecutionsAbortedOrThrottledAlarm",
-        "JobFailureRateAlarm",
     ]
+    composites = {k: r for k, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::CompositeAlarm"}
     assert all(alarms[n]["AlarmActions"] == [{"Ref": "AlarmTopic"}] for n in covered)  # each of them pages
+    for objective in ("JobSuccessBurnAlarm", "JobLatencyBurnAlarm", "JobsEndedOutsideTheWorkflowAlarm"):
+        assert composites[objective]["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
 
 
 def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path) -> None:
