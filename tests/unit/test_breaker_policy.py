@@ -7,6 +7,7 @@ store (in-process moto) so the two cannot drift apart.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -193,3 +194,23 @@ def test_the_closed_cache_serves_reads_until_its_ttl_and_any_write_drops_it(tabl
     assert cached.read().failures == 1 and len(calls) == 3
     cached.read()  # a record with failures is never cached
     assert len(calls) == 4
+
+
+def test_each_answer_is_recorded_as_the_breaker_state_gauge(capsys: pytest.CaptureFixture[str]) -> None:
+    """``BreakerState`` per call, as the on-call reads it (its maximum over 5 minutes): 0 closed, 0.5 a probe
+    let through, 1 open and refusing. Its transitions alone (``BreakerOpened``) cannot say it is open now."""
+    now = [1000.0]
+    shared = MemoryBreakerStore()
+    breaker = CircuitBreaker(shared, "m", CONFIG, clock=lambda: now[0])
+    for _ in range(3):
+        breaker.record(breaker.permit(5), healthy=False)
+    assert breaker.permit(5) is Permit.REJECT
+    now[0] += CONFIG.recovery_s
+    assert breaker.permit(5) is Permit.PROBE
+    gauges = [
+        doc["BreakerState"]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("{") and '"BreakerState"' in line
+        for doc in [json.loads(line)]
+    ]
+    assert [g[0] if isinstance(g, list) else g for g in gauges] == [0.0, 0.0, 0.0, 1.0, 0.5]

@@ -112,16 +112,25 @@ class CircuitBreaker:
         self._failures_seen = seen.failures
         now = self.clock()
         if seen.state is BreakerState.CLOSED:
-            return Permit.CALL
+            return self._answer(Permit.CALL)
         # OPEN past its recovery time, or HALF_OPEN whose probe's lease ran out (its invocation died).
         due = seen.opened_at + self.config.recovery_s if seen.state is BreakerState.OPEN else seen.probe_until
         if now >= due and self._claim_probe(seen, now + lease_s):
             if seen.state is BreakerState.OPEN:
                 self._transition(BreakerState.OPEN, BreakerState.HALF_OPEN)
-            return Permit.PROBE
+            return self._answer(Permit.PROBE)
         logger.info("breaker rejected a call", extra={"model": self.model, "breaker_state": seen.state.value})
         model_metric("BreakerRejected", MetricUnit.Count, 1, self.model)
-        return Permit.REJECT
+        return self._answer(Permit.REJECT)
+
+    #: ``BreakerState``, the breaker as each call found it: 0 closed, 0.5 a probe let through, 1 open (refused).
+    STATE_VALUE = {Permit.CALL: 0.0, Permit.PROBE: 0.5, Permit.REJECT: 1.0}
+
+    def _answer(self, permit: Permit) -> Permit:
+        """``permit``, its state recorded as a gauge: its maximum over a period says whether the model's breaker
+        refused calls then (the on-call's "is its breaker open now?"), its transitions alone could not."""
+        model_metric("BreakerState", MetricUnit.NoUnit, self.STATE_VALUE[permit], self.model)
+        return permit
 
     def refusing(self) -> bool:
         """Open and not yet due for a probe: a call now would be refused (one read, nothing changed)."""
