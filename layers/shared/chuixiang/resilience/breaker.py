@@ -41,6 +41,10 @@ class Permit(StrEnum):
     REJECT = "reject"  #: open: do not call
 
 
+#: ``BreakerState``, the breaker as each call found it: 0 closed, 0.5 a probe let through, 1 open (refused).
+STATE_VALUE: dict[Permit, float] = {Permit.CALL: 0.0, Permit.PROBE: 0.5, Permit.REJECT: 1.0}
+
+
 @dataclass(frozen=True)
 class BreakerConfig:
     failure_threshold: int
@@ -123,13 +127,10 @@ class CircuitBreaker:
         model_metric("BreakerRejected", MetricUnit.Count, 1, self.model)
         return self._answer(Permit.REJECT)
 
-    #: ``BreakerState``, the breaker as each call found it: 0 closed, 0.5 a probe let through, 1 open (refused).
-    STATE_VALUE = {Permit.CALL: 0.0, Permit.PROBE: 0.5, Permit.REJECT: 1.0}
-
     def _answer(self, permit: Permit) -> Permit:
         """``permit``, its state recorded as a gauge: its maximum over a period says whether the model's breaker
         refused calls then (the on-call's "is its breaker open now?"), its transitions alone could not."""
-        model_metric("BreakerState", MetricUnit.NoUnit, self.STATE_VALUE[permit], self.model)
+        model_metric("BreakerState", MetricUnit.NoUnit, STATE_VALUE[permit], self.model)
         return permit
 
     def refusing(self) -> bool:
