@@ -18,6 +18,8 @@ import ast
 import contextlib
 import json
 import re
+import subprocess  # nosec B404 - the project's own CLI
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +28,7 @@ import pytest
 
 from chuixiang.stores.admission import Admission, slot_key
 from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.commands import dashboard as dashboard_command
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
@@ -50,7 +53,9 @@ def emitted(log: str) -> set[Metric]:
     out: set[Metric] = set()
     for doc in emf_documents(log):
         for directive in doc["_aws"]["CloudWatchMetrics"]:
-            assert directive["Namespace"] == NAMESPACE
+            if directive["Namespace"] != NAMESPACE:  # what the local cloud vends for Lambda and Step Functions
+                assert directive["Namespace"] in ("AWS/Lambda", "AWS/States"), directive
+                continue
             for dims in directive["Dimensions"]:
                 fixed = frozenset((k, str(doc[k])) for k in dims if k != "Model" and k != "Outcome")
                 for metric in directive["Metrics"]:
@@ -145,7 +150,8 @@ def names_in_code() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def emitted_metrics(tmp_path_factory: pytest.TempPathFactory) -> set[Metric]:
+def mix_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The functions' log of a scripted mix: every path that emits a metric."""
     work = tmp_path_factory.mktemp("dashboard")
     overrides = {**SCALED, "BreakerFailureThreshold": "1", "CanaryModels": "canary-model"}
     with (
@@ -181,7 +187,28 @@ def emitted_metrics(tmp_path_factory: pytest.TempPathFactory) -> set[Metric]:
         probe = cloud.invoke(cloud.template.function_by_dir("canary"), {"models": ["canary-model"], "dish": "番茄炒蛋"})
         assert not probe.failed, probe.payload
         _turned_away(cloud, api, log)
-    return emitted((work / "log").read_text())
+    return work / "log"
+
+
+@pytest.fixture(scope="module")
+def emitted_metrics(mix_log: Path) -> set[Metric]:
+    return emitted(mix_log.read_text())
+
+
+def test_every_widget_of_the_dashboard_has_data_from_the_mix(mix_log: Path, tmp_path: Path) -> None:
+    """``chuixiang dashboard --strict`` over the mix's log: every metric widget has data, the AWS rows too
+    (from what the local cloud vends), and it draws the dashboard; over an empty log it fails."""
+    widgets = dashboard_command.build(Template(), dashboard_command.read_points([mix_log]))
+    assert [w.title for w in widgets if not w.has_data] == []
+    assert len([w for w in widgets if w.kind == "metric"]) >= 15
+    png = tmp_path / "dashboard.png"
+    cli = [sys.executable, "-m", "chuixiang_local.commands.cli", "dashboard", "--strict"]
+    drawn = subprocess.run([*cli, "--logs", str(mix_log), "--out", str(png)], capture_output=True, text=True)
+    assert drawn.returncode == 0, drawn.stdout + drawn.stderr
+    assert png.read_bytes().startswith(b"\x89PNG") and "NO DATA" not in drawn.stdout
+    (tmp_path / "empty.log").write_text("")
+    empty = subprocess.run([*cli, "--logs", str(tmp_path / "empty.log")], capture_output=True, text=True)
+    assert empty.returncode == 1 and "NO DATA" in empty.stdout
 
 
 def _turned_away(cloud: LocalCloud, api: LocalApi, log: IO[str]) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from chuixiang_local.cloud.executions import Executions
+from chuixiang_local.cloud.vended_metrics import VendedMetrics
 from chuixiang_local.workers.invoker import Invocation
 
 #: Deliveries of one execution's event before the stand-in gives up on it (EventBridge retries an event
@@ -24,10 +25,16 @@ class EventBridgeStandIn:
     on the next pass, up to :data:`WATCH_ATTEMPTS` times per execution, and never stops the thread."""
 
     def __init__(
-        self, executions: Executions, target: Callable[[dict[str, Any]], Invocation] | None, log: TextIO | None
+        self,
+        executions: Executions,
+        target: Callable[[dict[str, Any]], Invocation] | None,
+        log: TextIO | None,
+        vended: VendedMetrics | None = None,
     ) -> None:
-        """``target``: invokes the function the template subscribes to the events (None: nobody is)."""
+        """``target``: invokes the function the template subscribes to the events (None: nobody is);
+        ``vended``: counts the executions each pass sees start and end (AWS/States)."""
         self.executions = executions
+        self.vended = vended
         self.target = target
         self.log = log
         self._stop = threading.Event()
@@ -53,6 +60,8 @@ class EventBridgeStandIn:
     def _run(self) -> None:
         while not self._stop.wait(WATCH_INTERVAL_S):
             try:
+                if self.vended is not None:
+                    self.vended.observe(self.executions)
                 ended = self.executions.ended_badly()
             except Exception:  # the stand-in must outlive any one failure
                 traceback.print_exc(file=self.log or sys.stderr)

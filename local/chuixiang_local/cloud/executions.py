@@ -19,6 +19,10 @@ class Executions:
         self._client = stepfunctions
 
     def _with_status(self, statuses: tuple[str, ...]) -> list[str]:
+        return [ex.execution_arn for ex in self.all() if ex.status in statuses]
+
+    def all(self) -> list[Any]:
+        """Every execution of the state machine, as moto holds it (``execution_arn``, ``status``, dates)."""
         from moto.stepfunctions.exceptions import StateMachineDoesNotExist
         from moto.stepfunctions.responses import get_backend
 
@@ -26,7 +30,7 @@ class Executions:
             machine = get_backend(ACCOUNT, REGION).describe_state_machine(self.state_machine_arn)
         except StateMachineDoesNotExist:  # the cloud is being torn down
             return []
-        return [ex.execution_arn for ex in list(machine.executions) if ex.status in statuses]
+        return list(machine.executions)
 
     def ended_badly(self) -> list[str]:
         """The executions that FAILED, TIMED_OUT or were ABORTED."""

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
@@ -51,6 +52,7 @@ from chuixiang_local.cloud.moto_patches import (
     stopped_route,
 )
 from chuixiang_local.cloud.moto_server import MotoServer, RequestCounter
+from chuixiang_local.cloud.vended_metrics import VendedMetrics
 from chuixiang_local.template import NO_VALUE, REGION, ConfigError, FunctionSpec, Template
 from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 
@@ -129,6 +131,7 @@ class LocalCloud:
         self.version_ids: dict[str, str] = {}
         self.server = MotoServer(bind=bind, port=port, calls_first_key=API_ACCESS_KEY_ID if front_door_first else None)
         self.eventbridge: EventBridgeStandIn | None = None
+        self.vended: VendedMetrics | None = None
         self.enforce_iam = enforce_iam
         self.account_concurrency = account_concurrency
         self.roles: dict[str, Role] = {}  #: each function's and the state machine's role (after SAM's transform)
@@ -158,12 +161,17 @@ class LocalCloud:
             raise
         self.executions = Executions(self.state_machine_arn, lambda: self.client("stepfunctions"))
         reconcile = next((s for s in self.functions.values() if self._subscribes_to_sfn(s)), None)
+        self.vended = VendedMetrics(self.log, self.state_machine_arn)
         self.eventbridge = EventBridgeStandIn(
-            self.executions, (lambda event: self.invoke(reconcile, event)) if reconcile else None, self.log
+            self.executions, (lambda event: self.invoke(reconcile, event)) if reconcile else None, self.log, self.vended
         )
         self.eventbridge.start()
 
     def stop(self) -> None:
+        executions = getattr(self, "executions", None)  # none if the deployment failed early
+        if self.vended is not None and executions is not None:
+            with contextlib.suppress(Exception):  # the last executions' ends, counted before the cloud goes
+                self.vended.observe(executions)
         if self.eventbridge is not None:
             self.eventbridge.stop()
         prefix = getattr(self, "prefix", None)  # none if the deployment failed early
@@ -366,6 +374,8 @@ class LocalCloud:
         if not self.concurrency.acquire(name):
             if self.log:
                 self.log.write(f"=== {spec.logical_id} throttled: the account's concurrency is used up ===\n")
+            if self.vended is not None:
+                self.vended.throttled(name)
             raise lambda_throttled(name)
         try:
             result = self.invoke(spec, json.loads(body or b"{}"))
@@ -385,6 +395,9 @@ class LocalCloud:
             extra_env=self.function_env(spec),
         )
         self.invocations.append((spec.logical_id, result))
+        if self.vended is not None:
+            running = max(1, self.concurrency.running.get(spec.name, 0))
+            self.vended.invoked(spec.name, result.duration_ms, result.failed, running)
         if self.log:
             init = f" (cold: init {result.init_ms} ms, outside the Timeout)" if result.init_ms is not None else ""
             memory = (

@@ -132,77 +132,89 @@ def _with_demo_origin(args: argparse.Namespace) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     """The local cloud here; the API in its own process (see :mod:`chuixiang_local.gateway.api_server`)."""
     _with_demo_origin(args)
-    with local_stack(args, sys.stderr if args.verbose else None) as cloud:
-        spec = cloud.template.function_by_dir("api")
-        host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host  # nosec B104 - a URL, not a bind
-        extra_env = {**cloud.api_environment(), "LOCAL_IMAGE_BASE_URL": f"http://{host}:{args.port}{LOCAL_IMAGES_PATH}"}
-        env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
-        api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
-            [
-                sys.executable,
-                "-m",
-                "chuixiang_local.gateway.api_server",
-                "--host",
-                args.host,
-                "--port",
-                str(args.port),
-                "--workers",
-                str(args.workers),
-                "--body-idle-seconds",
-                str(args.body_idle_seconds),
-                "--function",
-                function_argument(spec, cloud.layer_dirs(), extra_env),
-                "--jwt-issuer",
-                cloud.template.parameters["JwtIssuer"],
-                "--jwt-audience",
-                cloud.template.parameters["JwtAudience"],
-                *(["--requests-file", str(cloud.api_requests.path)] if cloud.api_requests else []),
-            ],
-            # stdin: it exits with this process (see exit_with_parent); a session of its own: Ctrl-C is
-            # this process's to handle (a drain first), not a signal that stops the API mid-drain.
-            env=env,
-            stdin=subprocess.PIPE,
-            start_new_session=True,
-        )
-        draining = threading.Event()
+    with contextlib.ExitStack() as stack:
+        log = sys.stderr if args.verbose else stack.enter_context(_log_file("serve"))
+        return _serve(args, stack.enter_context(local_stack(args, log)))
 
-        def stop(*_: Any) -> None:
-            if not draining.is_set():  # the first signal: drain
-                draining.set()
-                api.send_signal(signal.SIGUSR1)
-                return
-            _progress("stopping: the API process")  # the second: at once
-            _exit_if_still_stopping_after(SERVE_STOP_LIMIT_S)
-            api.terminate()
 
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        _progress(
-            f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
-            f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops "
-            f"(jobs in flight get {args.drain_seconds:g} s to finish; twice: at once)"
-        )
-        demo = DemoSite(args.host, args.demo_port, f"http://{host}:{args.port}") if args.demo_port else None
-        if demo:
-            demo.start()
-            _progress(f"demo page on {demo.origin}/ (calls the API cross-origin)")
-        _wait_interruptibly(api, until=draining)
-        if demo:
-            demo.stop()
-        died = not draining.is_set() and api.poll() is not None
-        if died:  # nobody asked it to stop: say so, and exit with an error (a supervisor restarts serve)
-            code = api.returncode
-            how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-            _progress(f"error: the API process died ({how}); stopping the local cloud")
-        if draining.is_set() and api.poll() is None:
-            _drain(cloud, api, args.drain_seconds)
-            if api.poll() is None:
-                stop()
-                _wait_interruptibly(api)
-        for first in (cloud.front_door, cloud.call_priority):
-            if first is not None:
-                _progress(first.summary())
-        _progress("stopping: the local cloud and the model")
+def _log_file(command: str) -> TextIO:
+    """The functions' log of one local run (their EMF too: ``chuixiang dashboard`` reads it)."""
+    path = WORK_DIR / "logs" / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "w", encoding="utf-8")  # closed by the caller's ExitStack
+
+
+def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
+    spec = cloud.template.function_by_dir("api")
+    host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host  # nosec B104 - a URL, not a bind
+    extra_env = {**cloud.api_environment(), "LOCAL_IMAGE_BASE_URL": f"http://{host}:{args.port}{LOCAL_IMAGES_PATH}"}
+    env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
+    api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
+        [
+            sys.executable,
+            "-m",
+            "chuixiang_local.gateway.api_server",
+            "--host",
+            args.host,
+            "--port",
+            str(args.port),
+            "--workers",
+            str(args.workers),
+            "--body-idle-seconds",
+            str(args.body_idle_seconds),
+            "--function",
+            function_argument(spec, cloud.layer_dirs(), extra_env),
+            "--jwt-issuer",
+            cloud.template.parameters["JwtIssuer"],
+            "--jwt-audience",
+            cloud.template.parameters["JwtAudience"],
+            *(["--requests-file", str(cloud.api_requests.path)] if cloud.api_requests else []),
+        ],
+        # stdin: it exits with this process (see exit_with_parent); a session of its own: Ctrl-C is
+        # this process's to handle (a drain first), not a signal that stops the API mid-drain.
+        env=env,
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    draining = threading.Event()
+
+    def stop(*_: Any) -> None:
+        if not draining.is_set():  # the first signal: drain
+            draining.set()
+            api.send_signal(signal.SIGUSR1)
+            return
+        _progress("stopping: the API process")  # the second: at once
+        _exit_if_still_stopping_after(SERVE_STOP_LIMIT_S)
+        api.terminate()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    _progress(
+        f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
+        f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops "
+        f"(jobs in flight get {args.drain_seconds:g} s to finish; twice: at once)"
+    )
+    demo = DemoSite(args.host, args.demo_port, f"http://{host}:{args.port}") if args.demo_port else None
+    if demo:
+        demo.start()
+        _progress(f"demo page on {demo.origin}/ (calls the API cross-origin)")
+    _wait_interruptibly(api, until=draining)
+    if demo:
+        demo.stop()
+    died = not draining.is_set() and api.poll() is not None
+    if died:  # nobody asked it to stop: say so, and exit with an error (a supervisor restarts serve)
+        code = api.returncode
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        _progress(f"error: the API process died ({how}); stopping the local cloud")
+    if draining.is_set() and api.poll() is None:
+        _drain(cloud, api, args.drain_seconds)
+        if api.poll() is None:
+            stop()
+            _wait_interruptibly(api)
+    for first in (cloud.front_door, cloud.call_priority):
+        if first is not None:
+            _progress(first.summary())
+    _progress("stopping: the local cloud and the model")
     _progress("stopped")
     return 1 if died else 0
 
@@ -396,6 +408,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from chuixiang_local.commands import dashboard
+
+    paths = [Path(p) for p in args.logs] or [WORK_DIR / "logs"]
+    widgets = dashboard.build(Template(parse_overrides(args.parameter_overrides)), dashboard.read_points(paths))
+    print(dashboard.report(widgets))
+    metric = [w for w in widgets if w.kind == "metric"]
+    empty = [w for w in metric if not w.has_data]
+    print(f"{len(metric) - len(empty)} of {len(metric)} metric widgets have data (from {', '.join(map(str, paths))})")
+    if args.out:
+        dashboard.draw(widgets, Path(args.out))
+        _progress(f"wrote {args.out}")
+    return 1 if args.strict and empty else 0
+
+
 def cmd_cost(args: argparse.Namespace) -> int:
     from chuixiang_local.commands.cost import Assumptions, render, report
 
@@ -582,6 +609,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the figures and the measured counts as JSON")
     common(p, model=False)
     p.set_defaults(func=cmd_cost)
+
+    p = sub.add_parser(
+        "dashboard",
+        help="the template's dashboard drawn from the metrics local runs emitted (the EMF in their logs)",
+    )
+    p.add_argument("--logs", nargs="*", default=[], help="log files or folders (default .chuixiang/logs)")
+    p.add_argument("--out", help="draw it to this PNG")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a metric widget has no data")
+    p.add_argument("--parameter-overrides", nargs="*", default=[], metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_dashboard)
 
     p = sub.add_parser("cloud", help="keep the local cloud up on a fixed port for `sam local invoke`/`start-api`")
     p.add_argument("--port", dest="cloud_port", type=int, default=4566, help="moto's port (default 4566)")

@@ -1,0 +1,319 @@
+"""``chuixiang dashboard``: the template's own dashboard, drawn from the metrics local runs emitted.
+
+The functions' EMF lines and the metrics the local cloud vends for Lambda and Step Functions
+(``cloud/vended_metrics.py``) are read from the local logs and put through the dashboard body of
+``template.yaml`` (after its ``Fn::Sub``), widget by widget, in its own layout: ``SEARCH`` and ``SCHEMA``
+expressions select series by namespace, metric name and dimension keys, as CloudWatch does; a metric row by
+its dimensions; a math expression is computed from the rows it names. It says which widgets have data, so
+"the metric names match" becomes "the on-call will see something". Alarm widgets are listed, not evaluated.
+
+    .venv/bin/chuixiang dashboard [--logs .chuixiang/logs] [--out dashboard.png] [--strict]
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import operator
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chuixiang_local.template import Template
+
+#: A series: time bucket (ms) -> the bucket's values.
+Buckets = dict[int, list[float]]
+SEARCH = re.compile(
+    r"SEARCH\('\{(?P<schema>[^}]+)\}\s+MetricName=\"(?P<name>\w+)\"',\s*'(?P<stat>[\w.]+)',\s*(?P<p>\d+)\)"
+)
+SCHEMA = re.compile(r"SELECT (?P<stat>\w+)\((?P<name>\w+)\) FROM SCHEMA\((?P<schema>[^)]+)\)")
+#: Dimensions whose values name a resource of the stack: compared by logical id (the stack names differ).
+RESOURCE_DIMENSIONS = {"FunctionName", "StateMachineArn"}
+
+
+@dataclass(frozen=True)
+class Point:
+    namespace: str
+    name: str
+    dims: frozenset[tuple[str, str]]
+    value: float
+    at_ms: int
+
+
+def emf_points(lines: Iterable[str]) -> Iterator[Point]:
+    """Every value of every EMF document in ``lines`` (a log mixes them with other lines)."""
+    for line in lines:
+        if '"_aws"' not in line or "{" not in line:
+            continue
+        try:
+            doc = json.loads(line[line.index("{") :])
+        except ValueError:
+            continue
+        meta = doc.get("_aws", {}) if isinstance(doc, dict) else {}
+        for directive in meta.get("CloudWatchMetrics", []):
+            for keys in directive.get("Dimensions", []):
+                dims = frozenset((k, str(doc.get(k))) for k in keys)
+                for metric in directive.get("Metrics", []):
+                    values = doc.get(metric["Name"])
+                    for value in values if isinstance(values, list) else [values]:
+                        if isinstance(value, int | float):
+                            yield Point(directive["Namespace"], metric["Name"], dims, float(value), meta["Timestamp"])
+
+
+def read_points(paths: Iterable[Path]) -> list[Point]:
+    files = [f for p in paths for f in (sorted(p.rglob("*")) if p.is_dir() else [p]) if f.is_file()]
+    return [pt for f in files for pt in emf_points(f.read_text(errors="replace").splitlines())]
+
+
+def resource_key(value: str) -> str:
+    """``chuixiang-x1-ApiFunction`` and ``arn:…:stateMachine:chuixiang-local-RecipeStateMachine``: their logical id."""
+    return value.rsplit(":", 1)[-1].rsplit("-", 1)[-1]
+
+
+def aggregate(values: list[float], stat: str) -> float:
+    ordered = sorted(values)
+    if stat.lower().startswith("p"):
+        rank = float(stat[1:]) / 100 * (len(ordered) - 1)
+        return ordered[round(rank)]
+    table: dict[str, Callable[[list[float]], float]] = {
+        "sum": sum,
+        "average": lambda v: sum(v) / len(v),
+        "maximum": max,
+        "minimum": min,
+        "samplecount": len,
+    }
+    return table[stat.lower()](ordered)
+
+
+@dataclass
+class Series:
+    label: str
+    buckets: Buckets
+    stat: str
+    visible: bool = True
+
+    def values(self) -> dict[int, float]:
+        return {at: aggregate(v, self.stat) for at, v in sorted(self.buckets.items())}
+
+
+@dataclass
+class Widget:
+    title: str
+    kind: str
+    x: int
+    y: int
+    width: int
+    height: int
+    series: list[Series] = field(default_factory=list)
+    alarms: list[str] = field(default_factory=list)
+
+    @property
+    def has_data(self) -> bool:
+        return self.kind != "metric" or any(s.buckets for s in self.series)
+
+
+class Reader:
+    """The points, bucketed and selected as CloudWatch selects them."""
+
+    def __init__(self, points: list[Point]) -> None:
+        self.points = points
+
+    def bucketed(self, chosen: Iterable[Point], period: int) -> dict[frozenset[tuple[str, str]], Buckets]:
+        out: dict[frozenset[tuple[str, str]], Buckets] = defaultdict(lambda: defaultdict(list))
+        for p in chosen:
+            out[p.dims][p.at_ms // (period * 1000) * period * 1000].append(p.value)
+        return out
+
+    def search(self, namespace: str, name: str, keys: frozenset[str], period: int) -> dict[Any, Buckets]:
+        chosen = (
+            p for p in self.points if (p.namespace, p.name) == (namespace, name) and {k for k, _ in p.dims} == keys
+        )
+        return self.bucketed(chosen, period)
+
+    def metric(self, namespace: str, name: str, dims: dict[str, str], period: int) -> Buckets:
+        def same(p: Point) -> bool:
+            got = dict(p.dims)
+            if (p.namespace, p.name) != (namespace, name) or set(got) != set(dims):
+                return False
+            return all(
+                resource_key(got[k]) == resource_key(v) if k in RESOURCE_DIMENSIONS else got[k] == v
+                for k, v in dims.items()
+            )
+
+        merged: Buckets = defaultdict(list)
+        for buckets in self.bucketed(filter(same, self.points), period).values():
+            for at, values in buckets.items():
+                merged[at].extend(values)
+        return merged
+
+
+def _label(dims: frozenset[tuple[str, str]], name: str) -> str:
+    shown = [f"{k}={v}" for k, v in sorted(dims) if k != "service"]
+    return f"{name} {' '.join(shown)}".strip()
+
+
+Operand = dict[int, float] | float
+OPS: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: lambda a, b: a / b if b else math.nan,
+}
+
+
+def _combine(left: Operand, right: Operand, op: Callable[[float, float], float]) -> Operand:
+    if isinstance(left, float) and isinstance(right, float):
+        return op(left, right)
+    if isinstance(left, float):
+        assert isinstance(right, dict)  # nosec B101 - narrowed above
+        return {k: op(left, v) for k, v in right.items()}
+    if isinstance(right, float):
+        return {k: op(v, right) for k, v in left.items()}
+    return {k: op(v, right[k]) for k, v in left.items() if k in right}
+
+
+def _operand(node: ast.AST, named: dict[str, list[Series]]) -> Operand:
+    """A constant, a row's id (its series summed), ``SUM(id)``, or arithmetic of those."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return float(node.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "SUM" and node.args:
+        return _operand(node.args[0], named)
+    if isinstance(node, ast.Name):
+        total: dict[int, float] = defaultdict(float)
+        for s in named.get(node.id, []):
+            for at, v in s.values().items():
+                total[at] += v
+        return dict(total)
+    if isinstance(node, ast.BinOp) and type(node.op) in OPS:
+        return _combine(_operand(node.left, named), _operand(node.right, named), OPS[type(node.op)])
+    raise ValueError(ast.unparse(node))
+
+
+def _expression_series(expression: str, named: dict[str, list[Series]], label: str) -> Series:
+    """A math expression over the rows it names (``api / 1000``, ``SUM(wasted) / delivered``), per bucket;
+    one this reader does not know is drawn empty."""
+    try:
+        result = _operand(ast.parse(expression, mode="eval").body, named)
+    except (ValueError, SyntaxError):
+        result = {}
+    buckets = {at: [v] for at, v in result.items() if not math.isnan(v)} if isinstance(result, dict) else {}
+    return Series(label, buckets, "Sum")
+
+
+def _metric_rows(props: dict[str, Any], reader: Reader) -> list[Series]:
+    """The widget's series, row by row (``.`` repeats the row above), expressions after the rows they name."""
+    period, stat = int(props.get("period", 300)), props.get("stat", "Average")
+    out: list[Series] = []
+    named: dict[str, list[Series]] = defaultdict(list)
+    previous: list[Any] = []
+    expressions: list[dict[str, Any]] = []
+    for row in props.get("metrics", []):
+        opts = next((v for v in row if isinstance(v, dict)), {})
+        if "expression" in opts:
+            found = SEARCH.search(opts["expression"]) or SCHEMA.search(opts["expression"])
+            if not found:
+                expressions.append(opts)
+                continue
+            namespace, *keys = [k.strip() for k in found["schema"].split(",")]
+            p = int(found.groupdict().get("p") or period)
+            for dims, buckets in reader.search(namespace, found["name"], frozenset(keys), p).items():
+                series = Series(_label(dims, found["name"]), buckets, found["stat"])
+                out.append(series)
+                named[opts.get("id", "")].append(series)
+            continue
+        values = [previous[i] if v == "." else v for i, v in enumerate(row) if not isinstance(v, dict)]
+        previous = values
+        namespace, name, *pairs = values
+        dims = dict(zip(pairs[::2], pairs[1::2], strict=True))
+        series = Series(
+            opts.get("label") or _label(frozenset(dims.items()), name),
+            reader.metric(namespace, name, dims, period),
+            opts.get("stat", stat),
+            visible=opts.get("visible", True),
+        )
+        out.append(series)
+        named[opts.get("id", "")].append(series)
+    for opts in expressions:
+        out.append(_expression_series(opts["expression"], named, opts.get("label", opts["expression"])))
+    return out
+
+
+def build(template: Template, points: list[Point]) -> list[Widget]:
+    body = json.loads(template.resolve(template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]))
+    reader = Reader(points)
+    widgets = []
+    for w in body["widgets"]:
+        props = w.get("properties", {})
+        title = props.get("title") or props.get("markdown", "").split("\n")[0].replace("*", "")
+        widget = Widget(title, w["type"], w["x"], w["y"], w["width"], w["height"])
+        if w["type"] == "metric":
+            widget.series = _metric_rows(props, reader)
+        elif w["type"] == "alarm":
+            widget.alarms = [resource_key(a) for a in props.get("alarms", [])]
+        widgets.append(widget)
+    return widgets
+
+
+def report(widgets: list[Widget]) -> str:
+    lines = []
+    for w in widgets:
+        if w.kind != "metric":
+            continue
+        shown = [s for s in w.series if s.visible and s.buckets]
+        points = sum(len(v) for s in w.series for v in s.buckets.values())
+        state = f"{len(shown)} series, {points} values" if w.has_data else "NO DATA"
+        lines.append(f"{'ok ' if w.has_data else '-- '} {w.title[:70]:70}  {state}")
+    return "\n".join(lines)
+
+
+def draw(widgets: list[Widget], out: Path) -> None:
+    """The widgets in the dashboard's own grid (24 columns), each series as CloudWatch would plot it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = max(w.y + w.height for w in widgets)
+    fig = plt.figure(figsize=(24, rows * 0.55), dpi=60)
+    for w in widgets:
+        ax = fig.add_axes(_rect(w, rows))
+        if w.kind == "text":
+            ax.axis("off")
+            ax.text(0, 0.5, w.title, fontsize=13, va="center", weight="bold")
+        elif w.kind == "alarm":
+            ax.set_title(w.title, fontsize=11, loc="left")
+            ax.axis("off")
+            names = ", ".join(w.alarms)
+            note = f"{len(w.alarms)} alarms (their states are CloudWatch's; not evaluated locally):"
+            ax.text(0, 1, f"{note}\n{names}", fontsize=8, va="top", wrap=True)
+        else:
+            ax.set_title(w.title, fontsize=11, loc="left")
+            _plot(ax, w)
+    fig.savefig(out)
+    plt.close(fig)
+
+
+def _rect(w: Widget, rows: int) -> tuple[float, float, float, float]:
+    """The widget's cell in figure coordinates, less room for its title (a grid row is 1/rows high)."""
+    row = 1 / rows
+    title = 0.6 * row if w.kind != "text" else 0.1 * row
+    bottom = 1 - (w.y + w.height) * row + 0.4 * row
+    return w.x / 24 + 0.03 * w.width / 24, bottom, w.width / 24 * 0.94, w.height * row - 0.4 * row - title
+
+
+def _plot(ax: Any, w: Widget) -> None:
+    shown = [s for s in w.series if s.visible and s.buckets]
+    if not shown:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
+        return
+    start = min(at for s in shown for at in s.buckets)
+    for s in shown[:12]:
+        values = s.values()
+        xs = [(at - start) / 60_000 for at in values]
+        ax.plot(xs, list(values.values()), marker="o", markersize=3, label=s.label[:48])
+    ax.tick_params(labelsize=8)
+    ax.legend(fontsize=7, loc="upper left")
