@@ -9,7 +9,7 @@ SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 NODE_STAMP := node_modules/.installed
 BROWSER_STAMP := .chuixiang/.browser-installed
 
-.PHONY: run test test-python test-node test-fast test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: run test test-python test-node test-fast dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ test-browser: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 # docs/demo.png: the finished demo page, as the browser tier sees it.
 screenshot: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	UPDATE_SCREENSHOT=1 node --test --test-concurrency=1 --test-name-pattern="end to end" tests/browser/*.test.js
+
+# docs/dashboard.png: the dashboard drawn from the scripted mix of the dashboard test.
+dashboard: $(STAMP) $(SAM_STAMP)
+	UPDATE_DASHBOARD=1 $(BIN)/python -m pytest -p no:randomly tests/pipeline/test_dashboard.py -k every_widget
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund

@@ -310,6 +310,15 @@ def _plot(ax: Any, w: Widget) -> None:
     if not shown:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
         return
+    if all(len(s.buckets) == 1 for s in shown):  # one period of data (a short local run): its values as bars
+        bars = [next(iter(s.values().values())) for s in shown[:12]]
+        ax.barh(range(len(bars)), bars, color=[f"C{i}" for i in range(len(bars))], alpha=0.35)
+        ax.set_yticks([])
+        ax.invert_yaxis()
+        ax.tick_params(axis="x", labelsize=8)
+        for i, (s, v) in enumerate(zip(shown, bars, strict=False)):
+            ax.text(0, i, f" {s.label[:60]}: {v:.4g}", va="center", fontsize=8)
+        return
     start = min(at for s in shown for at in s.buckets)
     for s in shown[:12]:
         values = s.values()
