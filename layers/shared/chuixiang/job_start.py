@@ -26,6 +26,7 @@ from .stores.dish_claims import DishClaims
 from .stores.idempotency import idempotency_store
 from .stores.jobs import JobStore
 from .timeouts import STATE_MACHINE
+from .tracing import trace_aws_calls
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.client import SFNClient
@@ -36,7 +37,8 @@ POLL_AFTER_MS = 3000
 
 @lru_cache(maxsize=4)
 def _sfn(endpoint: str | None) -> SFNClient:
-    return boto3.client("stepfunctions", endpoint_url=endpoint)
+    """Its StartExecution is an X-Ray subsegment when the invocation is traced."""
+    return trace_aws_calls(boto3.client("stepfunctions", endpoint_url=endpoint))
 
 
 class AdmissionRefused(Exception):

@@ -28,6 +28,7 @@ LAYERS: list[dict[str, set[str]]] = [
             "errors",
             "settings",
             "polling",
+            "tracing",
         }
     },
     {"schemas": {"schemas"}},

@@ -28,6 +28,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from ..deadline import Budget, Deadline
 from ..observability import logger
 from ..schemas import UpstreamCall
+from ..tracing import span
 from ..upstream.failures import Cancelled, CircuitOpen, UpstreamError
 from ..upstream.transport import Cancellation
 from .breaker import Permit
@@ -256,7 +257,9 @@ class _Routing(Generic[T]):
         deadline = self.budget.attempt(self.router.attempt_limit_ms)
         fields["deadline_bound_by"] = deadline.bound_by
         hook = (lambda: race.claim(model)) if race is not None else _always
-        reply = self._reply(CallContext(model, number, deadline, started, cancellation, hook))
+        with span(f"{self.router.upstream} {model}", model=model, attempt=number) as traced:
+            reply = self._reply(CallContext(model, number, deadline, started, cancellation, hook))
+            traced["outcome"] = "ok" if reply.failure is None else reply.failure.outcome
         elapsed_ms = (time.monotonic() - started) * 1000
         self._account(model, reply, elapsed_ms, lost=race is not None and race.lost(model))
         if breaker is not None and not isinstance(reply.failure, Cancelled):  # closed by us: says nothing of it

@@ -8,6 +8,8 @@ from functools import lru_cache
 import boto3
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
+from ..tracing import trace_aws_calls
+
 
 @lru_cache(maxsize=4)
 def idempotency_store(table: str, endpoint: str | None) -> DynamoDBPersistenceLayer:
@@ -16,5 +18,5 @@ def idempotency_store(table: str, endpoint: str | None) -> DynamoDBPersistenceLa
         table_name=table,
         key_attr="pk",
         expiry_attr="expiresAt",
-        boto3_client=boto3.client("dynamodb", endpoint_url=endpoint),
+        boto3_client=trace_aws_calls(boto3.client("dynamodb", endpoint_url=endpoint)),
     )

@@ -17,6 +17,7 @@ import boto3
 from botocore.config import Config
 
 from ..settings import Settings, aws_endpoint
+from ..tracing import trace_aws_calls
 
 if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
@@ -48,7 +49,7 @@ def _s3(endpoint: str | None) -> S3Client:
         if endpoint
         else Config(signature_version="s3v4", s3={"addressing_style": "virtual"})
     )
-    return boto3.client("s3", endpoint_url=endpoint, config=config)
+    return trace_aws_calls(boto3.client("s3", endpoint_url=endpoint, config=config))
 
 
 def _signer_key(s3: S3Client) -> str:
