@@ -55,7 +55,7 @@ def emitted(log: str) -> set[Metric]:
     for doc in emf_documents(log):
         for directive in doc["_aws"]["CloudWatchMetrics"]:
             if directive["Namespace"] != NAMESPACE:  # what the local cloud vends for Lambda and Step Functions
-                assert directive["Namespace"] in ("AWS/Lambda", "AWS/States"), directive
+                assert directive["Namespace"] in ("AWS/ApiGateway", "AWS/Lambda", "AWS/States"), directive
                 continue
             for dims in directive["Dimensions"]:
                 fixed = frozenset((k, str(doc[k])) for k in dims if k != "Model" and k != "Outcome")

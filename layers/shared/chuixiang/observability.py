@@ -3,8 +3,9 @@
 No Powertools Tracer: the X-Ray SDK it loads cost 30-90 ms of every cold start (a fifth of the
 handler import; its recorder builds a sampler and a botocore client at import) and 2.6 MB of the
 layer, for one subsegment per invocation. The functions and the state machine keep active X-Ray
-tracing (``Tracing: Active``), which records each invocation and each state without the SDK; the
-time inside a stage is in the job document's ``metrics`` and the logs.
+tracing (``Tracing: Active``), which records each invocation and each state without the SDK; inside a
+stage, :mod:`.tracing` sends a subsegment per model and AWS call, and the job document's ``metrics`` and the
+logs say the rest.
 """
 
 from __future__ import annotations

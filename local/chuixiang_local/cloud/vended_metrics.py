@@ -1,10 +1,12 @@
 """The metrics AWS vends for the stack's services, as the local stand-ins see them.
 
-On AWS, Lambda publishes ``AWS/Lambda`` (Invocations, Errors, Throttles, Duration, ConcurrentExecutions, by
-``FunctionName``) and Step Functions ``AWS/States`` (ExecutionsStarted, ExecutionsSucceeded/Failed/TimedOut/
-Aborted, ExecutionTime, by ``StateMachineArn``) without a line of our code. Locally nobody does, so the dashboard
-rows that read them would stay empty. The local cloud writes them here as Embedded Metric Format lines, in the
-same log as the functions' own EMF, and ``chuixiang dashboard`` reads both alike.
+On AWS, API Gateway publishes ``AWS/ApiGateway`` (Count, 4xx, 5xx, Latency, by ``ApiId``), Lambda
+``AWS/Lambda`` (Invocations, Errors, Throttles, Duration, ConcurrentExecutions, by ``FunctionName``) and Step
+Functions ``AWS/States`` (ExecutionsStarted, ExecutionsSucceeded/Failed/TimedOut/Aborted, ExecutionTime, by
+``StateMachineArn``) without a line of our code. Locally nobody does, so the dashboard rows that read them would
+stay empty. The local cloud writes them here as Embedded Metric Format lines, in the same log as the
+functions' own EMF, and ``chuixiang dashboard`` reads both alike. (The API's are counted where the local
+cloud answers it in-process, ``LocalApi``: ``cook`` and the tests, not ``serve``'s own process.)
 """
 
 from __future__ import annotations
@@ -46,6 +48,19 @@ class VendedMetrics:
                 "Errors": (1 if failed else 0, "Count"),
                 "Duration": (duration_ms, "Milliseconds"),
                 "ConcurrentExecutions": (concurrent, "Count"),
+            },
+        )
+
+    def api_request(self, api_id: str, status: int, latency_ms: float) -> None:
+        """One request the HTTP API answered: counted, by status class, and timed (AWS/ApiGateway)."""
+        self._write(
+            "AWS/ApiGateway",
+            {"ApiId": api_id},
+            {
+                "Count": (1, "Count"),
+                "4xx": (1 if 400 <= status < 500 else 0, "Count"),
+                "5xx": (1 if status >= 500 else 0, "Count"),
+                "Latency": (latency_ms, "Milliseconds"),
             },
         )
 

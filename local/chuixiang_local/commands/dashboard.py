@@ -32,7 +32,7 @@ SEARCH = re.compile(
 )
 SCHEMA = re.compile(r"SELECT (?P<stat>\w+)\((?P<name>\w+)\) FROM SCHEMA\((?P<schema>[^)]+)\)")
 #: Dimensions whose values name a resource of the stack: compared by logical id (the stack names differ).
-RESOURCE_DIMENSIONS = {"FunctionName", "StateMachineArn"}
+RESOURCE_DIMENSIONS = {"FunctionName", "StateMachineArn", "ApiId"}
 
 
 @dataclass(frozen=True)

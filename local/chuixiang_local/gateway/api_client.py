@@ -75,8 +75,13 @@ class LocalApi:
         context = LocalContext(
             spec.name, spec.memory_mb, "local", int(time.time() * 1000) + spec.timeout_s * 1000, spec.arn
         )
+        started = time.monotonic()
         with self._one_at_a_time:
-            return self.handler(event, context)
+            answer = self.handler(event, context)
+        if self.cloud.vended is not None:  # what API Gateway would count
+            api_id = str(self.cloud.template.resolve({"Ref": "RecipeApi"}))
+            self.cloud.vended.api_request(api_id, int(answer["statusCode"]), (time.monotonic() - started) * 1000)
+        return answer
 
     def post_dish(
         self, dish: Any, idempotency_key: str | None = None, source_ip: str | None = None

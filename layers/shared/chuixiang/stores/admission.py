@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from ..clock import now_utc
+from ..observability import dimensioned_metric
 from .conditional import applied
 from .job_times import JobTimes
 
@@ -150,6 +153,8 @@ class Admission:
         ``caller``: who asks (a JWT's subject, a client, or a source address); ``""`` is one anonymous caller."""
         me = caller_digest(caller)
         seen = self._read(me)
+        # Saturation, as the on-call reads it: the slots in use as each request found them (its maximum).
+        dimensioned_metric("AdmissionSlotsInUse", MetricUnit.Count, len(seen.held))
         lane = self._take_lane(seen, me, job_id, until) if self.per_caller else None
         if self.per_caller and lane is None:
             return Refused(self._retry_after(seen, need=1, among=seen.of(me)), "caller_limit")
