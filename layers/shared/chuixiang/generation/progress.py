@@ -133,17 +133,10 @@ class ProgressReporter:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    #: How long :meth:`stop` waits for a write in flight (one conditional DynamoDB update).
-    STOP_WAIT_S = 5.0
-
     def stop(self) -> None:
-        """Stop reporting, once a write in flight has landed: its condition (RUNNING, in the recipe stage) still
-        holds until the state machine moves the job on, so a write landing after the stage recorded its own
-        measurements would replace them with the stream's running figures (a loaded machine did so: a failed
-        job's ``metrics.recipe.calls`` came out empty)."""
+        """Stop reporting; a write in flight finishes on its own, and the job store refuses it once the stage
+        has recorded its own measurements (``JobStore.record_progress``), so the step never waits for it."""
         self._stop.set()
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(self.STOP_WAIT_S)
 
     def progress(self) -> Progress | None:
         """The ``progress`` document of the stream now, or None before any attempt."""

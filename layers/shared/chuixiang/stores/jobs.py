@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
 
+#: When the recipe stage recorded its own measurements: no progress write applies after it.
+RECIPE_ENDED = "recipeEndedAt"
+
+
 class JobStore:
     """Job items: created by the API, moved on by the steps, failed by whoever sees the end first."""
 
@@ -82,8 +86,9 @@ class JobStore:
         )
 
     def record_progress(self, job_id: str, progress: Progress, partial: Mapping[str, Any] | None) -> bool:
-        """SET ``progress`` (and ``partial``) only while the job is RUNNING in the recipe stage, so a
-        late write can never touch a job that moved on; False when it no longer applies.
+        """SET ``progress`` (and ``partial``) only while the job is RUNNING in the recipe stage and that stage has
+        not recorded its own measurements yet, so a late write can never touch a job or a stage that moved on;
+        False when it no longer applies.
 
         ``metrics.recipe`` too, with what the stream has cost so far (its tokens, used and, until the stage
         records its own measurements, wasted): a recipe Lambda killed mid-stream records nothing itself, and
@@ -93,7 +98,9 @@ class JobStore:
             fields["partial"] = partial
         expr, names, values = set_expression(fields)
         expr += ", #metrics.#recipe = :running_metrics"
-        names.update({"#status": "status", "#stage": "stage", "#metrics": "metrics", "#recipe": "recipe"})
+        names.update(
+            {"#status": "status", "#stage": "stage", "#metrics": "metrics", "#recipe": "recipe", "#ended": RECIPE_ENDED}
+        )
         values.update(
             {
                 ":running": JobStatus.RUNNING.value,
@@ -114,17 +121,21 @@ class JobStore:
             UpdateExpression=expr,
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
-            ConditionExpression="#status = :running AND #stage = :recipe",
+            ConditionExpression="#status = :running AND #stage = :recipe AND attribute_not_exists(#ended)",
         )
 
     def set_metrics(self, job_id: str, stage: str, metrics: dict[str, Any]) -> None:
-        """Record a stage's measurements (kept even when the job has ended)."""
+        """Record a stage's measurements (kept even when the job has ended). The recipe stage's also end its
+        progress writes: ``recipeEndedAt`` makes :meth:`record_progress` refuse a write still in flight, which
+        would otherwise replace these with the stream's running figures (the job is RUNNING in the recipe stage
+        until the state machine moves it on; a loaded machine did land one there)."""
+        ended = ", #ended = :now" if stage == JobStage.RECIPE.value else ""
         self.table.update_item(
             Key=job_key(job_id),
-            UpdateExpression="SET #m.#s = :m",
+            UpdateExpression=f"SET #m.#s = :m{ended}",
             ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeNames={"#m": "metrics", "#s": stage},
-            ExpressionAttributeValues={":m": to_dynamo(metrics)},
+            ExpressionAttributeNames={"#m": "metrics", "#s": stage, **({"#ended": RECIPE_ENDED} if ended else {})},
+            ExpressionAttributeValues={":m": to_dynamo(metrics), **({":now": iso(now_utc())} if ended else {})},
         )
 
     def delete(self, job_id: str) -> None:
