@@ -15,7 +15,6 @@ output. Then, in the ``Chuixiang`` namespace:
 from __future__ import annotations
 
 import ast
-import contextlib
 import json
 import os
 import re
@@ -213,14 +212,13 @@ def test_every_widget_of_the_dashboard_has_data_from_the_mix(mix_log: Path, tmp_
 
 
 def _turned_away(cloud: LocalCloud, api: LocalApi, log: IO[str]) -> None:
-    """Every slot held by another caller: a POST gets 429. The api function runs in this process (LocalApi),
-    so its EMF goes to this process's stdout: into the functions' log with the rest."""
+    """Every slot held by another caller: a POST gets 429 (the api function runs in this process, LocalApi,
+    its stdout, the EMF, into the functions' log with the rest)."""
     table, limit = cloud.job_store().table, int(cloud.template.parameters["RecipeConcurrency"])
     for n in range(limit):
         assert isinstance(Admission(table, limit).admit(f"held-{n}", "another-caller", 2**31), int)
     try:
-        with contextlib.redirect_stdout(log):
-            assert api.post_dish("看板排队")[0] == 429
+        assert api.post_dish("看板排队")[0] == 429
     finally:
         for n in range(limit):
             table.delete_item(Key=slot_key(n))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -76,7 +78,9 @@ class LocalApi:
             spec.name, spec.memory_mb, "local", int(time.time() * 1000) + spec.timeout_s * 1000, spec.arn
         )
         started = time.monotonic()
-        with self._one_at_a_time:
+        # Its stdout (the EMF of its metrics) goes where a Lambda's goes: the functions' log, not the caller's
+        # stdout (`cook --json` prints the job there).
+        with self._one_at_a_time, contextlib.redirect_stdout(self.cloud.log or sys.stderr):
             answer = self.handler(event, context)
         if self.cloud.vended is not None:  # what API Gateway would count
             api_id = str(self.cloud.template.resolve({"Ref": "RecipeApi"}))
