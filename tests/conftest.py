@@ -28,30 +28,12 @@ TIERS = ("unit", "sockets", "pipeline")
 os.environ.pop("MODEL_API_KEY", None)
 
 
-#: The files that take longest (`--durations` of fresh-clone runs: 60-90 s each on one worker). Under
-#: pytest-xdist (`--dist loadfile` hands out files in this order) they go first, so no worker is left with one
-#: of them at the end while the others idle. pytest-randomly's shuffle stays: among them, and among the rest.
-SLOWEST_FILES = frozenset(
-    {
-        "test_sam_local.py",
-        "test_serve_load.py",
-        "test_serve_drain.py",
-        "test_iam_enforced.py",
-        "test_first_deploy.py",
-        "test_pipeline.py",
-        "test_cli.py",
-    }
-)
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         tier = next((t for t in TIERS if f"{os.sep}tests{os.sep}{t}{os.sep}" in str(item.path)), None)
         if tier is None:
             raise pytest.UsageError(f"{item.nodeid}: every test lives in a tier's folder ({', '.join(TIERS)})")
         item.add_marker(tier)
-    if getattr(config.option, "numprocesses", None):  # a stable sort, on top of the shuffle
-        items.sort(key=lambda item: item.path.name not in SLOWEST_FILES)
 
 
 @pytest.fixture(scope="session")
