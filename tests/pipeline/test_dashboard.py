@@ -22,7 +22,7 @@ import subprocess  # nosec B404 - the project's own CLI
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -186,7 +186,7 @@ def mix_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         del fake.chat_by_model[model]
         probe = cloud.invoke(cloud.template.function_by_dir("canary"), {"models": ["canary-model"], "dish": "番茄炒蛋"})
         assert not probe.failed, probe.payload
-        _turned_away(cloud, api, log)
+        _turned_away(cloud, api)
     return work / "log"
 
 
@@ -211,7 +211,7 @@ def test_every_widget_of_the_dashboard_has_data_from_the_mix(mix_log: Path, tmp_
     assert empty.returncode == 1 and "NO DATA" in empty.stdout
 
 
-def _turned_away(cloud: LocalCloud, api: LocalApi, log: IO[str]) -> None:
+def _turned_away(cloud: LocalCloud, api: LocalApi) -> None:
     """Every slot held by another caller: a POST gets 429 (the api function runs in this process, LocalApi,
     its stdout, the EMF, into the functions' log with the rest)."""
     table, limit = cloud.job_store().table, int(cloud.template.parameters["RecipeConcurrency"])

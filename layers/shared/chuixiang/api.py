@@ -283,12 +283,12 @@ def cors_config(origins: str | None = None) -> CORSConfig | None:
     return _cors_for(origins if origins is not None else os.environ.get("CORS_ALLOW_ORIGINS", ""))
 
 
-def _start(job: dict[str, str], lambda_context: Any) -> dict[str, Any] | Response[Any]:
+def _start(job: dict[str, str], idempotency_key: str | None, lambda_context: Any) -> dict[str, Any] | Response[Any]:
     """Start (or join) the job; the error answer when it cannot be."""
     try:
-        if job["idempotencyKey"]:
-            return start_job_once(job, lambda_context)
-        return start_job({k: v for k, v in job.items() if k != "idempotencyKey"})
+        if idempotency_key:
+            return start_job_once({**job, "idempotencyKey": idempotency_key}, lambda_context)
+        return start_job(job)
     except JobStartError:
         return error_response(503, ErrorCode.INTERNAL, "could not start the job")
     except AdmissionRefused as busy:
@@ -368,7 +368,7 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
     ) -> Response[Any]:
         event = app.current_event.raw_event
         job = {"dish": request.dish, "caller": caller_of(event), "admittedAs": admitted_as(event)}
-        created = _start({**job, "idempotencyKey": idempotency_key or ""}, getattr(app, "lambda_context", None))
+        created = _start(job, idempotency_key, getattr(app, "lambda_context", None))
         if isinstance(created, Response):
             return created
         body = CreateRecipeResponse.model_validate(created)
