@@ -35,4 +35,6 @@ def test_through_pipeline(scenario: Scenario, api: LocalApi, module_fake: FakeMo
         assert doc["error"]["message"] and doc["recipe"] is None
         if scenario.retryable is not None:
             assert doc["error"]["retryable"] is scenario.retryable
-    assert_give_up(metrics["totalMs"] / 1000, scenario, scaled_template, metrics["budgetMs"])
+    # The limit bounds the model call, timed from its request (the call's own ms), not the stage's total, which
+    # also holds the breaker's table read before it (half a second of a loaded machine's moto, in one CI run).
+    assert_give_up(metrics["calls"][-1]["ms"] / 1000, scenario, scaled_template, metrics["budgetMs"])
