@@ -60,8 +60,12 @@ def _reset_scripts(request: pytest.FixtureRequest) -> None:
         model.chat_script.clear()
         model.image_script.clear()
         model.chat_by_model.clear()
+        model.chat_by_section.clear()
         model.image_by_model.clear()
         model.requests.clear()
+        model.sections.clear()
+        model.faults.clear()
+        model.most_open = 0
         model.hung_up.clear()
         model.bodies.clear()
     if "cloud" in request.fixturenames:

@@ -10,6 +10,7 @@ import httpx
 from chuixiang.deadline import Budget
 from chuixiang.generation.image import ImageLimits, ImageOutcome, generate_image
 from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome, generate_recipe
+from chuixiang.generation.recipe_in_sections import generate_recipe_in_sections
 from chuixiang.resilience.breaker import CircuitBreaker
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import HealthStore
@@ -45,7 +46,8 @@ def run_recipe(
     fastest: FastestFirst | None = None,
     hedge: Hedge | None = None,
 ) -> tuple[RecipeOutcome, float]:
-    """(outcome, elapsed seconds) of one recipe generation with a fresh budget (fallbacks from the settings).
+    """(outcome, elapsed seconds) of one recipe generation with a fresh budget (fallbacks from the settings;
+    in sections when they say ``RECIPE_SECTIONS=parallel``).
 
     The clock starts with the budget, after the HTTP client exists: the function builds its client in
     the init phase, and building one (20-40 ms of CPU, several times that on a busy machine) is not
@@ -62,7 +64,8 @@ def run_recipe(
             fastest=fastest,
             hedge=hedge,
         )
-        outcome = generate_recipe(c, endpoint, limits, "番茄炒蛋", Budget(budget_ms, None), routes)
+        generation = generate_recipe_in_sections if settings.recipe_sections == "parallel" else generate_recipe
+        outcome = generation(c, endpoint, limits, "番茄炒蛋", Budget(budget_ms, None), routes)
         elapsed = time.monotonic() - started
     return outcome, elapsed
 

@@ -7,6 +7,7 @@ deadline is kept on the monotonic clock so a wall-clock jump cannot stretch it.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,16 +34,26 @@ class Budget:
         self.margin_ms = finish_margin_ms(lambda_remaining_ms)
         self.lambda_end = self.started + (lambda_remaining_ms - self.margin_ms) / 1000
         self.job_end = self.started + (job_deadline_at - now_utc()).total_seconds() if job_deadline_at else None
+        self.total_end: float | None = None  #: set by :meth:`within`: one total limit over many calls
+
+    def within(self, total_ms: float) -> Budget:
+        """This budget, ending also ``total_ms`` from now: a stage whose calls run one after another and side
+        by side (the recipe's sections) shares one total limit, so the ladder above it still holds."""
+        out = copy.copy(self)
+        out.total_end = time.monotonic() + total_ms / 1000
+        return out
 
     def remaining_ms(self) -> float:
-        ends = [self.lambda_end] + ([self.job_end] if self.job_end is not None else [])
+        ends = [self.lambda_end] + [end for end in (self.job_end, self.total_end) if end is not None]
         return (min(ends) - time.monotonic()) * 1000
 
     def attempt(self, total_ms: float | None) -> Deadline:
         now = time.monotonic()
         limits = {"lambda": self.lambda_end}
-        if total_ms is not None:
-            limits["total"] = now + total_ms / 1000
+        own = now + total_ms / 1000 if total_ms is not None else None
+        totals = [end for end in (own, self.total_end) if end is not None]
+        if totals:
+            limits["total"] = min(totals)
         if self.job_end is not None:
             limits["job"] = self.job_end
         bound_by = min(limits, key=lambda k: limits[k])

@@ -37,7 +37,7 @@ def load_job_document(job_id: str, caller: str = "") -> JobDocument | None:
         item = store.get(job_id) or item
     if is_terminal(item.get("status")):
         # its admission slot (the client stops polling now)
-        Admission(store.table, settings.admission_slots).release(job_id, item.get("slot"))
+        Admission(store.table, settings.admission_jobs).release(job_id, item.get("slot"))
     url = ImageStore(settings).stable_url(item["imageKey"])[0] if item.get("imageKey") else None
     return render_job(item, url)
 
@@ -72,6 +72,7 @@ def render_job(item: dict[str, Any], image_url: str | None) -> JobDocument:
         # A failed job shows its error, not how far it got; a written recipe supersedes the partial one.
         progress=item.get("progress") if item["status"] != JobStatus.FAILED else None,
         partial=item.get("partial") if item["status"] != JobStatus.FAILED and not item.get("recipe") else None,
+        degraded=item.get("degraded") or None,
         pollAfterMs=poll_after_ms(item),
         metrics=JobMetrics.model_validate(item.get("metrics") or {}),
     )

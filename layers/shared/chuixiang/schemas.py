@@ -139,10 +139,28 @@ class UpstreamCall(BaseModel):
     #: model refused or never answered: providers do not bill those).
     promptTokens: int | None = None
     completionTokens: int | None = None
+    #: Of ``promptTokens``, those the provider's prefix cache held (billed at a fraction), when it says.
+    cachedPromptTokens: int | None = None
+    #: The recipe section the call wrote (``RecipeSections=parallel``), absent for a whole recipe.
+    section: str | None = None
 
     @property
     def tokens(self) -> int:
         return (self.promptTokens or 0) + (self.completionTokens or 0)
+
+
+class SectionReport(BaseModel):
+    """How one section of a recipe written in parallel went: when it started and ended in the stage (ms from
+    the stage's start), the model that answered (or the last one tried) and how it ended: ``ok``, ``dropped``
+    (a degradable section the recipe goes without) or the stage's error code."""
+
+    name: str
+    core: bool
+    startMs: int
+    endMs: int
+    model: str | None = None
+    outcome: str
+    firstContentMs: int | None = None
 
 
 class RecipeMetrics(BaseModel):
@@ -165,8 +183,13 @@ class RecipeMetrics(BaseModel):
     #: (failed attempts, cancelled streams, hedges that lost).
     tokensUsed: int = 0
     tokensWasted: int = 0
+    #: Of the prompt tokens used, those the providers' prefix caches held (when they say).
+    cachedPromptTokens: int | None = None
     #: The writing speed of the call that answered, as ``chuixiang bench`` and the model's health measure it.
     tokensPerSecond: float | None = None
+    #: ``RecipeSections=parallel``: each section, and those dropped (the job's ``degraded``).
+    sections: list[SectionReport] | None = None
+    degraded: list[str] | None = None
 
 
 class ImageMetrics(BaseModel):
@@ -214,11 +237,13 @@ class PartialStep(TypedDict):
 
 
 class PartialRecipe(TypedDict, total=False):
-    """The recipe fields that are complete in the stream so far (a ``BaseModel`` would refuse partial data)."""
+    """The recipe fields that are complete in the stream so far (a ``BaseModel`` would refuse partial data);
+    ``stepTitles`` only while a recipe written in sections has its outline and not all its steps."""
 
     name: str
     summary: str
     ingredients: PartialIngredients
+    stepTitles: list[str]
     steps: list[PartialStep]
 
 
@@ -231,6 +256,8 @@ class Progress(BaseModel):
     percent: int = Field(ge=0, le=100)
     etaMs: int | None = None  #: at the observed writing rate; None until the model has written a little
     updatedAt: str
+    #: ``RecipeSections=parallel``: each section's state, ``waiting``, ``writing``, ``done`` or ``dropped``.
+    sections: dict[str, str] | None = None
 
 
 class JobDocument(BaseModel):
@@ -248,6 +275,8 @@ class JobDocument(BaseModel):
     progress: Progress | None = None
     #: The recipe fields already complete in the stream (until ``recipe`` is there, which supersedes it).
     partial: PartialRecipe | None = None
+    #: The degradable sections the recipe was served without (``extras``, ``imagePrompt``): absent when none.
+    degraded: list[str] | None = None
     #: When to poll again (it follows the job: slower before the model writes, faster near the end);
     #: null once the job is terminal.
     pollAfterMs: int | None = None

@@ -38,12 +38,14 @@ class _Config(BaseSettings):
     model_api_key_secret_arn: str = Field("", validation_alias="MODEL_API_KEY_SECRET_ARN")
     #: ``ordered`` (the configured order) or ``fastest`` (by measured speed, skipping who cannot finish in time).
     recipe_routing: Literal["ordered", "fastest"] = Field("ordered", validation_alias="RECIPE_ROUTING")
+    #: ``whole`` (one streamed answer) or ``parallel`` (an outline, then the sections side by side).
+    recipe_sections: Literal["whole", "parallel"] = Field("whole", validation_alias="RECIPE_SECTIONS")
     #: A model's measured health older than this says nothing.
     model_health_max_age_s: int = Field(3600, ge=60, validation_alias="MODEL_HEALTH_MAX_AGE_SECONDS")
     #: Per model name or prefix, the request fields it takes (``chuixiang.upstream.dialects``); JSON.
     model_dialects: str = Field("", validation_alias="MODEL_DIALECTS")
 
-    #: Jobs the API lets run at once (the recipe and image functions' reserved concurrency); more get 429.
+    #: Model streams the API lets run at once (``RecipeConcurrency``); beyond them a POST gets 429.
     admission_slots: int = Field(20, gt=0, validation_alias="ADMISSION_SLOTS")
     #: Of those, at most this many one caller's (0: no such cap); the caller as :func:`job_start.admitted_as` says.
     admission_per_caller: int = Field(2, ge=0, validation_alias="ADMISSION_PER_CALLER")
@@ -67,12 +69,27 @@ class _Config(BaseSettings):
         return _models(self.recipe_model, self.recipe_fallback_models)
 
     @property
+    def streams_per_job(self) -> int:
+        """The most model streams one job holds open at once."""
+        return PARALLEL_STREAMS if self.recipe_sections == "parallel" else 1
+
+    @property
+    def admission_jobs(self) -> int:
+        """Jobs admitted at once: the streams allowed over the streams one job holds (at least one job)."""
+        return max(1, self.admission_slots // self.streams_per_job)
+
+    @property
     def canary_model_list(self) -> tuple[str, ...]:
         return comma_list(self.canary_models)
 
     @property
     def image_models(self) -> tuple[str, ...]:
         return _models(self.image_model, self.image_fallback_models)
+
+
+#: The most streams a job writing its recipe in sections holds open at once: three ranges of steps, the extras
+#: and the image prompt (``generation.sections.plan``).
+PARALLEL_STREAMS = 5
 
 
 def comma_list(value: str) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from .errors import ErrorCode, StageError, clip_detail
 from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
 from .generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
+from .generation.recipe_in_sections import generate_recipe_in_sections
 from .job_status import JobStage, JobStatus
 from .observability import dimensioned_metric, logger, metrics, model_metric
 from .redaction import register_secret
@@ -269,9 +270,10 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         expected_tokens=settings.recipe_expected_tokens,
     )
     routes = recipe_routes(settings, store)
+    generation = generate_recipe_in_sections if settings.recipe_sections == "parallel" else generate_recipe
     with reporter:
         budget = _budget(remaining_ms, event.deadlineAt)
-        outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, routes, progress=reporter)
+        outcome = generation(http_client(), endpoint, limits, event.dish, budget, routes, progress=reporter)
     m = outcome.metrics
     _recipe_model_metrics(m, valid=outcome.result is not None)
     if m.firstContentMs is not None:
@@ -297,10 +299,20 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
     if outcome.result is None:  # generate_recipe returns a recipe or an error, never neither
         raise RuntimeError("recipe generation returned neither a recipe nor an error")
     recipe = outcome.result.model_dump(mode="json")
+    degraded: dict[str, Any] = {"degraded": m.degraded} if m.degraded else {}
     store.update(
-        event.jobId, recipe=recipe, stage=JobStage.IMAGE, progress=reporter.finished().model_dump(), remove=("partial",)
+        event.jobId,
+        recipe=recipe,
+        stage=JobStage.IMAGE,
+        progress=reporter.finished().model_dump(exclude_none=True),
+        remove=("partial",),
+        **degraded,
     )
-    RecipeCache(settings, store.table).put(event.dish, recipe=recipe)
+    if m.degraded:  # served without a part: the next cook of this dish writes it whole again
+        for section in m.degraded:
+            dimensioned_metric("RecipeSectionsDropped", MetricUnit.Count, 1, Section=section)
+    else:
+        RecipeCache(settings, store.table).put(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
     return RecipeResult(ok=True, imagePrompt=outcome.result.imagePrompt)
 

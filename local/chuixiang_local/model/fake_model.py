@@ -24,11 +24,19 @@ import threading
 import time
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from chuixiang_local.model.profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile, profile_text, token_pieces
+from chuixiang_local.model.profiles import (
+    PROFILES,
+    REAL_MS_PER_TOKEN,
+    ModelProfile,
+    profile_text,
+    section_doc,
+    token_pieces,
+)
 from chuixiang_local.servers import exit_with_parent, stop_server
 
 
@@ -77,6 +85,7 @@ def recipe_for(dish: str) -> dict[str, Any]:
                 ]
             )
         ],
+        "stepTitles": ["洗切主料", "备葱姜", "打蛋", "炒蛋", "爆香翻炒", "调味出锅"],
         "pairings": {"side": "凉拌黄瓜", "soup": "紫菜蛋花汤", "staple": "米饭", "drink": "大麦茶"},
         "nutrition": {"caloriesKcal": 320, "proteinG": 18, "fatG": 20, "carbsG": 12},
         "imagePrompt": f"An overhead photo of {dish}, a home-style Chinese dish on a white plate, "
@@ -138,10 +147,20 @@ class FakeModel:
     image_script: deque[ImageBehaviour] = field(default_factory=deque)
     #: Standing behaviour of a model name (before the scripts): a model that is down, queued, slow…
     chat_by_model: dict[str, ChatBehaviour] = field(default_factory=dict)
+    #: Standing behaviour of a recipe section (the ``X-Recipe-Section`` header: a name such as ``extras``, or
+    #: ``steps`` for every range of steps), before the model's.
+    chat_by_section: dict[str, ChatBehaviour] = field(default_factory=dict)
     image_by_model: dict[str, ImageBehaviour] = field(default_factory=dict)
     requests: list[tuple[str, float, str]] = field(default_factory=list)  #: (path, monotonic time, model)
+    #: Each chat request's ``X-Recipe-Section`` (None: a whole recipe), in the order of ``requests``.
+    sections: list[str | None] = field(default_factory=list)
     #: Streams the client closed before their end: (path, monotonic time the write failed, model).
     hung_up: list[tuple[str, float, str]] = field(default_factory=list)
+    #: Faults played mid-stream: (kind, monotonic time, the request's section).
+    faults: list[tuple[str, float, str | None]] = field(default_factory=list)
+    #: Requests being answered now, and the most at once since the last reset.
+    open_requests: int = 0
+    most_open: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)  #: each POST's JSON body, in order
     #: Pictures answered as a URL, served by GET until the model stops.
     files: dict[str, bytes] = field(default_factory=dict)
@@ -154,6 +173,24 @@ class FakeModel:
         self._server: ThreadingHTTPServer | None = None
         self.lock = threading.Lock()
         self.rng = random.Random(self.seed)  # nosec B311 - a simulation's draws, not a secret
+        self._prompts: dict[str, deque[str]] = {}  #: per model, the prompts seen lately (its prefix cache)
+        self._key_free_at: dict[str, float] = {}  #: per capped profile, when its key may send the next token
+
+    def cached_tokens(self, model: str, prompt: str) -> int:
+        """The prompt's tokens a provider's prefix cache would have held: the longest prefix shared with a
+        prompt seen before on ``model``, in whole blocks of 64 tokens (as DeepSeek caches; OpenAI from 1,024)."""
+        with self.lock:
+            seen = self._prompts.setdefault(model, deque(maxlen=256))
+            shared = max((_common_prefix(prompt, earlier) for earlier in seen), default=0)
+            seen.append(prompt)
+        return int(shared / 1.2) // 64 * 64
+
+    def key_slot(self, profile: str, due: float, per_token_s: float) -> float:
+        """When a token due at ``due`` may go out on a key that sends one per ``per_token_s`` over all streams."""
+        with self.lock:
+            at = max(due, self._key_free_at.get(profile, 0.0))
+            self._key_free_at[profile] = at + per_token_s
+        return at
 
     @property
     def time_scale(self) -> float:
@@ -200,9 +237,29 @@ class FakeModel:
 
 
 def _dish(body: dict[str, Any]) -> str:
+    """The dish the request names: its ``菜名：…`` message (a section's request has more after it)."""
     messages = body.get("messages") or [{}]
-    user = str(messages[-1].get("content", ""))
+    named = [str(m.get("content", "")) for m in messages if re.match(r"^菜名[:：]", str(m.get("content", "")))]
+    user = named[0] if named else str(messages[-1].get("content", ""))
     return re.sub(r"^菜名[:：]\s*", "", user).strip() or "番茄炒蛋"
+
+
+def _prompt(body: dict[str, Any]) -> str:
+    return "".join(f"{m.get('role')}:{m.get('content')}\n" for m in body.get("messages") or [])
+
+
+def prompt_tokens_of(body: dict[str, Any]) -> int:
+    """The prompt tokens the fake bills a request: its messages' characters at 1.2 a token."""
+    return max(1, int(len(_prompt(body)) / 1.2))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _chunk_base(body: dict[str, Any]) -> dict[str, Any]:
@@ -225,20 +282,39 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         model = str(body.get("model", "")) if isinstance(body, dict) else ""
-        self.fake.requests.append((self.path, time.monotonic(), model))
-        self.fake.bodies.append(body)
         fake = self.fake
+        section = self.headers.get("X-Recipe-Section")
+        with fake.lock:  # one order for the three lists
+            fake.requests.append((self.path, time.monotonic(), model))
+            fake.sections.append(section)
+            fake.bodies.append(body)
         if self.path.endswith("/chat/completions"):
-            chat = fake.chat_by_model.get(model) or (fake.chat_script.popleft() if fake.chat_script else None)
-            if chat is None and model in PROFILES:
-                self._profile(body, PROFILES[model])
-            else:
-                self._chat(body, chat or ChatBehaviour())
+            chat = self._section_behaviour(section) or fake.chat_by_model.get(model)
+            chat = chat or (fake.chat_script.popleft() if fake.chat_script else None)
+            self._count_open(+1)
+            try:
+                if chat is None and model in PROFILES:
+                    self._profile(body, PROFILES[model], section)
+                else:
+                    self._chat(body, chat or ChatBehaviour(), section)
+            finally:
+                self._count_open(-1)
         elif self.path.endswith("/images/generations"):
             image = fake.image_by_model.get(model) or (fake.image_script.popleft() if fake.image_script else None)
             self._image(body, image or ImageBehaviour())
         else:
             self._json(404, {"error": {"message": "not found"}})
+
+    def _count_open(self, change: int) -> None:
+        with self.fake.lock:
+            self.fake.open_requests += change
+            self.fake.most_open = max(self.fake.most_open, self.fake.open_requests)
+
+    def _section_behaviour(self, section: str | None) -> ChatBehaviour | None:
+        if section is None:
+            return None
+        by = self.fake.chat_by_section
+        return by.get(section) or by.get(section.partition(":")[0])
 
     def do_GET(self) -> None:
         data = self.fake.files.get(self.path)
@@ -277,10 +353,23 @@ class _Handler(BaseHTTPRequestHandler):
         self._chunk(b": connected\n\n")
         self._event({**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})
 
-    def _close_stream(self, base: dict[str, Any], finish: str, tokens: int, done: bool = True) -> None:
+    def _usage(self, body: dict[str, Any], tokens: int) -> dict[str, Any]:
+        """As OpenAI reports it: the prompt's tokens (estimated from its characters) and those its prefix cache
+        held, the completion's."""
+        prompt = _prompt(body)
+        cached = self.fake.cached_tokens(str(body.get("model", "")), prompt)
+        return {
+            "prompt_tokens": prompt_tokens_of(body),
+            "completion_tokens": tokens,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+
+    def _close_stream(
+        self, base: dict[str, Any], finish: str, tokens: int, done: bool = True, body: dict[str, Any] | None = None
+    ) -> None:
         """The finish chunk, usage in a last chunk of its own (as OpenAI sends it), ``[DONE]``, end."""
         self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-        self._event({**base, "choices": [], "usage": {"prompt_tokens": 200, "completion_tokens": tokens}})
+        self._event({**base, "choices": [], "usage": self._usage(body or {}, tokens)})
         if done:
             self._chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
@@ -300,14 +389,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- chat ------------------------------------------------------------------------------
 
-    def _chat(self, body: dict[str, Any], b: ChatBehaviour) -> None:
+    def _chat(self, body: dict[str, Any], b: ChatBehaviour, section: str | None = None) -> None:
         if b.headers_delay_s and self.fake.wait(b.headers_delay_s):
             return
         if b.status != 200:
             self._chat_error(b)
             return
         dish = _dish(body)
-        text = json.dumps(largest_recipe(dish) if b.kind == "largest" else recipe_for(dish), ensure_ascii=False)
+        recipe = largest_recipe(dish) if b.kind == "largest" else recipe_for(dish)
+        text = json.dumps(section_doc(recipe, section), ensure_ascii=False)
         echoed = json.dumps(self._headers_auth_first()) if b.echo_headers else ""
         if b.kind == "not_json":
             self._body(200, "text/html", f"<html>502 Bad Gateway; request was {echoed}</html>".encode())
@@ -369,7 +459,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if pace and self.fake.wait(pace):
                     return
             finish = "length" if b.kind in ("length", "reasoning_only") else "stop"
-            self._close_stream(base, finish, len(pieces), done=b.kind != "eof_no_done")
+            self._close_stream(base, finish, len(pieces), done=b.kind != "eof_no_done", body=body)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.fake.hung_up.append((self.path, time.monotonic(), str(body.get("model", ""))))
             self.close_connection = True
@@ -377,6 +467,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream_fault(self, b: ChatBehaviour, n: int, pieces: int, echoed: str) -> str:
         """Play the behaviour's fault due before chunk ``n``: ``error_sent`` (an error event: the stream ends
         after it), ``ended`` (the connection was reset) or ``""`` (none, or a garbage line: go on)."""
+        if b.kind in ("error_mid", "reset_mid") and n == pieces // 3:
+            self.fake.faults.append((b.kind, time.monotonic(), self.headers.get("X-Recipe-Section")))
         if b.kind == "error_mid" and n == pieces // 3:
             if echoed:
                 leak = {"message": "upstream overloaded", "request_headers": json.loads(echoed)}
@@ -391,7 +483,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b"data: {not json" + echoed.encode() + b"\n\n")
         return ""
 
-    def _profile(self, body: dict[str, Any], p: ModelProfile) -> None:
+    def _profile(self, body: dict[str, Any], p: ModelProfile, section: str | None = None) -> None:
         """Play a measured model behaviour, ``time_scale`` times faster than real time, drift-free."""
         scale = self.fake.time_scale
         base = _chunk_base(body)
@@ -411,21 +503,42 @@ class _Handler(BaseHTTPRequestHandler):
             budget = int(body.get("max_tokens") or body.get("max_completion_tokens") or 3000)
             pieces, key, finish = ["想"] * budget, "reasoning_content", "length"
         else:
-            pieces, key, finish = token_pieces(profile_text(p, _dish(body))), "content", "stop"
+            pieces, key, finish = token_pieces(profile_text(p, _dish(body), section)), "content", "stop"
         try:
             self._open_stream(base)
             if self._keepalive_until(time.monotonic() + first_s * scale, every_s=5 * scale):
                 return
-            start, per_token = time.monotonic(), scale / rate
+            due_at = self._schedule(p, len(pieces), scale / rate)
             for i, piece in enumerate(pieces):
-                delay = start + i * per_token - time.monotonic()
+                delay = due_at(i) - time.monotonic()
                 if delay > 0 and self.fake.wait(delay):
                     return
                 self._event({**base, "choices": [{"index": 0, "delta": {key: piece}, "finish_reason": None}]})
-            self._close_stream(base, finish, len(pieces))
+            self._close_stream(base, finish, len(pieces), body=body)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.fake.hung_up.append((self.path, time.monotonic(), str(body.get("model", ""))))
             self.close_connection = True
+
+    def _schedule(self, p: ModelProfile, count: int, per_token: float) -> Callable[[int], float]:
+        """When each token is due: at the stream's rate from now, after the profile's pauses (drawn now,
+        seeded), no sooner than a capped key lets it out."""
+        scale, start = self.fake.time_scale, time.monotonic()
+        with self.fake.lock:
+            pauses = [
+                self.fake.rng.uniform(0, p.pause_s_max) * scale if p.pause_every and i and i % p.pause_every == 0 else 0
+                for i in range(count)
+            ]
+        offsets, paused = [], 0.0
+        for i in range(count):
+            paused += pauses[i]
+            offsets.append(start + i * per_token + paused)
+
+        def due_at(i: int) -> float:
+            if p.key_tokens_per_s is None:
+                return offsets[i]
+            return self.fake.key_slot(p.name, max(offsets[i], time.monotonic()), scale / p.key_tokens_per_s)
+
+        return due_at
 
     def _keepalive_until(self, end: float, every_s: float) -> bool:
         """SSE comments (a gateway's queue notices) until ``end``; True if the server stopped."""

@@ -10,6 +10,14 @@ plays it ``time_scale`` times faster so a bench of every profile runs offline in
 * ``fake-broken-json``: writes at the steady pace, but the JSON is broken.
 * ``fake-length``: twice as fast, but spends ``max_tokens`` on reasoning and writes no content.
 * ``fake-thinker``: writes ``<think>…</think>`` into the content before a valid JSON recipe.
+* ``fake-evening``: the production model at the evening peak as the write-up measured one stream: first content
+  after 6.2 s, ~18 tokens/s, pauses of up to 4.1 s (~95 s for a whole recipe); each stream at that speed however
+  many are open (hosted APIs batch requests).
+* ``fake-capped``: the steady model behind a provider that caps a key's tokens/s: streams share 18 tokens/s, so
+  writing sections side by side gains nothing.
+
+A request naming a section (the ``X-Recipe-Section`` header, ``RecipeSections=parallel``) gets that section of the
+same recipe (:func:`section_doc`), at the same pace.
 """
 
 from __future__ import annotations
@@ -36,6 +44,11 @@ class ModelProfile:
     tokens_per_s_min: float | None = None
     #: the share of requests that spend ``max_tokens`` on reasoning and write no content (a ``length`` answer)
     length_share: float = 0.0
+    #: a pause of up to ``pause_s_max`` (drawn) after every ``pause_every`` tokens: the gaps a busy model leaves
+    pause_every: int = 0
+    pause_s_max: float = 0.0
+    #: the key's tokens/s over all its streams at once (None: each stream writes at its own rate)
+    key_tokens_per_s: float | None = None
 
 
 PROFILES: dict[str, ModelProfile] = {
@@ -46,6 +59,17 @@ PROFILES: dict[str, ModelProfile] = {
         ModelProfile("fake-late-start", 57.0, 30.0, description="first content after 57 s"),
         ModelProfile("fake-broken-json", 2.0, 18.0, kind="broken_json", description="invalid JSON"),
         ModelProfile("fake-length", 1.0, 36.0, kind="length", description="max_tokens spent on reasoning"),
+        ModelProfile(
+            "fake-evening",
+            6.2,
+            18.0,
+            pause_every=200,
+            pause_s_max=4.1,
+            description="the evening peak: first content 6.2 s, ~18 tokens/s, pauses up to 4.1 s",
+        ),
+        ModelProfile(
+            "fake-capped", 2.0, 18.0, key_tokens_per_s=18.0, description="a key capped at 18 tokens/s over its streams"
+        ),
         ModelProfile(
             "fake-thinker",
             2.0,
@@ -77,6 +101,10 @@ _STEPS = [
 ]
 
 
+#: Short titles of the steps (the outline of a recipe written in sections), one per step of ``_STEPS``.
+_TITLES = ["洗切主料", "调好料汁", "打散鸡蛋", "滑炒鸡蛋", "爆香下主料", "淋汁焖煮", "回锅合炒", "装盘保存"]
+
+
 def long_recipe_for(dish: str) -> dict[str, Any]:
     """A full-length recipe (8 detailed steps, an image prompt of ~90 words): about 1,600 tokens."""
     prompt_words = (
@@ -105,11 +133,30 @@ def long_recipe_for(dish: str) -> dict[str, Any]:
                 {"name": "食用油", "amount": "30毫升"},
             ],
         },
+        "stepTitles": list(_TITLES),
         "steps": [{"order": i + 1, "text": text.format(dish=dish)} for i, text in enumerate(_STEPS)],
         "pairings": {"side": "凉拌黄瓜", "soup": "紫菜蛋花汤", "staple": "白米饭", "drink": "大麦茶"},
         "nutrition": {"caloriesKcal": 420, "proteinG": 22, "fatG": 26, "carbsG": 18},
         "imagePrompt": prompt_words.format(dish=dish),
     }
+
+
+#: The keys of each section's answer (a ``steps:<from>-<to>`` section answers its range of ``steps``).
+SECTION_KEYS = {
+    "outline": ("name", "summary", "ingredients", "stepTitles"),
+    "extras": ("pairings", "nutrition"),
+    "imagePrompt": ("imagePrompt",),
+}
+
+
+def section_doc(recipe: dict[str, Any], section: str | None) -> dict[str, Any]:
+    """What a model writes for ``section`` of ``recipe`` (None: the whole recipe, without the outline's titles)."""
+    if section is None:
+        return {k: v for k, v in recipe.items() if k != "stepTitles"}
+    if section.startswith("steps:"):
+        first, _, last = section.removeprefix("steps:").partition("-")
+        return {"steps": [s for s in recipe["steps"] if int(first) <= s["order"] <= int(last)]}
+    return {k: recipe[k] for k in SECTION_KEYS.get(section, ())}
 
 
 def token_pieces(text: str) -> list[str]:
@@ -124,9 +171,9 @@ def token_pieces(text: str) -> list[str]:
     return pieces
 
 
-def profile_text(profile: ModelProfile, dish: str) -> str:
+def profile_text(profile: ModelProfile, dish: str, section: str | None = None) -> str:
     """The content a profile writes (``length`` writes reasoning instead, see the fake)."""
-    text = json.dumps(long_recipe_for(dish), ensure_ascii=False)
+    text = json.dumps(section_doc(long_recipe_for(dish), section), ensure_ascii=False)
     if profile.kind == "broken_json":
         return text.replace('"steps": [', '"steps": [[', 1)  # an unclosed array: not JSON
     if profile.kind == "thinker":

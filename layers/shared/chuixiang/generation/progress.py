@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
@@ -100,6 +100,21 @@ class StreamState(Protocol):
     def text_so_far(self) -> str: ...
 
 
+@runtime_checkable
+class SectionedStream(StreamState, Protocol):
+    """A recipe written in sections (:class:`~.section_progress.SectionStreams`): its parts are not one text,
+    so it says itself what is complete, and how each section stands."""
+
+    def partial(self) -> PartialRecipe | None: ...
+
+    def section_states(self) -> dict[str, str]: ...
+
+
+def partial_of(stream: StreamState) -> PartialRecipe | None:
+    """What of the recipe ``stream`` writes is complete."""
+    return stream.partial() if isinstance(stream, SectionedStream) else partial_recipe(stream.text_so_far())
+
+
 class ProgressReporter:
     """Writes ``progress`` and ``partial`` at most once per interval while a recipe streams."""
 
@@ -160,6 +175,7 @@ class ProgressReporter:
             percent=min(MAX_STREAMING_PERCENT, tokens * 100 // expected),
             etaMs=eta_ms,
             updatedAt=iso(now_utc()),
+            sections=stream.section_states() if isinstance(stream, SectionedStream) else None,
         )
 
     def finished(self) -> Progress:
@@ -172,6 +188,7 @@ class ProgressReporter:
             percent=100,
             etaMs=0,
             updatedAt=iso(now_utc()),
+            sections=doc.sections if doc else None,
         )
 
     def report(self) -> bool:
@@ -180,10 +197,10 @@ class ProgressReporter:
         stream, doc = self._stream, self.progress()
         if stream is None or doc is None:  # no attempt yet
             return True
-        state = (id(stream), doc.chars, doc.tokens)
+        state = (id(stream), doc.chars, doc.tokens, tuple((doc.sections or {}).items()))
         changed, self._last = state != self._last, state
         try:
-            applied = self.write(doc, partial_recipe(stream.text_so_far()) if changed else None)
+            applied = self.write(doc, partial_of(stream) if changed else None)
         except Exception:  # progress is best effort; the job goes on without it
             logger.warning("progress write failed", exc_info=True)
             return True

@@ -8,8 +8,9 @@ failed validation is ``RECIPE_INVALID``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 import httpx
 
@@ -21,13 +22,23 @@ from ..resilience.router import CallContext, CallReport, Reply, Routed, Router, 
 from ..schemas import RecipeMetrics
 from ..settings import Settings
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
-from ..upstream.chat import Completion, SSEReader, StreamLimits, read_chat_completion, token_count
+from ..upstream.chat import (
+    Completion,
+    SSEReader,
+    StreamLimits,
+    cached_prompt_tokens,
+    read_chat_completion,
+    token_count,
+)
 from ..upstream.dialects import Dialect, dialect_for
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import EmptyAnswer, FirstContentTimeout, InvalidAnswer, UpstreamError
+from ..upstream.transport import Cancellation
 from .progress import CHARS_PER_TOKEN, ProgressReporter
 from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe, strip_reasoning
 from .stage import Generation, generate, stage_error
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -63,17 +74,25 @@ class RecipeLimits:
 RecipeOutcome = Generation[Recipe, RecipeMetrics]
 
 
-def chat_payload(model: str, dish: str, max_tokens: int, dialect: Dialect | None = None) -> dict[str, Any]:
-    """The recipe request, in ``model``'s dialect."""
+def whole_messages(dish: str) -> list[dict[str, str]]:
+    """The recipe request's messages: the whole recipe in one answer."""
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": f"菜名：{dish}"}]
+
+
+def chat_payload(
+    model: str,
+    dish: str,
+    max_tokens: int,
+    dialect: Dialect | None = None,
+    messages: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The recipe request (``messages``: one section's instead of the whole recipe's), in ``model``'s dialect."""
     dialect = dialect or dialect_for(model)
     payload: dict[str, Any] = {
         "model": model,
         "stream": dialect.stream,
         dialect.max_tokens_field: max_tokens,
-        "messages": [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": f"菜名：{dish}"},
-        ],
+        "messages": messages or whole_messages(dish),
     }
     if dialect.stream and dialect.stream_usage:
         payload["stream_options"] = {"include_usage": True}
@@ -82,8 +101,8 @@ def chat_payload(model: str, dish: str, max_tokens: int, dialect: Dialect | None
     return {**payload, **dialect.extra}
 
 
-def to_recipe(completion: Completion) -> Recipe:
-    """Turn a finished completion into a recipe or a classified failure."""
+def to_answer(completion: Completion, parse: Callable[[str], T]) -> T:
+    """Turn a finished completion into ``parse``'s value or a classified failure."""
     content, think_chars = strip_reasoning(completion.content)
     completion.reasoning_chars += think_chars
     if not content.strip():
@@ -97,9 +116,65 @@ def to_recipe(completion: Completion) -> Recipe:
     if completion.finish_reason == "length":
         raise InvalidAnswer(f"cut short at max_tokens after {len(content)} chars")
     try:
-        return parse_recipe(content)
+        return parse(content)
     except StageError as exc:
         raise InvalidAnswer(exc.detail) from exc
+
+
+def to_recipe(completion: Completion) -> Recipe:
+    """Turn a finished completion into a recipe or a classified failure."""
+    return to_answer(completion, parse_recipe)
+
+
+#: One call's measurements: its model, what it read, the deadline it had.
+Made = tuple[str, Completion, Deadline]
+
+
+@dataclass(frozen=True)
+class AnswerRequest(Generic[T]):
+    """What one streamed call asks (its messages and extra headers) and how its text becomes a value."""
+
+    messages: list[dict[str, str]]
+    parse: Callable[[str], T]
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def prompt_chars(self) -> int:
+        """The prompt's characters (each message's few tokens of framing counted as four)."""
+        return sum(len(m["content"]) + 4 for m in self.messages)
+
+
+def answer_call(
+    client: httpx.Client,
+    endpoint: ModelEndpoint,
+    limits: RecipeLimits,
+    request: AnswerRequest[T],
+    made: list[Made],
+    *,
+    watch: Callable[[SSEReader], None] | None = None,
+    stops: tuple[Cancellation, ...] = (),
+) -> Callable[[CallContext], Reply[T]]:
+    """The router's call for ``request``: each call's measurements appended to ``made``; ``watch`` is handed
+    each call's reader (a progress reporter reads it), again when it writes first in a hedge race; any of
+    ``stops`` set closes the call in flight (the job stopped, a core section failed)."""
+    url = endpoint.url("/chat/completions")
+    headers = endpoint.headers(Accept="text/event-stream", **request.headers)
+
+    def call(context: CallContext) -> Reply[T]:
+        completion = Completion()  # filled as the answer arrives
+        made.append((context.model, completion, context.deadline))
+        unlinks = [stop.listen(_passed_on(stop, context.cancellation)) for stop in stops]
+        try:
+            return _read_answer(client, url, headers, limits, request, context, completion, watch)
+        finally:
+            for unlink in unlinks:
+                unlink()
+
+    return call
+
+
+def _passed_on(stop: Cancellation, to: Cancellation) -> Callable[[], None]:
+    return lambda: to.cancel(stop.reason)
 
 
 def generate_recipe(
@@ -114,89 +189,81 @@ def generate_recipe(
     """Stream a recipe over ``routes`` (default: ``endpoint.model`` alone; see :class:`Router` for fallbacks,
     breakers, health, fastest first and the hedge); ``progress`` watches each call's stream, and follows the
     one that writes first when a hedge races two."""
-    url = endpoint.url("/chat/completions")
-    headers = endpoint.headers(Accept="text/event-stream")
-    made: list[tuple[str, Completion, Deadline]] = []  # every call's measurements, a failed one's too
-
-    def call(context: CallContext) -> Reply[Recipe]:
-        completion = Completion()  # filled as the answer arrives
-        made.append((context.model, completion, context.deadline))
-        # Closed when the job stops running this stage, or when a hedge race goes to the other model.
-        unlink = (
-            progress.cancellation.listen(lambda: context.cancellation.cancel(progress.cancellation.reason))
-            if progress
-            else _nothing
-        )
-        try:
-            return _read_recipe(client, url, headers, limits, dish, context, completion, progress)
-        finally:
-            unlink()
-
-    router = Router(
-        routes or Routes((endpoint.model,)),
-        limits.retry,
-        "chat.completions",
-        attempt_limit_ms=limits.total_ms,
-        lease_s=limits.total_ms / 1000,
+    made: list[Made] = []  # every call's measurements, a failed one's too
+    request = AnswerRequest(whole_messages(dish), parse_recipe)
+    call = answer_call(
+        client,
+        endpoint,
+        limits,
+        request,
+        made,
+        watch=progress.watch if progress else None,
+        # Closed when the job stops running this stage (a hedge race's loser is closed by the router).
+        stops=(progress.cancellation,) if progress else (),
     )
-    routed = generate(router, call, budget)
+    routed = generate(recipe_router(routes or Routes((endpoint.model,)), limits), call, budget)
     return Generation(routed.result, stage_error("RECIPE", routed.failure), recipe_metrics(routed, made))
 
 
-def _nothing() -> None:
-    return None
+def recipe_router(routes: Routes, limits: RecipeLimits) -> Router:
+    """The recipe stage's router over ``routes``: its retry rule, each attempt within the total limit."""
+    return Router(
+        routes, limits.retry, "chat.completions", attempt_limit_ms=limits.total_ms, lease_s=limits.total_ms / 1000
+    )
 
 
-def _read_recipe(
+def _read_answer(
     client: httpx.Client,
     url: str,
     headers: dict[str, str],
     limits: RecipeLimits,
-    dish: str,
+    request: AnswerRequest[T],
     context: CallContext,
     completion: Completion,
-    progress: ProgressReporter | None,
-) -> Reply[Recipe]:
-    """One streamed call into ``completion``, turned into a recipe or a classified failure, with its report."""
+    watch: Callable[[SSEReader], None] | None,
+) -> Reply[T]:
+    """One streamed call into ``completion``, turned into a value or a classified failure, with its report."""
     dialect = dialect_for(context.model, limits.dialects)
 
     def first_text(reader: SSEReader) -> None:
-        if context.first_text() and progress:  # this call wrote first: the progress follows it
-            progress.watch(reader)
+        if context.first_text() and watch:  # this call wrote first: the progress follows it
+            watch(reader)
 
     status: int | None = None  # the HTTP status, once the whole answer was read
     valid: bool | None = None
+    prompt_chars = request.prompt_chars
     try:
         read_chat_completion(
             client,
             url,
-            chat_payload(context.model, dish, limits.max_tokens, dialect),
+            chat_payload(context.model, "", limits.max_tokens, dialect, request.messages),
             headers,
             limits=limits.stream,
             deadline=context.deadline,
             out=completion,
-            watch=progress.watch if progress else None,
+            watch=watch,
             streamed=dialect.stream,
             cancellation=context.cancellation,
             on_first_text=first_text,
         )
         status, valid = completion.http_status, False
-        recipe = to_recipe(completion)
-        return Reply(recipe, report=call_report(completion, dish, status, True, None))
+        value = to_answer(completion, request.parse)
+        return Reply(value, report=call_report(completion, prompt_chars, status, True, None))
     except UpstreamError as failure:
         waited_ms = limits.stream.first_content_s * 1000 if isinstance(failure, FirstContentTimeout) else None
-        return Reply(failure=failure, report=call_report(completion, dish, status, valid, waited_ms))
+        return Reply(failure=failure, report=call_report(completion, prompt_chars, status, valid, waited_ms))
 
 
 def call_report(
-    c: Completion, dish: str, status: int | None, valid: bool | None, waited_ms: float | None
+    c: Completion, prompt_chars: int, status: int | None, valid: bool | None, waited_ms: float | None
 ) -> CallReport:
     """What one recipe call reports to the router: its status, its billed tokens, its model's health."""
-    prompt, written = billed_tokens(c, dish)
-    return CallReport(status, prompt, written, observation(c, written, valid, waited_ms))
+    prompt, written = billed_tokens(c, prompt_chars)
+    cached = cached_prompt_tokens(c.usage) if c.http_status == 200 else None
+    return CallReport(status, prompt, written, observation(c, written, valid, waited_ms), cached)
 
 
-def recipe_metrics(routed: Routed[Recipe], made: list[tuple[str, Completion, Deadline]]) -> RecipeMetrics:
+def recipe_metrics(routed: Routed[Any], made: list[Made]) -> RecipeMetrics:
     """The ``recipe`` stage's measurements: every call, and the stream figures of the answering model's last
     call (or of the last call made, when that model sent none)."""
     metrics = RecipeMetrics(
@@ -206,6 +273,8 @@ def recipe_metrics(routed: Routed[Recipe], made: list[tuple[str, Completion, Dea
     if latest is not None:
         _fill(metrics, latest[1], latest[2])
     metrics.tokensUsed = sum(c.tokens for c in routed.calls)
+    cached = [c.cachedPromptTokens for c in routed.calls if c.cachedPromptTokens is not None]
+    metrics.cachedPromptTokens = sum(cached) if cached else None
     metrics.tokensWasted = sum(c.tokens for c in routed.calls if c.outcome != "ok")
     metrics.tokensPerSecond = tokens_per_second(metrics)
     return metrics
@@ -226,7 +295,7 @@ def observation(c: Completion, tokens: int | None, valid: bool | None, waited_ms
     return Observation(first_content_ms=first, tokens_per_s=speed, valid=valid)
 
 
-def billed_tokens(c: Completion, dish: str) -> tuple[int | None, int | None]:
+def billed_tokens(c: Completion, prompt_chars: int) -> tuple[int | None, int | None]:
     """(prompt, completion) tokens of one call, as the provider will bill it: its usage when it sent one,
     else estimated from the characters. A call the model refused or never answered (no 200) bills nothing."""
     if c.http_status != 200:
@@ -235,7 +304,7 @@ def billed_tokens(c: Completion, dish: str) -> tuple[int | None, int | None]:
     prompt = token_count(usage.get("prompt_tokens"))
     written = token_count(usage.get("completion_tokens"))
     if prompt is None:
-        prompt = round((len(SYSTEM_PROMPT) + len(dish) + 4) / CHARS_PER_TOKEN)
+        prompt = round(prompt_chars / CHARS_PER_TOKEN)
     if written is None:
         written = round((sum(len(p) for p in c.parts) + c.reasoning_chars) / CHARS_PER_TOKEN)
     return prompt, written

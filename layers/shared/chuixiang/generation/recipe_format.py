@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, model_validator
 
 from ..errors import ErrorCode, StageError
 from ..redaction import redact_tree
@@ -19,48 +19,60 @@ from ..redaction import redact_tree
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
-class Ingredient(_Strict):
+class Ingredient(Strict):
     name: NonEmpty
     amount: str = ""
 
 
-class Ingredients(_Strict):
+class Ingredients(Strict):
     main: list[Ingredient] = Field(min_length=1)
     auxiliary: list[Ingredient] = Field(default_factory=list)
     seasoning: list[Ingredient] = Field(default_factory=list)
 
 
-class Step(_Strict):
+class Step(Strict):
     order: int = Field(ge=1)
     text: NonEmpty
 
 
-class Pairings(_Strict):
+class Pairings(Strict):
     side: str = ""
     soup: str = ""
     staple: str = ""
     drink: str = ""
 
 
-class Nutrition(_Strict):
+class Nutrition(Strict):
     caloriesKcal: float = Field(ge=0)
     proteinG: float = Field(ge=0)
     fatG: float = Field(ge=0)
     carbsG: float = Field(ge=0)
 
 
-class Recipe(_Strict):
+#: Validation context of a recipe merged from sections whose degradable ``extras`` were dropped.
+EXTRAS_DROPPED = "extrasDropped"
+
+
+class Recipe(Strict):
     name: NonEmpty
     summary: str = ""
     ingredients: Ingredients
     steps: list[Step] = Field(min_length=6, max_length=12)
-    pairings: Pairings
-    nutrition: Nutrition
+    #: Null only in a recipe written in sections whose ``extras`` were dropped (``degraded`` says so).
+    pairings: Pairings | None
+    nutrition: Nutrition | None
     imagePrompt: NonEmpty
+
+    @model_validator(mode="after")
+    def _extras_present(self, info: ValidationInfo) -> Recipe:
+        if (self.pairings is None or self.nutrition is None) and not (info.context or {}).get(EXTRAS_DROPPED):
+            missing = "pairings" if self.pairings is None else "nutrition"
+            raise ValueError(f"{missing} is null")
+        return self
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
@@ -97,25 +109,42 @@ def extract_json_text(text: str) -> str:
 RECIPE_MAX_BYTES = 64 * 1024
 
 
-def parse_recipe(text: str) -> Recipe:
-    """Parse model output into a :class:`Recipe` or raise ``RECIPE_INVALID`` (also when it is larger
-    than :data:`RECIPE_MAX_BYTES`)."""
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_json_answer(text: str, model: type[M]) -> M:
+    """Parse model output (the JSON object in it) into ``model`` or raise ``RECIPE_INVALID``."""
     candidate = extract_json_text(strip_reasoning(text)[0])
     try:
         # Every string as decoded, redacted: a key the model wrote JSON-escaped is caught here, whole.
         data = redact_tree(json.loads(candidate))
     except json.JSONDecodeError as exc:
         raise StageError(ErrorCode.RECIPE_INVALID, f"not JSON: {exc.msg} at {exc.pos}") from exc
+    return validated(model, data)
+
+
+def validated(model: type[M], data: object, context: dict[str, object] | None = None) -> M:
+    """``data`` as ``model``, or ``RECIPE_INVALID`` naming the first field that failed."""
     try:
-        recipe = Recipe.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise StageError(ErrorCode.RECIPE_INVALID, f"{where}: {first['msg']}") from exc
+        raise StageError(ErrorCode.RECIPE_INVALID, f"{where or model.__name__}: {first['msg']}") from exc
+
+
+def checked_size(recipe: Recipe) -> Recipe:
+    """``recipe``, or ``RECIPE_INVALID`` when it is larger than :data:`RECIPE_MAX_BYTES`."""
     size = len(recipe.model_dump_json().encode())
     if size > RECIPE_MAX_BYTES:
         raise StageError(ErrorCode.RECIPE_INVALID, f"recipe of {size} bytes, over the {RECIPE_MAX_BYTES} kept")
     return recipe
+
+
+def parse_recipe(text: str) -> Recipe:
+    """Parse model output into a :class:`Recipe` or raise ``RECIPE_INVALID`` (also when it is larger
+    than :data:`RECIPE_MAX_BYTES`)."""
+    return checked_size(parse_json_answer(text, Recipe))
 
 
 SYSTEM_PROMPT = """你是一位中餐菜谱作者。用户给出菜名，你只输出一个 JSON 对象，不要任何解释或代码块标记。

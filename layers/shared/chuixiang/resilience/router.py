@@ -78,6 +78,7 @@ class CallReport:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     observation: Observation | None = None
+    cached_prompt_tokens: int | None = None  #: of the prompt's, those the provider's prefix cache held
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,7 @@ class _Routing(Generic[T]):
                 status=(failure.status if failure else None) or report.status,
                 promptTokens=report.prompt_tokens,
                 completionTokens=report.completion_tokens,
+                cachedPromptTokens=report.cached_prompt_tokens,
             )
         )
 

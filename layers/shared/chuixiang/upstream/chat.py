@@ -245,6 +245,16 @@ def _error_in(event: dict[str, Any]) -> Any:
     return None
 
 
+def cached_prompt_tokens(usage: dict[str, Any] | None) -> int | None:
+    """The prompt tokens a provider's prefix cache held (billed at a fraction): OpenAI's and most others'
+    ``prompt_tokens_details.cached_tokens``, DeepSeek's ``prompt_cache_hit_tokens``; None when not said."""
+    if not usage:
+        return None
+    details = usage.get("prompt_tokens_details")
+    found = token_count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return found if found is not None else token_count(usage.get("prompt_cache_hit_tokens"))
+
+
 def token_count(value: Any) -> int | None:
     """A provider's token count, or ``None`` for anything that is not one (a string, a bool, a negative)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
