@@ -1,0 +1,86 @@
+"""A job with ``RecipeSections=parallel`` through the local cloud: the API, the state machine, the recipe
+function writing sections side by side, the picture from the merged recipe; what a client polls meanwhile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
+
+from ..support.scaled import SCALED
+from ..support.waiting import wait_until
+
+SECTIONS = ["outline", "steps:1-3", "steps:4-6", "extras", "imagePrompt"]
+
+
+@pytest.fixture(scope="module")
+def cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
+    work = tmp_path_factory.mktemp("sections")
+    overrides = {**SCALED, "RecipeSections": "parallel"}
+    with (
+        open(work / "functions.log", "w") as log,
+        LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c,
+    ):
+        yield c
+
+
+def cook(api: LocalApi, dish: str) -> dict[str, Any]:
+    status, created = api.post_dish(dish)
+    assert status == 202, created
+    return api.wait(created["jobId"], give_up_s=30)
+
+
+def test_a_job_in_sections_succeeds_with_the_whole_recipe_and_its_picture(
+    api: LocalApi, module_fake: FakeModel
+) -> None:
+    doc = cook(api, "番茄炒蛋")
+    assert doc["status"] == "SUCCEEDED" and doc["image"], doc
+    assert doc["degraded"] is None
+    recipe = doc["recipe"]
+    assert [s["order"] for s in recipe["steps"]] == [1, 2, 3, 4, 5, 6] and recipe["pairings"] and recipe["nutrition"]
+    m = doc["metrics"]["recipe"]
+    assert [(s["name"], s["outcome"]) for s in m["sections"]] == [(name, "ok") for name in SECTIONS]
+    assert sorted(c["section"] for c in m["calls"]) == sorted(SECTIONS)
+    assert doc["progress"]["percent"] == 100 and set(doc["progress"]["sections"].values()) == {"done"}
+    asked = [s for s in module_fake.sections if s is not None]  # (None: the picture's request)
+    assert asked[0] == "outline" and sorted(asked[1:]) == sorted(SECTIONS[1:])
+
+
+def test_a_dropped_section_is_served_degraded_and_not_cached(api: LocalApi, module_fake: FakeModel) -> None:
+    """The extras answer 503: the job SUCCEEDS without pairings and nutrition, says so, keeps its picture; the
+    next cook of the dish is written again (a degraded recipe is not cached)."""
+    module_fake.chat_by_section["extras"] = ChatBehaviour(status=503)
+    doc = cook(api, "鱼香茄子")
+    assert doc["status"] == "SUCCEEDED" and doc["image"], doc
+    assert doc["degraded"] == ["extras"]
+    assert doc["recipe"]["pairings"] is None and doc["recipe"]["nutrition"] is None
+    assert doc["progress"]["sections"]["extras"] == "dropped"
+    del module_fake.chat_by_section["extras"]
+    again = cook(api, "鱼香茄子")
+    assert again["status"] == "SUCCEEDED" and again["degraded"] is None
+    assert again["metrics"]["recipe"]["sections"], "written again, not served from the cache"
+
+
+def test_the_outline_is_readable_while_the_steps_are_written(api: LocalApi, module_fake: FakeModel) -> None:
+    """The steps wait 1 s before answering: meanwhile a poll shows the name, the ingredients and the step titles,
+    and which sections are still writing."""
+    module_fake.chat_by_section["steps"] = ChatBehaviour(headers_delay_s=1.0)
+    status, created = api.post_dish("葱爆羊肉")
+    assert status == 202
+
+    def outline_shown() -> dict[str, Any] | None:
+        doc = api.get(created["jobId"])[1]
+        partial = doc.get("partial") or {}
+        return doc if partial.get("stepTitles") and not partial.get("steps") else None
+
+    seen = wait_until(outline_shown, timeout_s=10, what="the outline shown before any step", interval_s=0.05)
+    assert seen["partial"]["name"] == "葱爆羊肉" and seen["partial"]["ingredients"]["main"]
+    assert seen["progress"]["sections"]["outline"] == "done"
+    assert {seen["progress"]["sections"][s] for s in ("steps:1-3", "steps:4-6")} <= {"waiting", "writing"}
+    assert api.wait(created["jobId"], give_up_s=30)["status"] == "SUCCEEDED"
