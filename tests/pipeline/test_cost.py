@@ -27,6 +27,7 @@ def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Pa
         "generated": "SUCCEEDED",
         "cached": "SUCCEEDED",
         "failed": "FAILED",
+        "parallel": "SUCCEEDED",
     }
     generated, cached = by_path["generated"], by_path["cached"]
     assert generated.calls["states:StartExecution"] == cached.calls["states:StartExecution"] == 1
@@ -35,6 +36,11 @@ def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Pa
     assert generated.transitions > cached.transitions > 0
     assert generated.transitions == 10  # docs/capacity.md: "1 execution of 10 state transitions" per job
     assert poll.calls["dynamodb:GetItem"] >= 1
+    # In sections: five more model calls, each behind its breaker and adding to its model's health.
+    parallel = by_path["parallel"]
+    assert parallel.transitions == generated.transitions and parallel.calls["s3:PutObject"] == 1
+    assert parallel.calls["dynamodb:UpdateItem"] > generated.calls["dynamodb:UpdateItem"]
+    assert sum(parallel.tokens_used) > sum(generated.tokens_used) and parallel.cached_prompt_tokens > 0
 
     assume = Assumptions()
     base = estimate(paths, poll, Template(), assume)
@@ -69,3 +75,7 @@ def test_the_report_names_its_prices_date_and_the_model_bill(tmp_path: Path) -> 
     assert tokens["generated"]["usdUsed"] > 0 and tokens["failed"]["tokensUsed"] == 0
     assert tokens["cached"]["tokensUsed"] == 0
     assert "wasted" in text
+    # Both modes priced: parallel writes a few more tokens and repeats its prompt in each section's call.
+    by_mode = doc["modelUsdPerRecipe"]
+    assert by_mode["parallel"] > by_mode["whole"] and "parallel" in text
+    assert doc["usdPer1000Jobs"]["parallel"]["Lambda duration"] < doc["usdPer1000Jobs"]["generated"]["Lambda duration"]

@@ -343,6 +343,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         routing_bench.main(args.jobs, args.chart)
         return 0
+    if args.sections:
+        from chuixiang_local.commands import sections_bench
+
+        if args.model_base_url and not args.models:
+            raise ConfigError("--models is required with --model-base-url")
+        sections_bench.main(
+            args.runs if args.runs > 1 else 8,
+            args.chart,
+            concurrency=args.concurrency,
+            base_url=args.model_base_url or "",
+            models=list(comma_list(args.models or "")),
+            out=args.json_out,
+        )
+        return 0
 
     given = parse_overrides(args.parameter_overrides)
     models = list(comma_list(args.models or ""))
@@ -593,8 +607,15 @@ def parser() -> argparse.ArgumentParser:
         help="compare RecipeRouting ordered and fastest and hedging over the write-up's measured models "
         "(off-peak, peak, a queued primary), offline, time scaled down",
     )
+    p.add_argument(
+        "--sections",
+        action="store_true",
+        help="compare RecipeSections whole and parallel over the write-up's peak, off-peak and a key capped in "
+        "tokens/s (offline, time scaled down; --runs jobs per mode, default 8), or over --models at --model-base-url",
+    )
     p.add_argument("--jobs", type=int, default=20, help="with --routing: jobs per scenario and strategy")
-    p.add_argument("--chart", default="", help="with --routing: where to draw the chart (PNG)")
+    p.add_argument("--chart", default="", help="with --routing or --sections: where to draw the chart (PNG)")
+    p.add_argument("--json-out", default="", help="with --sections: write every job and the summary here (JSON)")
     common(p)
     p.set_defaults(func=cmd_bench, fake_pace_ms=3.0)
 

@@ -1,8 +1,8 @@
 """``chuixiang cost``: what AWS bills per 1 000 jobs, from the template and counts measured locally.
 
-Three jobs run through the local cloud on the embedded model - one **generated**
+Four jobs run through the local cloud on the embedded model - one **generated**
 (recipe and image), the same dish again (**cached**), one whose model answers 503
-(**failed**) - and every AWS call they make is counted at the local endpoint
+(**failed**), one generated with ``RecipeSections=parallel`` (**parallel**) - and every AWS call they make is counted at the local endpoint
 (:class:`~chuixiang_local.cloud.moto_server.RequestCounter`), the state transitions read from
 each execution's history, the function invocations and log bytes recorded. Then,
 per path:
@@ -58,6 +58,11 @@ SECRETS_API_CALL = 0.05 / 10_000
 USD_PER_MILLION_PROMPT_TOKENS = 2.0
 USD_PER_MILLION_COMPLETION_TOKENS = 10.0
 MODEL_USD_PER_IMAGE = 0.04
+#: Prompt tokens a provider's prefix cache held: billed at a fraction (OpenAI a half or a tenth by model,
+#: DeepSeek about a tenth); a quarter of the prompt price here.
+USD_PER_MILLION_CACHED_PROMPT_TOKENS = 0.5
+#: Where ``chuixiang bench --sections`` wrote what it measured (the parallel assumptions below come from it).
+SECTIONS_BENCH = Path(__file__).resolve().parents[3] / "docs" / "bench" / "sections.json"
 
 FULL_CPU_MB = 1769  #: Lambda's memory for one full vCPU
 WRITES = ("PutItem", "UpdateItem", "DeleteItem")
@@ -74,14 +79,43 @@ class Assumptions:
     recipe_completion_tokens: int = 1600
     usd_per_million_prompt_tokens: float = USD_PER_MILLION_PROMPT_TOKENS
     usd_per_million_completion_tokens: float = USD_PER_MILLION_COMPLETION_TOKENS
+    usd_per_million_cached_prompt_tokens: float = USD_PER_MILLION_CACHED_PROMPT_TOKENS
     model_usd_per_image: float = MODEL_USD_PER_IMAGE
+    #: From ``chuixiang bench --sections`` at the peak (docs/bench/sections.json; a test keeps them equal):
+    #: RecipeSections=parallel's recipe seconds and its prompt and written tokens, in proportion to ``whole``'s
+    #: above; and in each mode the share of the prompt a 64-token-block prefix cache (DeepSeek's) held.
+    parallel_recipe_seconds: float = 51.0
+    parallel_prompt_tokens: int = 3871
+    parallel_completion_tokens: int = 1671
+    whole_cached_share: float = 0.76
+    parallel_cached_share: float = 0.88
 
-    def tokens_usd(self, prompt: float, completion: float) -> float:
-        return (prompt * self.usd_per_million_prompt_tokens + completion * self.usd_per_million_completion_tokens) / 1e6
+    def tokens_usd(self, prompt: float, completion: float, cached: float = 0.0) -> float:
+        """The bill of ``prompt`` tokens (``cached`` of them held by a prefix cache) and ``completion`` tokens."""
+        return (
+            (prompt - cached) * self.usd_per_million_prompt_tokens
+            + cached * self.usd_per_million_cached_prompt_tokens
+            + completion * self.usd_per_million_completion_tokens
+        ) / 1e6
 
     @property
     def model_usd_per_recipe(self) -> float:
         return self.tokens_usd(self.recipe_prompt_tokens, self.recipe_completion_tokens)
+
+    def recipe_usd_by_mode(self) -> dict[str, float]:
+        """A recipe's model bill in each mode, without a prefix cache (OpenAI caches only prompts of 1,024 tokens
+        or more: longer than either mode's) and with one that caches 64-token blocks (DeepSeek's)."""
+        whole, parallel = self.recipe_prompt_tokens, self.parallel_prompt_tokens
+        return {
+            "whole": self.model_usd_per_recipe,
+            "parallel": self.tokens_usd(parallel, self.parallel_completion_tokens),
+            "whole, prefix cached": self.tokens_usd(
+                whole, self.recipe_completion_tokens, whole * self.whole_cached_share
+            ),
+            "parallel, prefix cached": self.tokens_usd(
+                parallel, self.parallel_completion_tokens, parallel * self.parallel_cached_share
+            ),
+        }
 
 
 @dataclass
@@ -99,6 +133,7 @@ class PathCounts:
     #: The recipe stage's model calls: (prompt, completion) tokens billed, all of them and those wasted.
     tokens_used: tuple[int, int] = (0, 0)
     tokens_wasted: tuple[int, int] = (0, 0)
+    cached_prompt_tokens: int = 0  #: of the prompt tokens used, those the (fake) provider's prefix cache held
 
 
 @dataclass
@@ -109,56 +144,75 @@ class PollCost:
     local_ms: float = 0.0
 
 
+#: The paths measured: one job each, in this order (``parallel``: a generated job with RecipeSections=parallel).
+PATHS = (
+    ("generated", "成本测算菜"),
+    ("cached", "成本测算菜"),
+    ("failed", "成本测算失败菜"),
+    ("parallel", "成本测算分段"),
+)
+
+
 def measure(overrides: dict[str, str], work_dir: Path) -> tuple[list[PathCounts], PollCost]:
+    """Each path's job through a local cloud (``parallel`` through one with ``RecipeSections=parallel``)."""
     paths: list[PathCounts] = []
     poll = PollCost()
     log_path = work_dir / "cost.log"
-    with (
-        FakeModel(pace_s=0.0005) as fake,
-        open(log_path, "w") as log,
-        LocalCloud(overrides, model_base_url=fake.base_url, work_dir=work_dir, log=log) as cloud,
-    ):
-        api = LocalApi(cloud)
-        sfn = cloud.client("stepfunctions")
-        model = cloud.template.parameters["RecipeModel"]
-        for path, dish in (("generated", "成本测算菜"), ("cached", "成本测算菜"), ("failed", "成本测算失败菜")):
-            if path == "failed":
-                for name in [*cloud.template.parameters["RecipeFallbackModels"].split(","), model]:
-                    if name:
-                        fake.chat_by_model[name] = ChatBehaviour(status=503)
-            log.flush()
-            before_calls, before_inv = cloud.requests.snapshot(), len(cloud.invocations)
-            before_log = log_path.stat().st_size
-            _status, body = api.post_dish(dish)
-            job_id = body["jobId"]
-            arn = cloud.execution_arn(job_id)
-            while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":  # the polls are modelled
-                fake.wait(0.05)
-            log.flush()
-            counts = PathCounts(
-                path=path,
-                calls=cloud.requests.snapshot() - before_calls,
-                log_bytes=log_path.stat().st_size - before_log,
-            )
-            counts.calls -= Counter({"states:DescribeExecution": counts.calls["states:DescribeExecution"]})
-            for logical_id, invocation in cloud.invocations[before_inv:]:
-                counts.invocations[logical_id] += 1
-                counts.local_ms[logical_id] += invocation.duration_ms
-            history = sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
-            counts.transitions = sum(e["type"].endswith("StateEntered") for e in history)
-            item = cloud.job_store().get(job_id) or {}
-            counts.item_kb = len(json.dumps(item, default=str, ensure_ascii=False).encode()) / 1024
-            calls = ((item.get("metrics") or {}).get("recipe") or {}).get("calls") or []
-            counts.tokens_used = _tokens(calls)
-            counts.tokens_wasted = _tokens([c for c in calls if c.get("outcome") != "ok"])
-            before = cloud.requests.snapshot()
-            spec = cloud.template.function_by_dir("api")
-            got = cloud.invoke(spec, http_event("GET", f"/recipes/{job_id}"))
-            counts.status = json.loads(got.payload["body"])["status"]
-            poll = PollCost(calls=cloud.requests.snapshot() - before, local_ms=max(got.duration_ms, 1))
-            paths.append(counts)
-        fake.chat_by_model.clear()
+    with FakeModel(pace_s=0.0005) as fake, open(log_path, "w") as log:
+        for sections in ("whole", "parallel"):
+            chosen = {**overrides, "RecipeSections": sections}
+            with LocalCloud(chosen, model_base_url=fake.base_url, work_dir=work_dir / sections, log=log) as cloud:
+                for path, dish in PATHS:
+                    if (path == "parallel") == (sections == "parallel"):
+                        counts, measured = _measure_path(cloud, fake, log, log_path, path, dish)
+                        paths.append(counts)
+                        poll = poll if path == "parallel" else measured
+            fake.chat_by_model.clear()
     return paths, poll
+
+
+def _measure_path(
+    cloud: LocalCloud, fake: FakeModel, log: Any, log_path: Path, path: str, dish: str
+) -> tuple[PathCounts, PollCost]:
+    """One job of ``path``: every AWS call, transition, invocation and log byte it made, and one GET of it."""
+    api = LocalApi(cloud)
+    sfn = cloud.client("stepfunctions")
+    if path == "failed":
+        model = cloud.template.parameters["RecipeModel"]
+        for name in [*cloud.template.parameters["RecipeFallbackModels"].split(","), model]:
+            if name:
+                fake.chat_by_model[name] = ChatBehaviour(status=503)
+    log.flush()
+    before_calls, before_inv = cloud.requests.snapshot(), len(cloud.invocations)
+    before_log = log_path.stat().st_size
+    _status, body = api.post_dish(dish)
+    job_id = body["jobId"]
+    arn = cloud.execution_arn(job_id)
+    while sfn.describe_execution(executionArn=arn)["status"] == "RUNNING":  # the polls are modelled
+        fake.wait(0.05)
+    log.flush()
+    counts = PathCounts(
+        path=path,
+        calls=cloud.requests.snapshot() - before_calls,
+        log_bytes=log_path.stat().st_size - before_log,
+    )
+    counts.calls -= Counter({"states:DescribeExecution": counts.calls["states:DescribeExecution"]})
+    for logical_id, invocation in cloud.invocations[before_inv:]:
+        counts.invocations[logical_id] += 1
+        counts.local_ms[logical_id] += invocation.duration_ms
+    history = sfn.get_execution_history(executionArn=arn, maxResults=1000)["events"]
+    counts.transitions = sum(e["type"].endswith("StateEntered") for e in history)
+    item = cloud.job_store().get(job_id) or {}
+    counts.item_kb = len(json.dumps(item, default=str, ensure_ascii=False).encode()) / 1024
+    calls = ((item.get("metrics") or {}).get("recipe") or {}).get("calls") or []
+    counts.tokens_used = _tokens(calls)
+    counts.tokens_wasted = _tokens([c for c in calls if c.get("outcome") != "ok"])
+    counts.cached_prompt_tokens = sum(int(c.get("cachedPromptTokens") or 0) for c in calls)
+    before = cloud.requests.snapshot()
+    spec = cloud.template.function_by_dir("api")
+    got = cloud.invoke(spec, http_event("GET", f"/recipes/{job_id}"))
+    counts.status = json.loads(got.payload["body"])["status"]
+    return counts, PollCost(calls=cloud.requests.snapshot() - before, local_ms=max(got.duration_ms, 1))
 
 
 def _tokens(calls: list[dict[str, Any]]) -> tuple[int, int]:
@@ -170,12 +224,13 @@ def _tokens(calls: list[dict[str, Any]]) -> tuple[int, int]:
 
 def model_tokens(paths: list[PathCounts], assume: Assumptions) -> dict[str, dict[str, float]]:
     """Per 1 000 jobs of each path: the recipe calls' tokens (measured on the local model: its recipe is
-    shorter than a real one), the wasted ones, and what both cost at the assumed prices."""
+    shorter than a real one), the wasted ones, and what both cost at the assumed prices (the prompt tokens the
+    fake's prefix cache held at the cached price)."""
     return {
         p.path: {
             "tokensUsed": 1000 * sum(p.tokens_used),
             "tokensWasted": 1000 * sum(p.tokens_wasted),
-            "usdUsed": 1000 * assume.tokens_usd(*p.tokens_used),
+            "usdUsed": 1000 * assume.tokens_usd(*p.tokens_used, p.cached_prompt_tokens),
             "usdWasted": 1000 * assume.tokens_usd(*p.tokens_wasted),
         }
         for p in paths
@@ -192,8 +247,13 @@ def estimate(
     retention_months = template.number("ImageRetentionDays") / 30
     out: dict[str, dict[str, float]] = {}
     for p in paths:
-        streamed_s = {"generated": assume.recipe_seconds, "failed": total_limit_s}.get(p.path, 0.0)
-        image_s = assume.image_seconds if p.path == "generated" else 0.0
+        streamed_s = {
+            "generated": assume.recipe_seconds,
+            "parallel": assume.parallel_recipe_seconds,
+            "failed": total_limit_s,
+        }.get(p.path, 0.0)
+        drawn = p.path in ("generated", "parallel")
+        image_s = assume.image_seconds if drawn else 0.0
         job_s = streamed_s + image_s + 1
         polls = math.ceil(job_s * 1000 / POLL_AFTER_MS) + 1
         gb_s = 0.0
@@ -212,7 +272,7 @@ def estimate(
         progress_writes = math.floor(streamed_s / interval_s)
         writes = sum(calls[f"dynamodb:{a}"] for a in WRITES) + progress_writes
         reads = sum(calls[f"dynamodb:{a}"] for a in READS)
-        stored_image = p.path == "generated"
+        stored_image = drawn
         item = {
             "Lambda duration": gb_s * LAMBDA_ARM_GB_SECOND,
             "Lambda requests": (sum(p.invocations.values()) + api_invocations) * LAMBDA_REQUEST,
@@ -247,6 +307,7 @@ def report(overrides: dict[str, str], assume: Assumptions) -> dict[str, Any]:
         "modelTokensPer1000Jobs": model_tokens(paths, assume),
         "usdPer1000Jobs": usd,
         "modelUsdPer1000GeneratedJobs": model,
+        "modelUsdPerRecipe": assume.recipe_usd_by_mode(),
         "measured": {
             p.path: {
                 "status": p.status,
@@ -283,6 +344,12 @@ def render(doc: dict[str, Any]) -> str:
         f"(${recipe_usd:.4f} a recipe of {a['recipe_completion_tokens']} tokens + "
         f"${a['model_usd_per_image']} an image): "
         f"AWS is {usd['generated']['total'] / doc['modelUsdPer1000GeneratedJobs']:.1%} of it"
+    )
+    by_mode = doc["modelUsdPerRecipe"]
+    lines.append(
+        "  a recipe's model bill by RecipeSections: "
+        + "; ".join(f"{mode} ${usd:.4f} ({usd / by_mode['whole'] - 1:+.0%})" for mode, usd in by_mode.items())
+        + f" (parallel: {a['parallel_prompt_tokens']} prompt tokens, {a['parallel_completion_tokens']} written)"
     )
     tokens = doc["modelTokensPer1000Jobs"]
     lines.append(

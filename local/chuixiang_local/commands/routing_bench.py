@@ -97,9 +97,10 @@ class Result:
     tokens: int = 0
 
 
-def limits() -> RecipeLimits:
+def limits(scale: float = SCALE) -> RecipeLimits:
+    """The production recipe limits (the template's defaults), divided by ``scale``."""
     ms = {
-        p: BY_PARAMETER[p].default / SCALE
+        p: BY_PARAMETER[p].default / scale
         for p in (
             "RecipeFirstContentTimeoutMs",
             "RecipeIdleTimeoutMs",
@@ -119,7 +120,7 @@ def limits() -> RecipeLimits:
             max_attempts=2,
             window_ms=ms["RecipeRetryWindowMs"],
             min_attempt_ms=ms["RecipeMinAttemptMs"],
-            base_backoff_s=0.5 / SCALE,
+            base_backoff_s=0.5 / scale,
         ),
         max_tokens=3000,
     )

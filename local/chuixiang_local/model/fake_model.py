@@ -205,7 +205,7 @@ class FakeModel:
         class Handler(_Handler):
             fake = model
 
-        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
+        self._server = _Server((self.host, self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self.base_url
@@ -234,6 +234,15 @@ class FakeModel:
     def wait(self, seconds: float) -> bool:
         """Sleep that ends early when the server stops; True if it was stopped."""
         return self._stop.wait(seconds)
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that closed its connection (a keep-alive dropped, a stream we were told to stop) is no
+        error of the model's: not printed."""
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def _dish(body: dict[str, Any]) -> str:

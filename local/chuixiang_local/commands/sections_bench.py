@@ -1,0 +1,282 @@
+"""``RecipeSections`` ``whole`` and ``parallel``, compared over models that replay the write-up's measurements.
+
+Each scenario is one model, every job run in both modes through the production recipe stage
+(``generate_recipe`` or ``generate_recipe_in_sections``: the stream reader, the router, the limits):
+
+* ``peak``: ``fake-evening``, the production model at the evening peak as one stream was measured (first
+  content 6.2 s, ~18 tokens/s, pauses up to 4.1 s); each stream at that speed however many are open, as
+  hosted APIs batch requests;
+* ``off-peak``: ``fake-offpeak`` (first content 2-4 s, a whole recipe in 19-32 s);
+* ``capped key``: ``fake-capped``, a provider that caps a key's tokens/s over all its streams (18 tokens/s):
+  the case where writing sections side by side gains nothing. One job at a time, so the cap is the job's.
+
+Time runs ``--scale`` times faster (the fake plays real seconds that much faster; every limit is divided by
+the same factor); figures are printed in real seconds. With ``--model-base-url`` and ``--models`` the jobs go
+to real models in real time, what an operator runs before changing the default.
+
+    .venv/bin/chuixiang bench --sections [--runs 8] [--chart docs/sections-bench.png]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from chuixiang.deadline import Budget
+from chuixiang.generation.progress import ProgressReporter
+from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome, generate_recipe
+from chuixiang.generation.recipe_in_sections import generate_recipe_in_sections
+from chuixiang.observability import logger
+from chuixiang.resilience.router import Routes
+from chuixiang.schemas import PartialRecipe, Progress
+from chuixiang.timeouts import BY_PARAMETER
+from chuixiang.upstream.endpoint import ModelEndpoint
+from chuixiang_local.commands.bench import percentile
+from chuixiang_local.commands.routing_bench import limits as scaled_limits
+from chuixiang_local.model.fake_model import FakeModelProcess
+from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
+
+SCENARIOS = {"peak": "fake-evening", "off-peak": "fake-offpeak", "capped key": "fake-capped"}
+MODES = ("whole", "parallel")
+DISHES = ("番茄炒蛋", "红烧肉", "宫保鸡丁", "鱼香肉丝")
+#: How often the bench looks at what a polling user would see (in the bench's own, scaled, time).
+LOOK_EVERY_S = 0.02
+
+
+@dataclass
+class SectionsJob:
+    """One job in one mode: what production recorded, in real milliseconds."""
+
+    scenario: str
+    mode: str
+    run: int
+    valid: bool
+    code: str | None
+    totalMs: int
+    ingredientsMs: int | None  #: when a poll first showed the name, summary and ingredients
+    stepsKnownMs: int | None  #: when a poll first showed every step (its title, or in whole mode its text)
+    promptTokens: int
+    cachedPromptTokens: int
+    completionTokens: int
+    calls: int
+    degraded: list[str] | None
+
+
+class Looks:
+    """What a polling user would have seen, and when (a progress reporter's writes, timed)."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.ingredients_at: float | None = None
+        self.titles_at: float | None = None
+
+    def write(self, progress: Progress, partial: PartialRecipe | None) -> bool:
+        now = time.monotonic() - self.started
+        if partial and "ingredients" in partial and self.ingredients_at is None:
+            self.ingredients_at = now
+        if partial and "stepTitles" in partial and self.titles_at is None:
+            self.titles_at = now
+        return True
+
+
+def one_job(
+    client: httpx.Client, base_url: str, model: str, mode: str, dish: str, limits: RecipeLimits, function_ms: float
+) -> tuple[RecipeOutcome, Looks, float]:
+    """(the outcome, what a poll showed when, the seconds it took) of one job in ``mode``."""
+    generation = generate_recipe_in_sections if mode == "parallel" else generate_recipe
+    started = time.monotonic()
+    looks = Looks(started)
+    reporter = ProgressReporter(looks.write, interval_s=LOOK_EVERY_S, expected_tokens=1600)
+    with reporter:
+        outcome = generation(
+            client,
+            ModelEndpoint(base_url, model, None),
+            limits,
+            dish,
+            Budget(function_ms, None),
+            Routes((model,)),
+            progress=reporter,
+        )
+    return outcome, looks, time.monotonic() - started
+
+
+def record(scenario: str, mode: str, run: int, done: tuple[RecipeOutcome, Looks, float], scale: float) -> SectionsJob:
+    outcome, looks, seconds = done
+    m = outcome.metrics
+
+    def real_ms(at: float | None) -> int | None:
+        return None if at is None else int(at * scale * 1000)
+
+    steps_known = looks.titles_at if mode == "parallel" else (seconds if outcome.result else None)
+    return SectionsJob(
+        scenario=scenario,
+        mode=mode,
+        run=run,
+        valid=outcome.result is not None,
+        code=outcome.error.code.value if outcome.error else None,
+        totalMs=int(seconds * scale * 1000),
+        ingredientsMs=real_ms(looks.ingredients_at),
+        stepsKnownMs=real_ms(steps_known),
+        promptTokens=sum(c.promptTokens or 0 for c in m.calls),
+        cachedPromptTokens=sum(c.cachedPromptTokens or 0 for c in m.calls),
+        completionTokens=sum(c.completionTokens or 0 for c in m.calls),
+        calls=len(m.calls),
+        degraded=m.degraded,
+    )
+
+
+def run_scenario(
+    base_url: str, scenario: str, model: str, runs: int, concurrency: int, scale: float, limits: RecipeLimits
+) -> list[SectionsJob]:
+    """``runs`` jobs in each mode, ``concurrency`` at a time (jobs alternate modes, so both see the same load)."""
+    function_ms = BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / scale
+    plan = [(mode, run) for run in range(runs) for mode in MODES]
+    lock, jobs = threading.Lock(), []
+
+    def go(mode: str, run: int) -> None:
+        with httpx.Client(timeout=None) as client:
+            done = one_job(client, base_url, model, mode, DISHES[run % len(DISHES)], limits, function_ms)
+        with lock:
+            jobs.append(record(scenario, mode, run, done, scale))
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for future in [pool.submit(go, mode, run) for mode, run in plan]:
+            future.result()
+    return sorted(jobs, key=lambda j: (MODES.index(j.mode), j.run))
+
+
+def summarise(jobs: Sequence[SectionsJob]) -> list[dict[str, Any]]:
+    """One row per (scenario, mode)."""
+    rows = []
+    for scenario in dict.fromkeys(j.scenario for j in jobs):
+        for mode in MODES:
+            mine = [j for j in jobs if j.scenario == scenario and j.mode == mode]
+            valid = [j for j in mine if j.valid]
+            prompt = statistics.mean(j.promptTokens for j in valid) if valid else None
+            cached = statistics.mean(j.cachedPromptTokens for j in valid) if valid else None
+            rows.append(
+                {
+                    "scenario": scenario,
+                    "mode": mode,
+                    "runs": len(mine),
+                    "valid": len(valid),
+                    "totalMs": {"p50": _p(valid, "totalMs", 50), "p95": _p(valid, "totalMs", 95)},
+                    "ingredientsMs": {"p50": _p(mine, "ingredientsMs", 50)},
+                    "stepsKnownMs": {"p50": _p(mine, "stepsKnownMs", 50)},
+                    "promptTokens": round(prompt) if prompt is not None else None,
+                    "cachedPromptShare": round(cached / prompt, 2) if prompt and cached is not None else None,
+                    "completionTokens": round(statistics.mean(j.completionTokens for j in valid)) if valid else None,
+                    "degraded": sum(1 for j in mine if j.degraded),
+                }
+            )
+    return rows
+
+
+def _p(jobs: Sequence[SectionsJob], key: str, p: float) -> float | None:
+    return percentile([v for j in jobs if (v := getattr(j, key)) is not None], p)
+
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
+    def s(ms: float | None) -> str:
+        return "-" if ms is None else f"{ms / 1000:.1f}"
+
+    header = (
+        f"{'scenario':<11} {'mode':<9} {'valid':>6}  {'recipe p50/p95 s':>16}  {'ingredients p50 s':>17}  "
+        f"{'steps known p50 s':>17}  {'tokens in (cached) / out':>24}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        share = r["cachedPromptShare"]
+        tokens = f"{r['promptTokens']} ({share:.0%}) / {r['completionTokens']}" if r["promptTokens"] else "-"
+        lines.append(
+            f"{r['scenario']:<11} {r['mode']:<9} {str(r['valid']) + '/' + str(r['runs']):>6}  "
+            f"{s(r['totalMs']['p50']) + ' / ' + s(r['totalMs']['p95']):>16}  {s(r['ingredientsMs']['p50']):>17}  "
+            f"{s(r['stepsKnownMs']['p50']):>17}  {tokens:>24}"
+        )
+    return "\n".join(lines)
+
+
+def draw(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(4.2 * len(scenarios), 3.6), squeeze=False)
+    for ax, scenario in zip(axes[0], scenarios, strict=True):
+        mine = [r for r in rows if r["scenario"] == scenario]
+        x = range(len(mine))
+        ax.bar(x, [(r["totalMs"]["p50"] or 0) / 1000 for r in mine], color="tab:blue", label="recipe p50")
+        ax.scatter(x, [(r["totalMs"]["p95"] or 0) / 1000 for r in mine], color="black", zorder=3, label="recipe p95")
+        ax.scatter(
+            x,
+            [(r["ingredientsMs"]["p50"] or 0) / 1000 for r in mine],
+            marker="_",
+            s=600,
+            color="tab:orange",
+            zorder=3,
+            label="ingredients readable p50",
+        )
+        ax.scatter(
+            x,
+            [(r["stepsKnownMs"]["p50"] or 0) / 1000 for r in mine],
+            marker="_",
+            s=600,
+            color="tab:green",
+            zorder=3,
+            label="every step known p50",
+        )
+        ax.set_xticks(list(x), [r["mode"] for r in mine])
+        ax.set_title(f"{scenario}: seconds")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def main(
+    runs: int,
+    chart: str = "",
+    *,
+    scale: float = 20.0,
+    concurrency: int = 2,
+    base_url: str = "",
+    models: Sequence[str] = (),
+    out: str = "",
+) -> list[dict[str, Any]]:
+    """Bench both modes; print the table, write the chart and (``out``) the jobs and rows as JSON."""
+    logger.setLevel("WARNING")  # one line per call is the product's, not the bench's
+    fake = None if base_url else FakeModelProcess(pace_s=REAL_MS_PER_TOKEN / 1000 / scale)
+    scenarios = {m: m for m in models} if base_url else SCENARIOS
+    url = base_url or (fake.start() if fake else "")
+    effective = 1.0 if base_url else scale
+    jobs: list[SectionsJob] = []
+    try:
+        for scenario, model in scenarios.items():
+            at_once = 1 if scenario == "capped key" else concurrency
+            jobs += run_scenario(url, scenario, model, runs, at_once, effective, scaled_limits(effective))
+    finally:
+        if fake:
+            fake.stop()
+    rows = summarise(jobs)
+    where = f"real models at {base_url}" if base_url else f"fake models, time x{scale:g} (figures in real seconds)"
+    print(f"{runs} jobs per mode and scenario, {where}, the production ladder")
+    print(table(rows))
+    if chart:
+        draw(Path(chart), rows)
+        print(f"chart: {chart}")
+    if out:
+        Path(out).write_text(
+            json.dumps({"rows": rows, "jobs": [asdict(j) for j in jobs]}, ensure_ascii=False, indent=1)
+        )
+    return rows
