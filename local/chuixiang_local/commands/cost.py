@@ -2,7 +2,8 @@
 
 Four jobs run through the local cloud on the embedded model - one **generated**
 (recipe and image), the same dish again (**cached**), one whose model answers 503
-(**failed**), one generated with ``RecipeSections=parallel`` (**parallel**) - and every AWS call they make is counted at the local endpoint
+(**failed**), one generated with ``RecipeSections=parallel`` (**parallel**) - and
+every AWS call they make is counted at the local endpoint
 (:class:`~chuixiang_local.cloud.moto_server.RequestCounter`), the state transitions read from
 each execution's history, the function invocations and log bytes recorded. Then,
 per path:

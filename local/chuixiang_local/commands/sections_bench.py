@@ -143,7 +143,7 @@ def run_scenario(
     lock, jobs = threading.Lock(), []
 
     def go(mode: str, run: int) -> None:
-        with httpx.Client(timeout=None) as client:
+        with httpx.Client() as client:  # each call sets its own timeouts (the stream reader)
             done = one_job(client, base_url, model, mode, DISHES[run % len(DISHES)], limits, function_ms)
         with lock:
             jobs.append(record(scenario, mode, run, done, scale))
