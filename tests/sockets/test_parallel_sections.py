@@ -9,12 +9,15 @@ import time
 import pytest
 
 from chuixiang.generation.sections import fallback_image_prompt
+from chuixiang.resilience.hedge import Hedge, HedgeBudget
+from chuixiang.timeouts import RECIPE_HEDGE_AFTER
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
 from ..support.scaled import LATE_S, SCALED
 from ..support.stages import run_recipe
 from ..support.waiting import wait_until
+from .test_fallback_breaker import FALLBACK, PRIMARY, settings_with_fallback
 
 OUTLINE_S, STEPS_S, OTHERS_S = 0.4, 0.8, 0.3  #: each section's silence before it answers (a wait, not work)
 
@@ -122,3 +125,19 @@ def test_the_total_limit_closes_every_stream(fake: FakeModel, parallel: Template
     wait_until(lambda: len(fake.hung_up) == 4, timeout_s=2, what="the model saw every section's stream closed")
     closed = [round(t - started, 3) for _, t, _ in fake.hung_up]
     assert all(total_s <= t < total_s + LATE_S for t in closed), closed
+
+
+def test_one_hedge_per_job_the_outlines_and_the_sections_follow_the_model_that_wrote_it(
+    fake: FakeModel, parallel: Template
+) -> None:
+    """The primary is slow to write every answer: the outline is hedged to the fallback, which wins; the sections
+    go to the outline's model first, and none of them hedges (the job had its one)."""
+    fake.chat_by_model[PRIMARY] = ChatBehaviour(stall_after_chunks=0, stall_s=5, keepalive_every_s=0.1)
+    settings = settings_with_fallback(parallel, fake.base_url)
+    hedge = Hedge(RECIPE_HEDGE_AFTER.of(settings), HedgeBudget())
+    outcome, _ = run_recipe(parallel, fake.base_url, budget_ms(parallel), settings=settings, hedge=hedge)
+    assert outcome.error is None and outcome.result is not None, outcome.error
+    calls = [(c.section, c.model, c.outcome) for c in outcome.metrics.calls]
+    assert sorted(calls[:2]) == [("outline", FALLBACK, "ok"), ("outline", PRIMARY, "hedge_lost")]
+    assert all((model, result) == (FALLBACK, "ok") for section, model, result in calls[2:]), calls
+    assert fake.count("/chat/completions", PRIMARY) == 1
