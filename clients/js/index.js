@@ -10,7 +10,8 @@
  * @typedef {{code: string, message: string, reason?: string, retryable?: boolean}} ApiError
  * @typedef {{jobId: string, dish?: string, status: "PENDING"|"RUNNING"|"SUCCEEDED"|"FAILED", pollAfterMs: number|null,
  *   deadlineAt: string, stage?: string, recipe?: object|null, image?: {url: string, key: string}|null,
- *   imageError?: ApiError|null, error?: ApiError|null, progress?: object|null, partial?: object|null}} JobDocument
+ *   imageError?: ApiError|null, error?: ApiError|null, progress?: object|null, partial?: object|null,
+ *   degraded?: string[]|null}} JobDocument
  * @typedef {{method: "GET"|"POST", url: string, headers: Record<string, string>, body?: string,
  *   signal?: AbortSignal}} Request
  * @typedef {{status: number, headers: Record<string, string>, body: any}} Response

@@ -1,11 +1,12 @@
-"""Rewrite the documents' generated blocks (``make docs``): the ladder table of ``docs/ladder.md`` and the
-module table of ``docs/architecture.md``."""
+"""Rewrite the documents' generated blocks (``make docs``): the ladder table of ``docs/ladder.md``, the module
+table of ``docs/architecture.md``, and the sections bench's tables (``docs/sections.md``, ``docs/capacity.md``,
+``docs/ladder.md``) from ``docs/bench/sections.json``."""
 
 from __future__ import annotations
 
 import re
 
-from chuixiang_local.commands import layout
+from chuixiang_local.commands import layout, sections_bench
 from chuixiang_local.commands.ladder import markdown_table
 from chuixiang_local.template import REPO_ROOT, Template
 
@@ -20,6 +21,20 @@ def rewrite(page: str, block: str, content: str) -> None:
 def main() -> None:
     rewrite("ladder.md", "ladder", markdown_table(Template()))
     rewrite("architecture.md", "layout", layout.markdown_table())
+    for page, block, content in sections_blocks():
+        rewrite(page, block, content)
+
+
+def sections_blocks() -> list[tuple[str, str, str]]:
+    """(page, block, content) of every block drawn from the sections bench's figures."""
+    rows = sections_bench.load(REPO_ROOT / "docs" / "bench" / "sections.json")
+    total_ms = Template().number("RecipeTotalTimeoutMs")
+    return [
+        ("sections.md", "sections-bench", sections_bench.markdown(rows)),
+        ("sections.md", "sections-goals", sections_bench.goals(rows)),
+        ("capacity.md", "streams", sections_bench.streams_table(rows)),
+        ("ladder.md", "sections", sections_bench.ladder_line(rows, total_ms)),
+    ]
 
 
 if __name__ == "__main__":

@@ -69,6 +69,10 @@ class SectionsJob:
     completionTokens: int
     calls: int
     degraded: list[str] | None
+    outlineMs: int | None = None  #: the outline's end (parallel)
+    slowestSectionMs: int | None = None  #: the longest section after the outline, start to end (parallel)
+    streamSeconds: float = 0.0  #: the seconds of every stream held, summed: what a concurrent-stream quota sees
+    mostStreams: int = 1  #: the most streams open at once
 
 
 class Looks:
@@ -117,6 +121,9 @@ def record(scenario: str, mode: str, run: int, done: tuple[RecipeOutcome, Looks,
         return None if at is None else int(at * scale * 1000)
 
     steps_known = looks.titles_at if mode == "parallel" else (seconds if outcome.result else None)
+    sections = m.sections or []
+    later = [x for x in sections if x.name != "outline"]
+    spans = [(x.startMs, x.endMs) for x in sections] or [(0, m.totalMs)]
     return SectionsJob(
         scenario=scenario,
         mode=mode,
@@ -131,6 +138,10 @@ def record(scenario: str, mode: str, run: int, done: tuple[RecipeOutcome, Looks,
         completionTokens=sum(c.completionTokens or 0 for c in m.calls),
         calls=len(m.calls),
         degraded=m.degraded,
+        outlineMs=int(sections[0].endMs * scale) if sections else None,
+        slowestSectionMs=int(max(x.endMs - x.startMs for x in later) * scale) if later else None,
+        streamSeconds=round(sum(end - start for start, end in spans) * scale / 1000, 1),
+        mostStreams=max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans),
     )
 
 
@@ -176,6 +187,11 @@ def summarise(jobs: Sequence[SectionsJob]) -> list[dict[str, Any]]:
                     "cachedPromptShare": round(cached / prompt, 2) if prompt and cached is not None else None,
                     "completionTokens": round(statistics.mean(j.completionTokens for j in valid)) if valid else None,
                     "degraded": sum(1 for j in mine if j.degraded),
+                    "outlineMs": {"p50": _p(valid, "outlineMs", 50)},
+                    "slowestSectionMs": {"p50": _p(valid, "slowestSectionMs", 50)},
+                    "streamSeconds": {"p50": _p(valid, "streamSeconds", 50)},
+                    "mostStreams": max((j.mostStreams for j in valid), default=None),
+                    "requests": max((j.calls for j in valid), default=None),
                 }
             )
     return rows
@@ -203,6 +219,96 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             f"{s(r['stepsKnownMs']['p50']):>17}  {tokens:>24}"
         )
     return "\n".join(lines)
+
+
+def markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The bench's rows as the table ``docs/sections.md`` shows (``make docs``)."""
+
+    def s(ms: float | None) -> str:
+        return "-" if ms is None else f"{ms / 1000:.1f}"
+
+    out = [
+        "| scenario | mode | valid | recipe p50 / p95 s | ingredients readable p50 s | every step known p50 s "
+        "| prompt tokens (cached) | written tokens |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['scenario']} | {r['mode']} | {r['valid']}/{r['runs']} | {s(r['totalMs']['p50'])} / "
+            f"{s(r['totalMs']['p95'])} | {s(r['ingredientsMs']['p50'])} | {s(r['stepsKnownMs']['p50'])} "
+            f"| {r['promptTokens']} ({r['cachedPromptShare']:.0%}) | {r['completionTokens']} |"
+        )
+    return "\n".join(out)
+
+
+#: Users' jobs as ``docs/capacity.md`` counts them: each user starts one every this many seconds.
+JOB_EVERY_S = 180
+
+
+def streams_table(rows: Sequence[dict[str, Any]], users: Sequence[int] = (1000, 10_000)) -> str:
+    """What a provider's quotas see at the peak, per mode (Little's law: streams at once = jobs per second x
+    stream-seconds per job), for ``users`` each starting a job every :data:`JOB_EVERY_S` s."""
+    peak = {r["mode"]: r for r in rows if r["scenario"] == "peak"}
+    head = " | ".join(f"{n:,} users (whole → parallel)".replace(",", " ") for n in users)
+    out = [f"| at the peak, per job | whole | parallel | {head} |", "|---|---|---|" + "---|" * len(users)]
+    w, p = peak["whole"], peak["parallel"]
+
+    def per(n: int, value: float) -> str:
+        return f"{n / JOB_EVERY_S * value:,.0f}".replace(",", " ")
+
+    rpm = [f"{per(n, w['requests'] * 60)} → {per(n, p['requests'] * 60)}" for n in users]
+    held = [f"{per(n, w['streamSeconds']['p50'])} → {per(n, p['streamSeconds']['p50'])}" for n in users]
+    out.append(
+        f"| model requests (per minute at N users) | {w['requests']} | {p['requests']} | " + " | ".join(rpm) + " |"
+    )
+    out.append(
+        f"| stream-seconds (streams at once at N users) | {w['streamSeconds']['p50']:.0f} | "
+        f"{p['streamSeconds']['p50']:.0f} | " + " | ".join(held) + " |"
+    )
+    out.append(f"| most streams open at once | {w['mostStreams']} | {p['mostStreams']} | | |")
+    return "\n".join(out)
+
+
+def ladder_line(rows: Sequence[dict[str, Any]], total_ms: float) -> str:
+    """What ``parallel`` needs of the recipe limits, measured at the peak, for ``docs/ladder.md``."""
+    p = next(r for r in rows if r["scenario"] == "peak" and r["mode"] == "parallel")
+    outline, slowest = p["outlineMs"]["p50"] / 1000, p["slowestSectionMs"]["p50"] / 1000
+    return (
+        f"With `RecipeSections=parallel` the stage takes the outline and then its slowest section: at the peak "
+        f"(`chuixiang bench --sections`, p50) {outline:.1f} s + {slowest:.1f} s = {outline + slowest:.1f} s, inside "
+        f"`RecipeTotalTimeoutMs` ({total_ms / 1000:.0f} s). Every call of the stage, the outline's and each "
+        "section's, has its deadline at that one total from the stage's start, never the total again after the "
+        "outline: the rungs above it stand as they are in either mode."
+    )
+
+
+def goals(rows: Sequence[dict[str, Any]]) -> str:
+    """The peak's figures against the goals set for ``parallel`` (``docs/sections.md``)."""
+    peak = {r["mode"]: r for r in rows if r["scenario"] == "peak"}
+    w, p = peak["whole"], peak["parallel"]
+    recipe_s, outline_s = p["totalMs"]["p50"] / 1000, p["stepsKnownMs"]["p50"] / 1000
+    written = p["completionTokens"] / w["completionTokens"] - 1
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "**not met**"
+
+    return "\n".join(
+        [
+            "| goal at the peak | measured | |",
+            "|---|---|---|",
+            f"| p50 to a recipe ≤ 45 s (whole ~90 s) | {recipe_s:.1f} s (whole {w['totalMs']['p50'] / 1000:.1f} s) "
+            f"| {verdict(recipe_s <= 45)} |",
+            f"| the outline readable ≤ 25 s | {outline_s:.1f} s | {verdict(outline_s <= 25)} |",
+            f"| written tokens within +10 % | {written:+.1%} | {verdict(written <= 0.10)} |",
+            f"| prompt tokens, stated | {p['promptTokens']} a recipe ({p['cachedPromptShare']:.0%} a cached prefix), "
+            f"whole {w['promptTokens']} ({w['cachedPromptShare']:.0%}) | stated |",
+        ]
+    )
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads(path.read_text())["rows"]
+    return rows
 
 
 def draw(path: Path, rows: Sequence[dict[str, Any]]) -> None:

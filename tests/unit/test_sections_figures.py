@@ -1,13 +1,24 @@
-"""``chuixiang cost``'s RecipeSections=parallel assumptions are what ``chuixiang bench --sections`` measured
-(docs/bench/sections.json, the peak), so the bill it prints for each mode follows the bench."""
+"""Every figure about ``RecipeSections`` is what ``chuixiang bench --sections`` measured (docs/bench/sections.json):
+the tables of docs/sections.md, docs/capacity.md and docs/ladder.md, and ``chuixiang cost``'s assumptions."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from chuixiang_local.commands.cost import SECTIONS_BENCH, Assumptions
+from chuixiang_local.commands.readme import sections_blocks
+from chuixiang_local.template import REPO_ROOT
+
+
+@pytest.mark.parametrize(("page", "block", "content"), sections_blocks(), ids=lambda v: str(v)[:20])
+def test_the_docs_show_the_benchs_figures(page: str, block: str, content: str) -> None:
+    text = (REPO_ROOT / "docs" / page).read_text()
+    found = re.search(rf"<!-- {block}:begin -->\n(.*?)\n<!-- {block}:end -->", text, re.DOTALL)
+    assert found, f"docs/{page} has no {block} block"
+    assert found.group(1) == content, f"docs/{page}'s {block} block is stale: run `make docs`"
 
 
 def test_the_parallel_assumptions_are_the_benchs_peak_in_proportion_to_whole() -> None:
