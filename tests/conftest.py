@@ -65,6 +65,7 @@ def _reset_scripts(request: pytest.FixtureRequest) -> None:
         model.requests.clear()
         model.sections.clear()
         model.faults.clear()
+        model.hung_up_sections.clear()
         model.most_open = 0
         model.hung_up.clear()
         model.bodies.clear()

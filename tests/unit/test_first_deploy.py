@@ -40,7 +40,9 @@ def test_reserved_concurrency_is_checked_against_admission_and_the_account_quota
     assert reservation_problems(Template()) == []  # none reserved: nothing to check
     assert build_ladder(Template({"RecipeReservedConcurrency": "20"})).ok
     below = build_ladder(Template({"RecipeReservedConcurrency": "5"}))
-    assert not below.ok and any("below RecipeConcurrency" in f for f in below.failures())
+    assert not below.ok and any("below the 20 jobs admission lets run" in f for f in below.failures())
+    # In sections a job holds 5 of the RecipeConcurrency streams: 20 streams admit 4 jobs, which 5 reserved hold.
+    assert build_ladder(Template({"RecipeReservedConcurrency": "5", "RecipeSections": "parallel"})).ok
     new_account = reservation_problems(Template({"RecipeReservedConcurrency": "20"}), account_limit=50)
     assert len(new_account) == 2 and "leaves 10 of the account's concurrency quota 50" in new_account[0]
     assert "cannot hold 32 at the peak" in new_account[1]  # the API's peak alone: (20 + 300)/s x 0.1 s

@@ -292,6 +292,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         firstContentMs=m.firstContentMs,
         maxGapMs=m.maxGapMs,
         boundBy=m.boundBy,
+        degraded=m.degraded,
     )
     if failure is not None:
         _job_ended(settings, event.deadlineAt, failure.code)
@@ -308,10 +309,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         remove=("partial",),
         **degraded,
     )
-    if m.degraded:  # served without a part: the next cook of this dish writes it whole again
-        for section in m.degraded:
-            dimensioned_metric("RecipeSectionsDropped", MetricUnit.Count, 1, Section=section)
-    else:
+    if not m.degraded:  # one served without a part is not cached: the next cook of the dish writes it whole
         RecipeCache(settings, store.table).put(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
     return RecipeResult(ok=True, imagePrompt=outcome.result.imagePrompt)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chuixiang.settings import Settings
 from chuixiang.timeouts import (  # the layer package is the one source of these rules
     BY_PARAMETER,
     CLIENT_GIVE_UP,
@@ -310,17 +311,24 @@ def api_peak(template: Template) -> int:
     return math.ceil(rate * API_INVOCATION_S)
 
 
+def admitted_jobs(template: Template) -> int:
+    """Jobs admission lets run at once, as the api function counts them: ``RecipeConcurrency`` streams, one a
+    job, or ``PARALLEL_STREAMS`` a job with ``RecipeSections=parallel``."""
+    return Settings.model_validate(template.function_by_dir("api").env).admission_jobs
+
+
 def reservation_problems(template: Template, account_limit: int | None = None, already_reserved: int = 0) -> list[str]:
-    """A reservation below the admission limit throttles admitted jobs; one the account cannot give fails
-    the deploy; a quota that cannot hold the admitted jobs and the API's peak throttles jobs (new accounts
-    have a quota of 10 or 50)."""
+    """A reservation below the admitted jobs throttles them; one the account cannot give fails the deploy; a
+    quota that cannot hold the admitted jobs and the API's peak throttles jobs (new accounts have a quota of
+    10 or 50). Each job runs one function at a time, however many model streams it holds."""
     reserved = int(template.number("RecipeReservedConcurrency"))
-    admitted = int(template.number("RecipeConcurrency"))
+    admitted = admitted_jobs(template)
     problems = []
     if 0 < reserved < admitted:
         problems.append(
-            f"RecipeReservedConcurrency = {reserved} is below RecipeConcurrency = {admitted}: "
-            f"admitted jobs would be throttled"
+            f"RecipeReservedConcurrency = {reserved} is below the {admitted} jobs admission lets run "
+            f"(RecipeConcurrency = {int(template.number('RecipeConcurrency'))} streams): admitted jobs would be "
+            "throttled"
         )
     if account_limit is None:
         return problems
@@ -339,7 +347,7 @@ def reservation_problems(template: Template, account_limit: int | None = None, a
     if need > left:
         problems.append(
             f"the account's concurrency quota {account_limit} ({left} unreserved) cannot hold "
-            f"{need} at the peak: {jobs} admitted jobs (RecipeConcurrency) + {api_peak(template)} api "
+            f"{need} at the peak: {jobs} admitted jobs (from RecipeConcurrency) + {api_peak(template)} api "
             f"invocations ((ApiThrottleRateLimit + ApiPollRateLimit) x {API_INVOCATION_S} s); stage "
             f"invocations beyond it are throttled and those jobs fail: ask for a higher quota or lower "
             f"RecipeConcurrency and the API's rates"

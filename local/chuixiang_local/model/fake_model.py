@@ -156,6 +156,8 @@ class FakeModel:
     sections: list[str | None] = field(default_factory=list)
     #: Streams the client closed before their end: (path, monotonic time the write failed, model).
     hung_up: list[tuple[str, float, str]] = field(default_factory=list)
+    #: The section of each stream in ``hung_up`` (None: a whole recipe), in the same order.
+    hung_up_sections: list[str | None] = field(default_factory=list)
     #: Faults played mid-stream: (kind, monotonic time, the request's section).
     faults: list[tuple[str, float, str | None]] = field(default_factory=list)
     #: Requests being answered now, and the most at once since the last reset.
@@ -314,6 +316,11 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": {"message": "not found"}})
 
+    def _hung_up(self, body: dict[str, Any]) -> None:
+        with self.fake.lock:
+            self.fake.hung_up.append((self.path, time.monotonic(), str(body.get("model", ""))))
+            self.fake.hung_up_sections.append(self.headers.get("X-Recipe-Section"))
+
     def _count_open(self, change: int) -> None:
         with self.fake.lock:
             self.fake.open_requests += change
@@ -470,7 +477,7 @@ class _Handler(BaseHTTPRequestHandler):
             finish = "length" if b.kind in ("length", "reasoning_only") else "stop"
             self._close_stream(base, finish, len(pieces), done=b.kind != "eof_no_done", body=body)
         except (BrokenPipeError, ConnectionResetError, OSError):
-            self.fake.hung_up.append((self.path, time.monotonic(), str(body.get("model", ""))))
+            self._hung_up(body)
             self.close_connection = True
 
     def _stream_fault(self, b: ChatBehaviour, n: int, pieces: int, echoed: str) -> str:
@@ -525,7 +532,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._event({**base, "choices": [{"index": 0, "delta": {key: piece}, "finish_reason": None}]})
             self._close_stream(base, finish, len(pieces), body=body)
         except (BrokenPipeError, ConnectionResetError, OSError):
-            self.fake.hung_up.append((self.path, time.monotonic(), str(body.get("model", ""))))
+            self._hung_up(body)
             self.close_connection = True
 
     def _schedule(self, p: ModelProfile, count: int, per_token: float) -> Callable[[int], float]:
