@@ -11,9 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from chuixiang_local.commands.bench import run_bench, summarise
+from chuixiang_local.commands.bench import default_models, run_bench, summarise
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.model.profiles import PROFILES
 from chuixiang_local.template import Template
 
 from ..support.scaled import LATE_S
@@ -95,7 +94,7 @@ def test_bench_offline_profiles(tmp_path: Path) -> None:
     assert time.monotonic() - started < 60
     doc = json.loads(proc.stdout)  # stdout is exactly one JSON document
     rows = {r["model"]: r for r in doc["models"]}
-    assert list(rows) == list(PROFILES)
+    assert list(rows) == default_models()
     for row in rows.values():
         assert set(row) >= {
             "model",
@@ -120,7 +119,7 @@ def test_bench_offline_profiles(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "bench.json").read_text()) == doc
     with open(tmp_path / "calls.csv", encoding="utf-8") as fh:
         lines = list(csv.DictReader(fh))
-    assert len(lines) == len(PROFILES) and {row["model"] for row in lines} == set(PROFILES)
+    assert len(lines) == len(default_models()) and {row["model"] for row in lines} == set(default_models())
     width, height = _png_size(tmp_path / "bench.png")
     assert width >= 800 and height >= 400
     assert "bench" in proc.stderr  # the progress bar

@@ -228,7 +228,7 @@ def api_key_from_env() -> str | None:
 
 
 def default_models() -> list[str]:
-    return list(PROFILES)
+    return [name for name, profile in PROFILES.items() if profile.bench_default]
 
 
 def progress_bar(total: int) -> Any:

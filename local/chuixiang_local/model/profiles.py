@@ -51,6 +51,8 @@ class ModelProfile:
     pause_s_max: float = 0.0
     #: the key's tokens/s over all its streams at once (None: each stream writes at its own rate)
     key_tokens_per_s: float | None = None
+    #: benched by ``chuixiang bench`` without ``--models`` (the sections bench's own models are not)
+    bench_default: bool = True
 
 
 PROFILES: dict[str, ModelProfile] = {
@@ -68,6 +70,7 @@ PROFILES: dict[str, ModelProfile] = {
             pause_every=400,
             pause_s_max=4.1,
             description="the evening peak: first content 6.2 s, ~18 tokens/s with pauses up to 4.1 s",
+            bench_default=False,
         ),
         ModelProfile(
             "fake-offpeak",
@@ -76,9 +79,15 @@ PROFILES: dict[str, ModelProfile] = {
             first_content_s_max=4.0,
             tokens_per_s_min=1600 / 32,
             description="off-peak: first content 2-4 s, ~1,600 tokens in 19-32 s",
+            bench_default=False,
         ),
         ModelProfile(
-            "fake-capped", 2.0, 18.0, key_tokens_per_s=18.0, description="a key capped at 18 tokens/s over its streams"
+            "fake-capped",
+            2.0,
+            18.0,
+            key_tokens_per_s=18.0,
+            description="a key capped at 18 tokens/s over its streams",
+            bench_default=False,
         ),
         ModelProfile(
             "fake-thinker",
