@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.template import Template
 
 from ..support.serve import ROOT, free_port
@@ -152,15 +154,22 @@ def sam_invoke(logical_id: str, event: Path, env_file_values: dict[str, str], ar
     return json.loads(line[len("RESULT ") :])
 
 
-def chuixiang_invoke(function_dir: str, event: Path) -> Any:
-    done = subprocess.run(
-        [sys.executable, "-m", "chuixiang_local.commands.cli", "invoke", function_dir, "-e", str(event)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
-    return json.loads(done.stdout)
+@pytest.fixture(scope="module")
+def invoked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Each case's event as ``chuixiang invoke`` answers it (``cmd_invoke``: a fresh local cloud, the job
+    seeded, the function invoked), all five in one cloud: its start is what one ``invoke`` process spends."""
+    work = tmp_path_factory.mktemp("invoke")
+    out: dict[str, Any] = {}
+    with (
+        FakeModel() as fake,
+        open(work / "log", "w") as log,
+        LocalCloud({}, model_base_url=fake.base_url, work_dir=work, log=log) as cloud,
+    ):
+        for logical_id, name in CASES.items():
+            event = json.loads((ROOT / "events" / name).read_text())
+            cloud.seed_job_for(event)
+            out[logical_id] = cloud.invoke(cloud.template.functions()[logical_id], event).payload
+    return out
 
 
 def shape(answer: Any) -> Any:
@@ -174,7 +183,7 @@ def shape(answer: Any) -> Any:
 
 @pytest.mark.parametrize("logical_id", CASES)
 def test_each_function_answers_under_sam_as_under_chuixiang_invoke(
-    logical_id: str, sam_cloud: dict[str, Any], artifacts: dict[str, Path]
+    logical_id: str, sam_cloud: dict[str, Any], artifacts: dict[str, Path], invoked: dict[str, Any]
 ) -> None:
     event = ROOT / "events" / CASES[logical_id]
     seeded = subprocess.run(
@@ -196,5 +205,4 @@ def test_each_function_answers_under_sam_as_under_chuixiang_invoke(
     assert seeded.returncode == 0, seeded.stderr
     under_sam = sam_invoke(logical_id, event, sam_cloud["env"][logical_id], artifacts)
     assert not (isinstance(under_sam, dict) and "errorType" in under_sam), under_sam
-    function_dir = Path(DOC["Resources"][logical_id]["Properties"]["CodeUri"]).name
-    assert shape(under_sam) == shape(chuixiang_invoke(function_dir, event))
+    assert shape(under_sam) == shape(invoked[logical_id])
