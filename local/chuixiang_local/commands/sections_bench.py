@@ -201,10 +201,12 @@ def _p(jobs: Sequence[SectionsJob], key: str, p: float) -> float | None:
     return percentile([v for j in jobs if (v := getattr(j, key)) is not None], p)
 
 
-def table(rows: Sequence[dict[str, Any]]) -> str:
-    def s(ms: float | None) -> str:
-        return "-" if ms is None else f"{ms / 1000:.1f}"
+def s(ms: float | None) -> str:
+    """Milliseconds as seconds to a tenth (``-``: none measured)."""
+    return "-" if ms is None else f"{ms / 1000:.1f}"
 
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
     header = (
         f"{'scenario':<11} {'mode':<9} {'valid':>6}  {'recipe p50/p95 s':>16}  {'ingredients p50 s':>17}  "
         f"{'steps known p50 s':>17}  {'tokens in (cached) / out':>24}"
@@ -223,10 +225,6 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The bench's rows as the table ``docs/sections.md`` shows (``make docs``)."""
-
-    def s(ms: float | None) -> str:
-        return "-" if ms is None else f"{ms / 1000:.1f}"
-
     out = [
         "| scenario | mode | valid | recipe p50 / p95 s | ingredients readable p50 s | every step known p50 s "
         "| prompt tokens (cached) | written tokens |",
@@ -311,6 +309,11 @@ def load(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _mark(ax: Any, x: range, ms: list[float | None], color: str, label: str) -> None:
+    """A short horizontal mark per bar at ``ms`` (seconds on the chart)."""
+    ax.scatter(x, [(v or 0) / 1000 for v in ms], marker="_", s=600, color=color, zorder=3, label=label)
+
+
 def draw(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     import matplotlib
 
@@ -324,24 +327,8 @@ def draw(path: Path, rows: Sequence[dict[str, Any]]) -> None:
         x = range(len(mine))
         ax.bar(x, [(r["totalMs"]["p50"] or 0) / 1000 for r in mine], color="tab:blue", label="recipe p50")
         ax.scatter(x, [(r["totalMs"]["p95"] or 0) / 1000 for r in mine], color="black", zorder=3, label="recipe p95")
-        ax.scatter(
-            x,
-            [(r["ingredientsMs"]["p50"] or 0) / 1000 for r in mine],
-            marker="_",
-            s=600,
-            color="tab:orange",
-            zorder=3,
-            label="ingredients readable p50",
-        )
-        ax.scatter(
-            x,
-            [(r["stepsKnownMs"]["p50"] or 0) / 1000 for r in mine],
-            marker="_",
-            s=600,
-            color="tab:green",
-            zorder=3,
-            label="every step known p50",
-        )
+        _mark(ax, x, [r["ingredientsMs"]["p50"] for r in mine], "tab:orange", "ingredients readable p50")
+        _mark(ax, x, [r["stepsKnownMs"]["p50"] for r in mine], "tab:green", "every step known p50")
         ax.set_xticks(list(x), [r["mode"] for r in mine])
         ax.set_title(f"{scenario}: seconds")
     axes[0][0].legend(fontsize=8)
