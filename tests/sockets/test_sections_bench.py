@@ -3,9 +3,12 @@ that replay the peak and a key capped in tokens/s, and reports what it measured 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from chuixiang_local.commands import sections_bench
 from chuixiang_local.commands.routing_bench import limits
-from chuixiang_local.model.fake_model import FakeModelProcess
+from chuixiang_local.model.fake_model import FakeModel, FakeModelProcess
 from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
 
 SCALE = 40.0
@@ -33,3 +36,17 @@ def test_the_bench_compares_both_modes_at_the_peak_and_on_a_capped_key() -> None
     capped_whole, capped_parallel = rows["capped key", "whole"], rows["capped key", "parallel"]
     assert capped_parallel["totalMs"]["p50"] > 0.95 * capped_whole["totalMs"]["p50"]
     assert "capped key" in sections_bench.table(list(rows.values()))
+
+
+def test_against_a_model_at_a_url_both_modes_run_in_real_time(fake: FakeModel, tmp_path: Path) -> None:
+    """``--model-base-url`` and ``--models``: what an operator runs before choosing the default, in real time with
+    the production limits; every job and the summary written with ``--json-out``."""
+    out = tmp_path / "sections.json"
+    rows = sections_bench.main(1, base_url=fake.base_url, models=["their-model"], out=str(out))
+    assert [(r["scenario"], r["mode"], r["valid"]) for r in rows] == [
+        ("their-model", "whole", 1),
+        ("their-model", "parallel", 1),
+    ]
+    jobs = json.loads(out.read_text())["jobs"]
+    assert {j["mode"]: j["calls"] for j in jobs} == {"whole": 1, "parallel": 5}
+    assert fake.sections.count("outline") == 1
