@@ -144,3 +144,26 @@ def test_one_hedge_per_job_the_outlines_and_the_sections_follow_the_model_that_w
     assert sorted(calls[:2]) == [("outline", FALLBACK, "ok"), ("outline", PRIMARY, "hedge_lost")]
     assert all((model, result) == (FALLBACK, "ok") for section, model, result in calls[2:]), calls
     assert fake.count("/chat/completions", PRIMARY) == 1
+
+
+def test_a_section_that_raises_closes_the_others_and_the_error_propagates(
+    fake: FakeModel, parallel: Template, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error that is no upstream failure (a bug, a DynamoDB call of the breaker) in one section's thread is
+    raised to the stage, as in whole mode, after the other streams were closed, not after they ran to the end."""
+    from chuixiang.generation import sections
+
+    slow = ChatBehaviour(chunk_delay_s=0.05, chunk_chars=1)  # each would write for ~7 s
+    fake.chat_by_section.update({"steps:1-3": slow, "extras": slow, "imagePrompt": slow})
+    real = sections.Section.parse
+
+    def parse(self: sections.Section, text: str) -> object:
+        if self.name == "steps:4-6":
+            raise RuntimeError("a bug in one section")
+        return real(self, text)
+
+    monkeypatch.setattr(sections.Section, "parse", parse)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="a bug in one section"):
+        run_recipe(parallel, fake.base_url, budget_ms(parallel))
+    assert time.monotonic() - started < 2.0

@@ -121,11 +121,15 @@ class _SectionsRun:
         failure = None
         with ThreadPoolExecutor(max_workers=len(sections), thread_name_prefix="section") as pool:
             writing = [pool.submit(self._write, s, i, text, routes, budget) for i, s in enumerate(sections, 1)]
-            for future in as_completed(writing):
-                part = future.result()
-                if part.section.core and part.value is None and failure is None:
-                    failure = part.routed.failure
-                    self.core_failed.cancel(f"the core section {part.section.name} failed")
+            try:
+                for future in as_completed(writing):
+                    part = future.result()
+                    if part.section.core and part.value is None and failure is None:
+                        failure = part.routed.failure
+                        self.core_failed.cancel(f"the core section {part.section.name} failed")
+            except BaseException:  # a section's own error (a bug, an AWS call): close the others, do not wait
+                self.core_failed.cancel("a section raised")
+                raise
         if failure is not None:
             return self._ended(None, stage_error("RECIPE", failure))
         try:
