@@ -22,7 +22,7 @@ import subprocess  # nosec B404 - the project's own CLI
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
@@ -195,7 +195,18 @@ def mix_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         probe = cloud.invoke(cloud.template.function_by_dir("canary"), {"models": ["canary-model"], "dish": "番茄炒蛋"})
         assert not probe.failed, probe.payload
         _turned_away(cloud, api)
+        _served_degraded(fake, log, work)
     return work / "log"
+
+
+def _served_degraded(fake: FakeModel, log: TextIO, work: Path) -> None:
+    """A recipe written in sections whose extras fail (RecipeSections=parallel, a cloud of its own)."""
+    fake.chat_by_section["extras"] = ChatBehaviour(status=503)
+    overrides = {**SCALED, "RecipeSections": "parallel"}
+    with LocalCloud(overrides, model_base_url=fake.base_url, work_dir=work / "parallel", log=log) as cloud:
+        api = LocalApi(cloud)
+        job = api.wait(api.post_dish("看板分段")[1]["jobId"], give_up_s=30)
+        assert job["status"] == "SUCCEEDED" and job["degraded"] == ["extras"], job
 
 
 @pytest.fixture(scope="module")

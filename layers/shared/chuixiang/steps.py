@@ -309,6 +309,8 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         remove=("partial",),
         **degraded,
     )
+    for section in m.degraded or ():  # served without it (RecipeSections=parallel): on the dashboard by section
+        dimensioned_metric("RecipeSectionsDropped", MetricUnit.Count, 1, Section=section)
     if not m.degraded:  # one served without a part is not cached: the next cook of the dish writes it whole
         RecipeCache(settings, store.table).put(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
