@@ -11,7 +11,7 @@ import json
 import pytest
 
 from chuixiang.generation.image import image_payload
-from chuixiang.generation.recipe import chat_payload
+from chuixiang.generation.recipe import chat_payload, whole_messages
 from chuixiang.upstream.dialects import DialectError, dialect_for, parse_dialects
 from chuixiang.upstream.failures import refused_param
 from chuixiang.upstream.images import may_fetch
@@ -31,7 +31,7 @@ from chuixiang.upstream.images import may_fetch
     ],
 )
 def test_the_token_limit_field_per_family(model: str, field: str) -> None:
-    payload = chat_payload(model, "番茄炒蛋", 3000)
+    payload = chat_payload(model, whole_messages("番茄炒蛋"), 3000)
     assert payload[field] == 3000 and ({"max_tokens", "max_completion_tokens"} - {field}).isdisjoint(payload)
     assert payload["stream"] is True and payload["stream_options"] == {"include_usage": True}
 
@@ -43,9 +43,9 @@ def test_the_configured_map_lays_over_the_built_in_family() -> None:
             "my-gw/": {"stream": False, "jsonMode": True, "extra": {"enable_thinking": False}},
         }
     )
-    gpt5 = chat_payload("gpt-5-mini", "x", 100, dialect_for("gpt-5-mini", configured))
+    gpt5 = chat_payload("gpt-5-mini", whole_messages("x"), 100, dialect_for("gpt-5-mini", configured))
     assert gpt5["max_completion_tokens"] == 100 and "stream_options" not in gpt5  # built-in field kept
-    mine = chat_payload("my-gw/qwen3", "x", 100, dialect_for("my-gw/qwen3", configured))
+    mine = chat_payload("my-gw/qwen3", whole_messages("x"), 100, dialect_for("my-gw/qwen3", configured))
     assert mine["stream"] is False and "stream_options" not in mine
     assert mine["response_format"] == {"type": "json_object"} and mine["enable_thinking"] is False
     exact = json.dumps({"o3": {"maxTokensField": "max_tokens"}, "o3-pro-gateway": {"streamUsage": False}})

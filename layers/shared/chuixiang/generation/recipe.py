@@ -80,19 +80,15 @@ def whole_messages(dish: str) -> list[dict[str, str]]:
 
 
 def chat_payload(
-    model: str,
-    dish: str,
-    max_tokens: int,
-    dialect: Dialect | None = None,
-    messages: list[dict[str, str]] | None = None,
+    model: str, messages: list[dict[str, str]], max_tokens: int, dialect: Dialect | None = None
 ) -> dict[str, Any]:
-    """The recipe request (``messages``: one section's instead of the whole recipe's), in ``model``'s dialect."""
+    """A recipe request (the whole recipe's messages, or one section's), in ``model``'s dialect."""
     dialect = dialect or dialect_for(model)
     payload: dict[str, Any] = {
         "model": model,
         "stream": dialect.stream,
         dialect.max_tokens_field: max_tokens,
-        "messages": messages or whole_messages(dish),
+        "messages": messages,
     }
     if dialect.stream and dialect.stream_usage:
         payload["stream_options"] = {"include_usage": True}
@@ -236,7 +232,7 @@ def _read_answer(
         read_chat_completion(
             client,
             url,
-            chat_payload(context.model, "", limits.max_tokens, dialect, request.messages),
+            chat_payload(context.model, request.messages, limits.max_tokens, dialect),
             headers,
             limits=limits.stream,
             deadline=context.deadline,
@@ -272,12 +268,18 @@ def recipe_metrics(routed: Routed[Any], made: list[Made]) -> RecipeMetrics:
     latest = next((m for m in reversed(made) if m[0] == routed.model), made[-1] if made else None)
     if latest is not None:
         _fill(metrics, latest[1], latest[2])
-    metrics.tokensUsed = sum(c.tokens for c in routed.calls)
-    cached = [c.cachedPromptTokens for c in routed.calls if c.cachedPromptTokens is not None]
-    metrics.cachedPromptTokens = sum(cached) if cached else None
-    metrics.tokensWasted = sum(c.tokens for c in routed.calls if c.outcome != "ok")
-    metrics.tokensPerSecond = tokens_per_second(metrics)
+    count_tokens(metrics)
     return metrics
+
+
+def count_tokens(m: RecipeMetrics) -> None:
+    """The stage's bill from its calls (``m.calls``): every call's tokens, those of the calls that wrote no
+    recipe, the prompt tokens a prefix cache held; and the writing rate."""
+    m.tokensUsed = sum(c.tokens for c in m.calls)
+    cached = [c.cachedPromptTokens for c in m.calls if c.cachedPromptTokens is not None]
+    m.cachedPromptTokens = sum(cached) if cached else None
+    m.tokensWasted = sum(c.tokens for c in m.calls if c.outcome != "ok")
+    m.tokensPerSecond = tokens_per_second(m)
 
 
 #: Fewer tokens than this say little of a writing speed (the first ones come in a burst).

@@ -18,7 +18,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import httpx
 from pydantic import BaseModel
@@ -36,13 +36,13 @@ from .recipe import (
     RecipeLimits,
     RecipeOutcome,
     answer_call,
+    count_tokens,
     recipe_metrics,
     recipe_router,
-    tokens_per_second,
 )
+from .recipe_format import Recipe
 from .section_progress import SectionStreams
 from .sections import (
-    EXTRAS,
     OUTLINE_SECTION,
     SECTION_HEADER,
     Extras,
@@ -56,6 +56,8 @@ from .sections import (
     plan,
 )
 from .stage import Generation, generate, stage_error
+
+V = TypeVar("V", bound=BaseModel)
 
 
 @dataclass
@@ -133,7 +135,8 @@ class _SectionsRun:
         if failure is not None:
             return self._ended(None, stage_error("RECIPE", failure))
         try:
-            recipe = merge(outline, self._values(StepsPart), self._value(EXTRAS, Extras), self._image_prompt())
+            prompt = next((p.imagePrompt for p in self._values(ImagePromptPart)), None)
+            recipe = merge(outline, self._values(StepsPart), next(iter(self._values(Extras)), None), prompt)
         except StageError as exc:
             return self._ended(None, exc)
         return self._ended(recipe, None)
@@ -168,17 +171,11 @@ class _SectionsRun:
     def _ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
 
-    def _values(self, shape: type[StepsPart]) -> list[StepsPart]:
+    def _values(self, shape: type[V]) -> list[V]:
+        """The answers of that shape the sections wrote (every range's steps; the extras, the image prompt)."""
         return [p.value for p in self.parts if isinstance(p.value, shape)]
 
-    def _value(self, name: str, shape: type[Extras]) -> Extras | None:
-        return next((p.value for p in self.parts if p.section.name == name and isinstance(p.value, shape)), None)
-
-    def _image_prompt(self) -> str | None:
-        found = next((p.value for p in self.parts if isinstance(p.value, ImagePromptPart)), None)
-        return found.imagePrompt if found is not None else None
-
-    def _ended(self, recipe: Any, error: StageError | None) -> RecipeOutcome:
+    def _ended(self, recipe: Recipe | None, error: StageError | None) -> RecipeOutcome:
         return Generation(recipe, error, self._metrics())
 
     def _metrics(self) -> RecipeMetrics:
@@ -196,10 +193,7 @@ class _SectionsRun:
         answered = [c for c in m.calls if c.outcome == "ok"]
         m.promptTokens = _sum(c.promptTokens for c in answered)
         m.completionTokens = _sum(c.completionTokens for c in answered)
-        m.tokensUsed = sum(c.tokens for c in m.calls)
-        m.cachedPromptTokens = _sum(c.cachedPromptTokens for c in m.calls)
-        m.tokensWasted = sum(c.tokens for c in m.calls if c.outcome != "ok")
-        m.tokensPerSecond = tokens_per_second(m)
+        count_tokens(m)
         m.sections = [_report(p) for p in parts]
         dropped = [p.section.name for p in parts if not p.section.core and p.value is None]
         m.degraded = dropped or None

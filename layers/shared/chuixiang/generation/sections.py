@@ -23,7 +23,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..errors import ErrorCode, StageError
-from ..settings import PARALLEL_STREAMS
 from .recipe_format import (
     EXTRAS_DROPPED,
     Ingredients,
@@ -41,9 +40,6 @@ from .recipe_format import (
 #: The request header naming the section a call writes (a gateway's logs and the fake model read it).
 SECTION_HEADER = "X-Recipe-Section"
 OUTLINE, EXTRAS, IMAGE_PROMPT = "outline", "extras", "imagePrompt"
-#: The most streams one job holds open at once (what admission counts): three step ranges, the extras and
-#: the image prompt.
-MAX_STREAMS = PARALLEL_STREAMS
 
 
 class Outline(Strict):
