@@ -239,6 +239,12 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _peak(rows: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The peak's (whole, parallel) rows."""
+    peak = {r["mode"]: r for r in rows if r["scenario"] == "peak"}
+    return peak["whole"], peak["parallel"]
+
+
 #: Users' jobs as ``docs/capacity.md`` counts them: each user starts one every this many seconds.
 JOB_EVERY_S = 180
 
@@ -246,10 +252,9 @@ JOB_EVERY_S = 180
 def streams_table(rows: Sequence[dict[str, Any]], users: Sequence[int] = (1000, 10_000)) -> str:
     """What a provider's quotas see at the peak, per mode (Little's law: streams at once = jobs per second x
     stream-seconds per job), for ``users`` each starting a job every :data:`JOB_EVERY_S` s."""
-    peak = {r["mode"]: r for r in rows if r["scenario"] == "peak"}
+    w, p = _peak(rows)
     head = " | ".join(f"{n:,} users (whole → parallel)".replace(",", " ") for n in users)
     out = [f"| at the peak, per job | whole | parallel | {head} |", "|---|---|---|" + "---|" * len(users)]
-    w, p = peak["whole"], peak["parallel"]
 
     def per(n: int, value: float) -> str:
         return f"{n / JOB_EVERY_S * value:,.0f}".replace(",", " ")
@@ -263,13 +268,13 @@ def streams_table(rows: Sequence[dict[str, Any]], users: Sequence[int] = (1000, 
         f"| stream-seconds (streams at once at N users) | {w['streamSeconds']['p50']:.0f} | "
         f"{p['streamSeconds']['p50']:.0f} | " + " | ".join(held) + " |"
     )
-    out.append(f"| most streams open at once | {w['mostStreams']} | {p['mostStreams']} | | |")
+    out.append(f"| most streams open at once | {w['mostStreams']} | {p['mostStreams']} |" + " |" * len(users))
     return "\n".join(out)
 
 
 def ladder_line(rows: Sequence[dict[str, Any]], total_ms: float) -> str:
     """What ``parallel`` needs of the recipe limits, measured at the peak, for ``docs/ladder.md``."""
-    p = next(r for r in rows if r["scenario"] == "peak" and r["mode"] == "parallel")
+    _, p = _peak(rows)
     outline, slowest = p["outlineMs"]["p50"] / 1000, p["slowestSectionMs"]["p50"] / 1000
     return (
         f"With `RecipeSections=parallel` the stage takes the outline and then its slowest section: at the peak "
@@ -282,8 +287,7 @@ def ladder_line(rows: Sequence[dict[str, Any]], total_ms: float) -> str:
 
 def goals(rows: Sequence[dict[str, Any]]) -> str:
     """The peak's figures against the goals set for ``parallel`` (``docs/sections.md``)."""
-    peak = {r["mode"]: r for r in rows if r["scenario"] == "peak"}
-    w, p = peak["whole"], peak["parallel"]
+    w, p = _peak(rows)
     recipe_s, outline_s = p["totalMs"]["p50"] / 1000, p["stepsKnownMs"]["p50"] / 1000
     written = p["completionTokens"] / w["completionTokens"] - 1
 
