@@ -5,15 +5,18 @@ and the one total limit closes them all (the scaled ladder: first content 1.5 s,
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import pytest
 
 from chuixiang.generation.sections import fallback_image_prompt
 from chuixiang.resilience.hedge import Hedge, HedgeBudget
 from chuixiang.timeouts import RECIPE_HEDGE_AFTER
+from chuixiang.upstream.chat import cached_prompt_tokens
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
+from ..support.provider_corpus import RECIPE_CARRIERS, Replay, ReplayServer, random_cuts, recipe_stream, recordings
 from ..support.scaled import LATE_S, SCALED
 from ..support.stages import run_recipe
 from ..support.waiting import wait_until
@@ -167,3 +170,20 @@ def test_a_section_that_raises_closes_the_others_and_the_error_propagates(
     with pytest.raises(RuntimeError, match="a bug in one section"):
         run_recipe(parallel, fake.base_url, budget_ms(parallel))
     assert time.monotonic() - started < 2.0
+
+
+@pytest.mark.parametrize("name", RECIPE_CARRIERS[:3])
+def test_sections_in_the_envelopes_real_providers_sent(name: str, parallel: Template) -> None:
+    """Each section's answer inside a recorded provider's stream (OpenAI's, DeepSeek's with its reasoning, Groq's),
+    cut into reads at random: the recipe merges, and each call reports the cached tokens the provider said."""
+    with ReplayServer(Replay(b"")) as server:
+        sections = ["outline", "steps:1-3", "steps:4-6", "extras", "imagePrompt"]
+        server.by_section.update(
+            {s: Replay(recipe_stream(name, s), partial(random_cuts, seed=f"{name}{s}", pieces=20)) for s in sections}
+        )
+        outcome, _ = run_recipe(parallel, server.base_url, budget_ms(parallel))
+    assert outcome.error is None and outcome.result is not None, outcome.error
+    assert outcome.result.name == "番茄炒蛋" and [s.order for s in outcome.result.steps] == [1, 2, 3, 4, 5, 6]
+    assert [c.section for c in outcome.metrics.calls] == sections and outcome.metrics.degraded is None
+    said = cached_prompt_tokens(next(r for r in recordings() if r.name == name).usage())
+    assert {c.cachedPromptTokens for c in outcome.metrics.calls} == {said}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from chuixiang_local.model.fake_model import make_png, recipe_for
+from chuixiang_local.model.profiles import section_doc
 
 CORPUS = Path(__file__).parents[1] / "provider_streams"
 
@@ -35,6 +36,16 @@ class Recording:
     @property
     def is_document(self) -> bool:
         return bool(self.expect.get("document"))
+
+    def usage(self) -> dict[str, Any] | None:
+        """The usage object the provider sent (its last event carrying one with ``prompt_tokens``)."""
+        found = None
+        for line in self.body.decode().splitlines():
+            if line.startswith("data: {") and '"usage"' in line:
+                usage = json.loads(line[6:]).get("usage")
+                if isinstance(usage, dict) and "prompt_tokens" in usage:
+                    found = usage
+        return found
 
 
 def load(path: Path) -> Recording:
@@ -145,11 +156,13 @@ class _QuietServer(ThreadingHTTPServer):
 
 @dataclass
 class ReplayServer:
-    """An OpenAI-compatible endpoint on loopback that answers every chat request with ``replay`` and every
-    images request with a real PNG as ``b64_json``."""
+    """An OpenAI-compatible endpoint on loopback that answers every chat request with ``replay`` (or, a request
+    naming a recipe section, ``by_section``'s replay of it) and every images request with a real PNG as
+    ``b64_json``."""
 
     replay: Replay
     chat_requests: list[dict[str, Any]] = field(default_factory=list)
+    by_section: dict[str, Replay] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         server = self
@@ -171,7 +184,7 @@ class ReplayServer:
                     self.wfile.write(data)
                     return
                 server.chat_requests.append(request)
-                replay = server.replay
+                replay = server.by_section.get(self.headers.get("X-Recipe-Section") or "", server.replay)
                 self.send_response(replay.status)
                 if replay.content_type:
                     self.send_header("Content-Type", replay.content_type)
@@ -211,7 +224,8 @@ RECIPE_CARRIERS = [
 ]
 
 
-def recipe_stream(name: str) -> bytes:
-    """The recording ``name`` with a whole recipe as its content (the envelope as the provider sent it)."""
+def recipe_stream(name: str, section: str | None = None) -> bytes:
+    """The recording ``name`` with a whole recipe (or one ``section`` of it) as its content (the envelope as the
+    provider sent it)."""
     recording = next(r for r in recordings() if r.name == name)
-    return with_content(recording.body, json.dumps(recipe_for("番茄炒蛋"), ensure_ascii=False))
+    return with_content(recording.body, json.dumps(section_doc(recipe_for("番茄炒蛋"), section), ensure_ascii=False))

@@ -189,13 +189,7 @@ def test_parallel_admits_the_streams_over_five() -> None:
 def test_cached_prompt_tokens_as_providers_report_them() -> None:
     """Every recorded stream's usage: OpenAI's ``prompt_tokens_details.cached_tokens`` (xAI: 11 of 12 cached),
     DeepSeek's ``prompt_cache_hit_tokens``, or nothing said."""
-    said: dict[str, int | None] = {}
-    for recording in recordings():
-        for line in recording.body.decode().splitlines():
-            if line.startswith("data: {") and '"usage"' in line:
-                usage = json.loads(line[6:]).get("usage")
-                if isinstance(usage, dict) and "prompt_tokens" in usage:
-                    said[recording.name] = cached_prompt_tokens(usage)
+    said = {r.name: cached_prompt_tokens(r.usage()) for r in recordings() if r.usage()}
     assert said["xai-grok-3-mini-reasoning.sse"] == 11
     assert said["deepseek-v4-flash-reasoning.sse"] == 0
     assert said["ollama-openai-compat.sse"] is None
