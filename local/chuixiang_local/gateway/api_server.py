@@ -57,6 +57,11 @@ def function_argument(spec: FunctionSpec, layer_dirs: list[Path], extra_env: dic
 
 #: Where ``serve`` serves the pictures local jobs drew (``LOCAL_IMAGE_BASE_URL``), standing in for S3's URLs.
 LOCAL_IMAGES_PATH = "/local-images"
+#: How long an idle keep-alive connection stays open. uvicorn's default, 5 s, is the longest ``pollAfterMs``: a
+#: client that polls on one connection as told sends its GET just as the server closes the connection, and
+#: gets "Server disconnected without sending a response" (CI, with the machine busy). Longer than any poll
+#: interval, as a gateway's idle timeout is (API Gateway holds idle connections far longer than 5 s).
+KEEP_ALIVE_S = 60
 #: A picture's name there: the image key's digest and its extension, nothing that could leave the folder.
 _IMAGE_NAME = re.compile(r"[0-9a-f]{8,64}\.(png|jpg|jpeg|webp)")
 _IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "webp": "image/webp"}
@@ -193,6 +198,7 @@ def main() -> None:
             port=args.port,
             log_level="warning",
             timeout_graceful_shutdown=5,
+            timeout_keep_alive=KEEP_ALIVE_S,
             backlog=2048,
             h11_max_incomplete_event_size=16 * 1024,
             http=JsonErrorH11Protocol,
