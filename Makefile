@@ -137,10 +137,11 @@ sam-build: validate
 	$(PY312_PATH) SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam build
 
 # The ladder is checked with what will be deployed (the stack's current values, samconfig.toml, PARAMS),
-# so a stale value kept from an earlier deploy cannot slip through.
-# Usage: make deploy PARAMS="ModelApiKeySecretArn=arn:… RecipeTotalTimeoutMs=140000"
+# so a stale value kept from an earlier deploy cannot slip through; and a stack whose alarms would page
+# nobody is refused (UNPAGED=1 accepts it, e.g. for a developer's stack).
+# Usage: make deploy PARAMS="ModelApiKeySecretArn=arn:… AlarmEmail=oncall@example.com"
 deploy: $(STAMP) sam-build
-	$(BIN)/chuixiang ladder --account --deployed $(if $(PARAMS),--parameter-overrides $(PARAMS))
+	$(BIN)/chuixiang ladder --account --deployed $(if $(UNPAGED),--unpaged) $(if $(PARAMS),--parameter-overrides $(PARAMS))
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided)
 
 clean:

@@ -454,11 +454,13 @@ def cmd_cost(args: argparse.Namespace) -> int:
 def cmd_ladder(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.parameter_overrides)
     if args.deployed:
-        overrides = _what_deploy_deploys(overrides, args.stack_name)
+        overrides = _what_deploy_deploys(overrides, _stack_name(args.stack_name))
     template = Template(overrides)
     ladder = build_ladder(template)
     if args.account:
         ladder.problems += _account_problems(template)
+        if not args.unpaged:
+            ladder.problems += _paging_problems(overrides, _stack_name(args.stack_name))
     if args.account_concurrency is not None:
         ladder.problems += [p for p in reservation_problems(template, args.account_concurrency) if "quota" in p]
     print(markdown_table(template) if args.markdown else ladder.render())
@@ -469,19 +471,20 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     return 0
 
 
-def _what_deploy_deploys(command_line: dict[str, str], stack_name: str | None) -> dict[str, str]:
+def _stack_name(given: str | None) -> str:
+    from chuixiang_local.commands.deploy_parameters import samconfig_stack_name
+
+    return given or samconfig_stack_name(REPO_ROOT / "samconfig.toml") or "chuixiang"
+
+
+def _what_deploy_deploys(command_line: dict[str, str], name: str) -> dict[str, str]:
     """The deployed stack's values, then samconfig.toml's overrides, then the command line's (as ``sam deploy``)."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from chuixiang_local.commands.deploy_parameters import (
-        deployed_parameters,
-        samconfig_overrides,
-        samconfig_stack_name,
-    )
+    from chuixiang_local.commands.deploy_parameters import deployed_parameters, samconfig_overrides
 
     samconfig = REPO_ROOT / "samconfig.toml"
-    name = stack_name or samconfig_stack_name(samconfig) or "chuixiang"
     try:
         previous = deployed_parameters(boto3.client("cloudformation"), name)
         print(
@@ -515,6 +518,24 @@ def _account_problems(template: Template) -> list[str]:
     own = [p for p in reservation_problems(template, limit, reserved) if "quota" in p]
     print(f"account: concurrency quota {limit}, {reserved} already reserved", file=sys.stderr)
     return own
+
+
+def _paging_problems(parameters: dict[str, str], stack_name: str) -> list[str]:
+    """Whether the stack's alarms would reach anyone: the deploy's parameters, else the topic's confirmed
+    subscribers (read with the caller's credentials; unreadable is a note, as for the quota)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from chuixiang_local.commands.paging import confirmed_subscriptions, deployed_topic, paging_problems
+
+    try:
+        topic = deployed_topic(boto3.client("cloudformation"), stack_name)
+        subscribed = confirmed_subscriptions(boto3.client("sns"), topic) if topic else []
+    except (BotoCoreError, ClientError) as exc:
+        print(f"note: stack {stack_name}'s alarm topic could not be read ({exc}); paging not checked", file=sys.stderr)
+        return []
+    print(f"alarms: {len(subscribed)} confirmed subscriber(s) on {topic or 'no topic yet'}", file=sys.stderr)
+    return paging_problems(parameters, subscribed)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -671,7 +692,13 @@ def parser() -> argparse.ArgumentParser:
         "--account",
         action="store_true",
         help="also check the reservation, the admitted jobs and the API's peak against the AWS account's "
-        "concurrency quota (read with your credentials)",
+        "concurrency quota, and that the alarms would page someone (read with your credentials)",
+    )
+    p.add_argument(
+        "--unpaged",
+        action="store_true",
+        help="with --account: accept a stack whose alarms reach nobody (no AlarmEmail, no AlarmHttpsEndpoint, "
+        "no confirmed subscriber on its topic)",
     )
     p.add_argument(
         "--account-concurrency",
@@ -685,7 +712,7 @@ def parser() -> argparse.ArgumentParser:
         help="check what `sam deploy` will deploy: the stack's current values, then samconfig.toml's "
         "parameter_overrides, then --parameter-overrides",
     )
-    p.add_argument("--stack-name", help="with --deployed (default: samconfig.toml's stack_name)")
+    p.add_argument("--stack-name", help="with --deployed or --account (default: samconfig.toml's stack_name)")
     common(p, model=False)
     p.set_defaults(func=cmd_ladder)
     return ap
