@@ -268,6 +268,8 @@ def test_the_latency_widget_draws_the_limits_from_the_parameters() -> None:
     template = Template(
         {"RecipeFirstContentTimeoutMs": "50000", "RecipeIdleTimeoutMs": "25000", "RecipeTotalTimeoutMs": "110000"}
     )
-    widget = next(w for w in dashboard(template)["widgets"] if w["properties"].get("title") == "Recipe latency (ms)")
+    widget = next(
+        w for w in dashboard(template)["widgets"] if w["properties"].get("title") == "Stage latency (ms, p90)"
+    )
     lines = {a["label"].split(" (")[0]: a["value"] for a in widget["properties"]["annotations"]["horizontal"]}
     assert lines == {"first-content limit": 50000, "idle limit": 25000, "total limit": 110000}

@@ -156,7 +156,9 @@ def _label(dims: frozenset[tuple[str, str]], name: str) -> str:
     return f"{name} {' '.join(shown)}".strip()
 
 
-Operand = dict[int, float] | float
+#: A math operand: a constant, one time series, or an array of them (what a ``SEARCH`` returns), labelled.
+Array = list[tuple[str, dict[int, float]]]
+Operand = dict[int, float] | float | Array
 OPS: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -165,43 +167,101 @@ OPS: dict[type[ast.operator], Callable[[float, float], float]] = {
 }
 
 
+@dataclass
+class _Scope:
+    """What a widget's math sees: its rows by id, which of them are arrays, and the widget's time buckets."""
+
+    named: dict[str, list[Series]]
+    arrays: set[str]
+
+    @property
+    def buckets(self) -> set[int]:
+        return {at for rows in self.named.values() for s in rows for at in s.buckets}
+
+
 def _combine(left: Operand, right: Operand, op: Callable[[float, float], float]) -> Operand:
+    """As metric math combines: an array with a series or a constant, point by point, element by element."""
+    if isinstance(left, list) and isinstance(right, list):
+        raise ValueError("array with array")
+    if isinstance(left, list):
+        assert not isinstance(right, list)  # nosec B101 - narrowed above
+        return [(label, _series(values, right, op)) for label, values in left]
+    if isinstance(right, list):
+        return [(label, _series(values, left, lambda a, b: op(b, a))) for label, values in right]
     if isinstance(left, float) and isinstance(right, float):
         return op(left, right)
     if isinstance(left, float):
         assert isinstance(right, dict)  # nosec B101 - narrowed above
-        return {k: op(left, v) for k, v in right.items()}
-    if isinstance(right, float):
-        return {k: op(v, right) for k, v in left.items()}
-    return {k: op(v, right[k]) for k, v in left.items() if k in right}
+        return _series(right, left, lambda a, b: op(b, a))
+    return _series(left, right, op)
 
 
-def _operand(node: ast.AST, named: dict[str, list[Series]]) -> Operand:
-    """A constant, a row's id (its series summed), ``SUM(id)``, or arithmetic of those."""
+def _series(
+    values: dict[int, float], other: dict[int, float] | float, op: Callable[[float, float], float]
+) -> dict[int, float]:
+    """``values op other`` at each point (a point missing from either series is missing from the result)."""
+    if isinstance(other, float):
+        return {k: op(v, other) for k, v in values.items()}
+    return {k: op(v, other[k]) for k, v in values.items() if k in other}
+
+
+def _summed(operand: Operand) -> Operand:
+    if not isinstance(operand, list):
+        return operand
+    total: dict[int, float] = defaultdict(float)
+    for _, values in operand:
+        for at, v in values.items():
+            total[at] += v
+    return dict(total)
+
+
+def _filled(operand: Operand, value: Operand, buckets: set[int]) -> Operand:
+    if not isinstance(value, float):
+        raise ValueError("FILL with a series")
+    if isinstance(operand, list):
+        return [(label, {at: values.get(at, value) for at in buckets}) for label, values in operand]
+    if isinstance(operand, dict):
+        return {at: operand.get(at, value) for at in buckets}
+    return operand
+
+
+def _operand(node: ast.AST, scope: _Scope) -> Operand:
+    """A constant, a row's id (a ``SEARCH`` row is an array), ``SUM(x)``, ``FILL(x, c)``, or arithmetic of those."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         return float(node.value)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "SUM" and node.args:
-        return _operand(node.args[0], named)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+        args = [_operand(a, scope) for a in node.args]
+        if node.func.id == "SUM":
+            return _summed(args[0])
+        if node.func.id == "FILL" and len(args) == 2:
+            return _filled(args[0], args[1], scope.buckets)
     if isinstance(node, ast.Name):
-        total: dict[int, float] = defaultdict(float)
-        for s in named.get(node.id, []):
-            for at, v in s.values().items():
-                total[at] += v
-        return dict(total)
+        rows = scope.named.get(node.id, [])
+        if node.id in scope.arrays:
+            return [(s.label, s.values()) for s in rows]
+        return _summed([(s.label, s.values()) for s in rows])
     if isinstance(node, ast.BinOp) and type(node.op) in OPS:
-        return _combine(_operand(node.left, named), _operand(node.right, named), OPS[type(node.op)])
+        return _combine(_operand(node.left, scope), _operand(node.right, scope), OPS[type(node.op)])
     raise ValueError(ast.unparse(node))
 
 
-def _expression_series(expression: str, named: dict[str, list[Series]], label: str) -> Series:
-    """A math expression over the rows it names (``api / 1000``, ``SUM(wasted) / delivered``), per bucket;
-    one this reader does not know is drawn empty."""
+def _expression_series(opts: dict[str, Any], scope: _Scope) -> list[Series]:
+    """A math expression over the rows it names (``api / 1000``, ``100 * ended / SUM(ended)``), per bucket; an
+    array's series keep their own labels after the expression's (``""`` keeps theirs alone). One this reader
+    does not know is drawn empty."""
+    label = opts.get("label", opts["expression"])
     try:
-        result = _operand(ast.parse(expression, mode="eval").body, named)
+        result = _operand(ast.parse(opts["expression"], mode="eval").body, scope)
     except (ValueError, SyntaxError):
         result = {}
-    buckets = {at: [v] for at, v in result.items() if not math.isnan(v)} if isinstance(result, dict) else {}
-    return Series(label, buckets, "Sum")
+    if isinstance(result, float):
+        result = {}
+    parts = result if isinstance(result, list) else [("", result)]
+    visible = opts.get("visible", True)
+    return [
+        Series(f"{label} {own}".strip(), {at: [v] for at, v in values.items() if not math.isnan(v)}, "Sum", visible)
+        for own, values in parts
+    ]
 
 
 def _metric_rows(props: dict[str, Any], reader: Reader) -> list[Series]:
@@ -211,6 +271,7 @@ def _metric_rows(props: dict[str, Any], reader: Reader) -> list[Series]:
     named: dict[str, list[Series]] = defaultdict(list)
     previous: list[Any] = []
     expressions: list[dict[str, Any]] = []
+    arrays: set[str] = set()
     for row in props.get("metrics", []):
         opts = next((v for v in row if isinstance(v, dict)), {})
         if "expression" in opts:
@@ -220,8 +281,9 @@ def _metric_rows(props: dict[str, Any], reader: Reader) -> list[Series]:
                 continue
             namespace, *keys = [k.strip() for k in found["schema"].split(",")]
             p = int(found.groupdict().get("p") or period)
+            arrays.add(opts.get("id", ""))
             for dims, buckets in reader.search(namespace, found["name"], frozenset(keys), p).items():
-                series = Series(_label(dims, found["name"]), buckets, found["stat"])
+                series = Series(_label(dims, found["name"]), buckets, found["stat"], opts.get("visible", True))
                 out.append(series)
                 named[opts.get("id", "")].append(series)
             continue
@@ -237,8 +299,13 @@ def _metric_rows(props: dict[str, Any], reader: Reader) -> list[Series]:
         )
         out.append(series)
         named[opts.get("id", "")].append(series)
+    scope = _Scope(named, arrays)
     for opts in expressions:
-        out.append(_expression_series(opts["expression"], named, opts.get("label", opts["expression"])))
+        computed = _expression_series(opts, scope)
+        out.extend(computed)
+        named[opts.get("id", "")].extend(computed)
+        if len(computed) > 1:
+            arrays.add(opts.get("id", ""))
     return out
 
 
