@@ -259,6 +259,26 @@ def test_operations_alarms_cover_what_the_job_metrics_cannot_see() -> None:
         assert composites[objective]["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
 
 
+def test_a_model_outage_pages_once_naming_its_cause() -> None:
+    """An open breaker with failing recipe stages is one cause that fires three alarms: the outage composite
+    pages, and the success burn holds its page while it is in ALARM - waiting less than the burn's shortest
+    window for it, so a burn with another cause still pages within minutes."""
+    outage = RESOURCES["ModelOutageAlarm"]["Properties"]
+    assert outage["AlarmRule"] == {
+        "Fn::Sub": 'ALARM("${BreakerOpenAlarm.Arn}") AND ALARM("${RecipeFailureRateAlarm.Arn}")'
+    }
+    assert outage["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    for part in ("BreakerOpenAlarm", "RecipeFailureRateAlarm"):
+        assert "AlarmActions" not in RESOURCES[part]["Properties"], part
+    burn = RESOURCES["JobSuccessBurnAlarm"]["Properties"]
+    assert burn["ActionsSuppressor"] == {"Fn::GetAtt": ["ModelOutageAlarm", "Arn"]}
+    shortest = min(
+        RESOURCES[f"JobSuccessBurn{w}Alarm"]["Properties"]["Metrics"][0]["MetricStat"]["Period"] for w in ("5m", "30m")
+    )
+    assert 0 < burn["ActionsSuppressorWaitPeriod"] < shortest
+    assert burn["ActionsSuppressorExtensionPeriod"] >= shortest
+
+
 def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path) -> None:
     """``sam deploy`` keeps the stack's previous values, then samconfig.toml's, then the command line's:
     a stale 120 s function Timeout kept from an old deploy (under today's 140 s total) must break the check
