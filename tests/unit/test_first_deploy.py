@@ -254,9 +254,40 @@ def test_operations_alarms_cover_what_the_job_metrics_cannot_see() -> None:
         "Api5xxAlarm",
     ]
     composites = {k: r for k, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::CompositeAlarm"}
-    assert all(alarms[n]["AlarmActions"] == [{"Ref": "AlarmTopic"}] for n in covered)  # each of them pages
+    paging_rules = json.dumps(
+        [r["Properties"]["AlarmRule"] for r in composites.values() if "AlarmActions" in r["Properties"]]
+    )
+    for name in covered:  # each of them pages, itself or as a condition of a composite that pages
+        assert alarms[name].get("AlarmActions") == [{"Ref": "AlarmTopic"}] or f"{name}.Arn" in paging_rules, name
     for objective in ("JobSuccessBurnAlarm", "JobLatencyBurnAlarm", "JobsEndedOutsideTheWorkflowAlarm"):
         assert composites[objective]["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+
+
+@pytest.mark.parametrize(
+    ("composite", "parts"),
+    [
+        ("ApiFailingAlarm", ["ApiErrorsAlarm", "ApiThrottlesAlarm", "Api5xxAlarm"]),
+        (
+            "ReconcilerFailingAlarm",
+            [
+                "ReconcileRuleFailedInvocationsAlarm",
+                "ReconcileDeliveryFailedAlarm",
+                "ReconcileErrorsAlarm",
+                "ReconcileThrottlesAlarm",
+            ],
+        ),
+    ],
+)
+def test_alarms_one_cause_fires_together_page_once(composite: str, parts: list[str]) -> None:
+    """A crashing api function is also API Gateway's 5xx; an event EventBridge could not deliver is a failed
+    invocation and a dead-letter message: the parts do not page, their composite does (OR of them)."""
+    rule = RESOURCES[composite]["Properties"]["AlarmRule"]["Fn::Sub"]
+    assert rule == " OR ".join(f'ALARM("${{{part}.Arn}}")' for part in parts)
+    assert RESOURCES[composite]["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    for part in parts:
+        props = RESOURCES[part]["Properties"]
+        assert "AlarmActions" not in props and "OKActions" not in props, part
+        assert props["AlarmDescription"].startswith(f"Does not page on its own (part of {composite}"), part
 
 
 def test_a_model_outage_pages_once_naming_its_cause() -> None:
