@@ -74,7 +74,16 @@ def test_paging_is_refused_only_when_nobody_would_hear(
 
 
 @pytest.fixture
-def aws() -> Iterator[None]:
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """moto in process, as the CLI's own clients find it: no endpoint a local cloud earlier in this process
+    may have left in the environment, test credentials, one region."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
     with mock_aws():
         yield
 
@@ -99,8 +108,7 @@ def _ladder(capsys: Any, *argv: str) -> tuple[int, str]:
 
 
 @pytest.mark.usefixtures("aws")
-def test_ladder_account_refuses_a_stack_that_pages_nobody(capsys: Any, monkeypatch: Any) -> None:
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+def test_ladder_account_refuses_a_stack_that_pages_nobody(capsys: Any) -> None:
     _stack("quiet")
     code, err = _ladder(capsys, "--stack-name", "quiet")
     assert code == 2 and "nobody would be paged" in err, err
@@ -113,8 +121,7 @@ def test_ladder_account_refuses_a_stack_that_pages_nobody(capsys: Any, monkeypat
 
 
 @pytest.mark.usefixtures("aws")
-def test_ladder_account_accepts_a_topic_someone_subscribed_by_hand(capsys: Any, monkeypatch: Any) -> None:
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+def test_ladder_account_accepts_a_topic_someone_subscribed_by_hand(capsys: Any) -> None:
     _stack("watched", subscribe="arn:aws:sqs:us-east-1:123456789012:incidents")
     code, err = _ladder(capsys, "--stack-name", "watched")
     assert code == 0, err
