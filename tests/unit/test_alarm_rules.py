@@ -1,0 +1,106 @@
+"""What pages, evaluated: the template's alarm math and composite rules for the traffic the on-call fears
+(``chuixiang_local.alarm_rules``; the thresholds from the template's defaults). A total outage pages however
+little traffic there is; one failure in a quiet hour, or the background failure rate, does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from chuixiang_local.alarm_rules import AlarmRules
+from chuixiang_local.template import Template
+
+RULES = AlarmRules(Template())
+
+
+def _jobs(failed: float | None, succeeded: float | None) -> dict[str, float | None]:
+    """One window's executions (Step Functions publishes nothing for a count of zero: ``None``)."""
+    return {"failed": failed, "succeeded": succeeded, "timedout": None, "aborted": None}
+
+
+def _success_pages(windows: dict[str, dict[str, float | None]]) -> bool:
+    in_alarm = {f"JobSuccessBurn{w}Alarm": RULES.breaches(f"JobSuccessBurn{w}Alarm", f) for w, f in windows.items()}
+    return RULES.composite("JobSuccessBurnAlarm", in_alarm)
+
+
+def test_a_total_outage_at_four_jobs_an_hour_pages() -> None:
+    """The gate it replaced counted a rate of 0 below 5 stages per 15 minutes: an outage under ~20 jobs an
+    hour never paged."""
+    assert _success_pages({"1h": _jobs(4, None), "5m": _jobs(1, None), "6h": _jobs(4, 30), "30m": _jobs(2, None)})
+
+
+def test_one_failure_in_a_quiet_hour_does_not_page() -> None:
+    windows = {"1h": _jobs(1, 3), "5m": _jobs(1, None), "6h": _jobs(1, 20), "30m": _jobs(1, 1)}
+    assert RULES.breaches("JobSuccessBurn5mAlarm", windows["5m"])  # the short window alone would
+    assert not _success_pages(windows)
+
+
+def test_the_background_failure_rate_does_not_page() -> None:
+    """1 % failing is the objective's whole budget, spent evenly: a burn rate of 1."""
+    assert RULES.value("JobSuccessBurn1hAlarm", _jobs(10, 990)) == pytest.approx(1.0)
+    assert not _success_pages({"1h": _jobs(10, 990), "5m": _jobs(1, 82), "6h": _jobs(60, 5940), "30m": _jobs(5, 495)})
+
+
+def test_a_slow_burn_pages_through_the_six_hour_pair() -> None:
+    """7 % failing for hours: under 14.4x the hour's budget, over 6x the six hours'."""
+    windows = {"1h": _jobs(7, 93), "5m": _jobs(1, 8), "6h": _jobs(42, 558), "30m": _jobs(4, 46)}
+    assert not RULES.breaches("JobSuccessBurn1hAlarm", windows["1h"])
+    assert _success_pages(windows)
+
+
+def test_every_way_an_execution_ends_badly_is_spent_from_the_budget() -> None:
+    figures = {"failed": None, "succeeded": 10.0, "timedout": 2.0, "aborted": 1.0}
+    assert RULES.value("JobSuccessBurn1hAlarm", figures) == pytest.approx(3 / 13 / 0.01)
+
+
+def _latency(jobs: float, within_percent: float) -> dict[str, float | None]:
+    return {"jobs": jobs, "within": within_percent}
+
+
+def test_slow_jobs_page_when_they_burn_the_latency_budget() -> None:
+    """``within`` is the period's PR(:LatencyObjectiveMs): the share of SUCCEEDED jobs no slower than it."""
+    assert RULES.value("JobLatencyBurn1hAlarm", _latency(20, 50)) == pytest.approx(10.0)  # 50 % slow / 5 %
+    slow = {"1h": _latency(20, 20), "5m": _latency(2, 0), "6h": _latency(60, 70), "30m": _latency(10, 60)}
+    in_alarm = {f"JobLatencyBurn{w}Alarm": RULES.breaches(f"JobLatencyBurn{w}Alarm", f) for w, f in slow.items()}
+    assert RULES.composite("JobLatencyBurnAlarm", in_alarm)
+    one_slow_job = {"1h": _latency(6, 84), "5m": _latency(1, 0), "6h": _latency(30, 97), "30m": _latency(3, 67)}
+    in_alarm = {
+        f"JobLatencyBurn{w}Alarm": RULES.breaches(f"JobLatencyBurn{w}Alarm", f) for w, f in one_slow_job.items()
+    }
+    assert not RULES.composite("JobLatencyBurnAlarm", in_alarm)
+
+
+@pytest.mark.parametrize(
+    ("failed", "stages", "pages"),
+    [(2, 2, False), (3, 10, True), (3, 20, False), (None, 40, False), (None, None, False)],
+)
+def test_the_image_failure_rate_needs_three_failures_however_few_jobs_ran(
+    failed: float | None, stages: float | None, pages: bool
+) -> None:
+    assert RULES.breaches("ImageFailureRateAlarm", {"failed": failed, "stages": stages}) is pages
+
+
+def test_a_model_outage_is_the_breaker_and_the_failure_rate_together() -> None:
+    failing = RULES.breaches("RecipeFailureRateAlarm", {"failed": 4.0, "succeeded": 2.0})
+    assert failing and not RULES.breaches("RecipeFailureRateAlarm", {"failed": 2.0, "succeeded": None})
+    opened = RULES.breaches("BreakerOpenAlarm", {"opened": 1.0})
+    assert RULES.composite("ModelOutageAlarm", {"BreakerOpenAlarm": opened, "RecipeFailureRateAlarm": failing})
+    # A breaker open while a fallback serves: no page.
+    assert not RULES.composite("ModelOutageAlarm", {"BreakerOpenAlarm": True, "RecipeFailureRateAlarm": False})
+
+
+@pytest.mark.parametrize("composite", ["ApiFailingAlarm", "ReconcilerFailingAlarm", "JobsEndedOutsideTheWorkflowAlarm"])
+def test_any_part_of_one_cause_pages_its_composite_once(composite: str) -> None:
+    parts = RULES.parts(composite)
+    assert len(parts) >= 3
+    for part in parts:
+        assert RULES.composite(composite, {part: True})
+    assert RULES.composite(composite, dict.fromkeys(parts, True))
+    assert not RULES.composite(composite, {})
+
+
+def test_the_first_content_bound_is_half_the_limit_from_the_parameter() -> None:
+    rules = AlarmRules(Template({"RecipeFirstContentTimeoutMs": "40000"}))
+    assert rules.breaches("RecipeFirstContentAlarm", {"p90": 20_001.0})
+    assert not rules.breaches("RecipeFirstContentAlarm", {"p90": 20_000.0})
+    with pytest.raises(ValueError, match="anomaly"):
+        rules.breaches("RecipeFirstContentAnomalyAlarm", {"p90": 1.0})
