@@ -39,7 +39,9 @@ def test_the_fingerprint_is_of_the_original_not_of_the_patch() -> None:
     assert LambdaSimpleBackend.invoke.__module__ == "chuixiang_local.cloud.moto_patches"  # applied
     assert (
         fingerprint("moto.awslambda_simple.models:LambdaSimpleBackend.invoke")
-        == PATCHES[0].relies_on["moto.awslambda_simple.models:LambdaSimpleBackend.invoke"]
+        == next(p for p in PATCHES if p.name == "lambda-invoke").relies_on[
+            "moto.awslambda_simple.models:LambdaSimpleBackend.invoke"
+        ]
     )
 
 
