@@ -74,10 +74,9 @@ def _reset_scripts(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture
-def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """An in-process moto table (a local cloud that ran earlier may have left its endpoint in the env),
-    its item operations atomic as DynamoDB's are (moto's are not under threads: ``atomic_dynamodb``)."""
-    atomic_dynamodb()
+def in_process_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """moto in this process, as code that builds its own clients finds it: no endpoint a local cloud that ran
+    earlier in the process left in the environment, test credentials, one region."""
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     for key, value in {
         "AWS_ACCESS_KEY_ID": "testing",
@@ -86,10 +85,18 @@ def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     }.items():
         monkeypatch.setenv(key, value)
     with mock_aws():
-        ddb = boto3.resource("dynamodb", region_name="us-east-1")
-        yield ddb.create_table(
-            TableName="jobs",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        yield
+
+
+@pytest.fixture
+def table(in_process_aws: None) -> Any:
+    """An in-process moto table, its item operations atomic as DynamoDB's are (moto's are not under threads:
+    ``atomic_dynamodb``)."""
+    atomic_dynamodb()
+    ddb = boto3.resource("dynamodb", region_name="us-east-1")
+    return ddb.create_table(
+        TableName="jobs",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )

@@ -9,13 +9,11 @@ link, ListSubscriptionsByTopic shows it as ``PendingConfirmation`` (the SNS API 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
 from chuixiang_local.commands.cli import main
 from chuixiang_local.commands.paging import confirmed_subscriptions, deployed_topic, paging_problems
@@ -73,21 +71,6 @@ def test_paging_is_refused_only_when_nobody_would_hear(
     assert bool(paging_problems(parameters, subscribed)) is refused
 
 
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """moto in process, as the CLI's own clients find it: no endpoint a local cloud earlier in this process
-    may have left in the environment, test credentials, one region."""
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    with mock_aws():
-        yield
-
-
 def _stack(name: str, subscribe: str | None = None) -> str:
     template = {
         "Resources": {"AlarmTopic": {"Type": "AWS::SNS::Topic"}},
@@ -107,7 +90,7 @@ def _ladder(capsys: Any, *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-@pytest.mark.usefixtures("aws")
+@pytest.mark.usefixtures("in_process_aws")
 def test_ladder_account_refuses_a_stack_that_pages_nobody(capsys: Any) -> None:
     _stack("quiet")
     code, err = _ladder(capsys, "--stack-name", "quiet")
@@ -120,7 +103,7 @@ def test_ladder_account_refuses_a_stack_that_pages_nobody(capsys: Any) -> None:
     assert code == 2 and "no topic yet" in err, err
 
 
-@pytest.mark.usefixtures("aws")
+@pytest.mark.usefixtures("in_process_aws")
 def test_ladder_account_accepts_a_topic_someone_subscribed_by_hand(capsys: Any) -> None:
     _stack("watched", subscribe="arn:aws:sqs:us-east-1:123456789012:incidents")
     code, err = _ladder(capsys, "--stack-name", "watched")
