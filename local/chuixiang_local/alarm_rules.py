@@ -87,16 +87,19 @@ class AlarmRules:
 
     def composite(self, alarm: str, in_alarm: Mapping[str, bool]) -> bool:
         """Whether a composite's rule holds, given which of the alarms it names are in ALARM."""
-        rule = self.resources[alarm]["Properties"]["AlarmRule"]
-        text = rule["Fn::Sub"] if isinstance(rule, dict) else rule
+        text = self._rule(alarm)
         named = _RULE_ALARM.findall(text)
         python = _RULE_ALARM.sub(lambda m: m.group(1), text)
         python = re.sub(r"\bAND\b", "and", re.sub(r"\bOR\b", "or", re.sub(r"\bNOT\b", "not", python)))
         return _holds(ast.parse(python, mode="eval").body, {name: bool(in_alarm.get(name)) for name in named})
 
     def parts(self, alarm: str) -> list[str]:
+        """The alarms a composite's rule names, by logical id."""
+        return _RULE_ALARM.findall(self._rule(alarm))
+
+    def _rule(self, alarm: str) -> str:
         rule = self.resources[alarm]["Properties"]["AlarmRule"]
-        return _RULE_ALARM.findall(rule["Fn::Sub"] if isinstance(rule, dict) else rule)
+        return str(rule["Fn::Sub"] if isinstance(rule, dict) else rule)
 
 
 def _evaluate(node: ast.AST, known: Mapping[str, float | None]) -> float | None:

@@ -20,19 +20,28 @@ from chuixiang_local.template import parse_overrides
 MASKED = "****"
 
 
-def deployed_parameters(cloudformation: Any, stack_name: str) -> dict[str, str]:
-    """The stack's current parameter values ({} when it does not exist yet)."""
+def deployed_stack(cloudformation: Any, stack_name: str) -> dict[str, Any]:
+    """The stack as CloudFormation describes it ({} when it does not exist yet)."""
     try:
-        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
+        return dict(cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0])
     except ClientError as exc:
         if "does not exist" in str(exc):
             return {}
         raise
+
+
+def deployed_parameters(cloudformation: Any, stack_name: str) -> dict[str, str]:
+    """The stack's current parameter values ({} when it does not exist yet)."""
     return {
         p["ParameterKey"]: p["ParameterValue"]
-        for p in stacks[0].get("Parameters", [])
+        for p in deployed_stack(cloudformation, stack_name).get("Parameters", [])
         if p.get("ParameterValue") not in (None, MASKED)
     }
+
+
+def deployed_outputs(cloudformation: Any, stack_name: str) -> dict[str, str]:
+    """The stack's outputs ({} when it does not exist yet)."""
+    return {o["OutputKey"]: o["OutputValue"] for o in deployed_stack(cloudformation, stack_name).get("Outputs", [])}
 
 
 def samconfig_overrides(path: Path, environment: str = "default") -> dict[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
+from chuixiang_local.commands.deploy_parameters import deployed_outputs
 
 #: The template's parameters that subscribe a person to the alarm topic.
 PAGING_PARAMETERS = ("AlarmEmail", "AlarmHttpsEndpoint")
@@ -20,14 +20,7 @@ TOPIC_OUTPUT = "AlarmTopicArn"
 
 def deployed_topic(cloudformation: Any, stack_name: str) -> str | None:
     """The stack's alarm topic (None: no stack yet, or one deployed before the output existed)."""
-    try:
-        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
-    except ClientError as exc:
-        if "does not exist" in str(exc):
-            return None
-        raise
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
-    return outputs.get(TOPIC_OUTPUT)
+    return deployed_outputs(cloudformation, stack_name).get(TOPIC_OUTPUT)
 
 
 def confirmed_subscriptions(sns: Any, topic_arn: str) -> list[str]:
