@@ -34,6 +34,7 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBeha
 from chuixiang_local.template import Template
 
 from ..support.scaled import SCALED
+from ..support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "Chuixiang"
@@ -181,6 +182,8 @@ def mix_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert cook("看板图坏")["imageError"] is not None
         fake.chat_script.append(ChatBehaviour(stall_after_chunks=2, stall_s=20, keepalive_every_s=0.1))
         job = api.post_dish("看板中止")[1]["jobId"]
+        # Stopped mid-stream, not before its call: a stall left unused went to a later call (the canary's).
+        wait_until(lambda: not fake.chat_script, timeout_s=30, what="the aborted job's call reached the model")
         arn = cloud.execution_arn(job)
         sfn = cloud.client("stepfunctions")
         assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"  # its model stalls for 20 s
@@ -192,6 +195,9 @@ def mix_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         refused = cook("看板熔断2")
         assert [c["outcome"] for c in refused["metrics"]["recipe"]["calls"]][:1] == ["breaker_open"]
         del fake.chat_by_model[model]
+        # The canary's probe writes, then stalls past the idle limit: its first content, writing rate, an
+        # invalid probe and tokens wasted, each tagged Source=canary.
+        fake.chat_by_model["canary-model"] = ChatBehaviour(stall_after_chunks=2, stall_s=20, keepalive_every_s=0.1)
         probe = cloud.invoke(cloud.template.function_by_dir("canary"), {"models": ["canary-model"], "dish": "番茄炒蛋"})
         assert not probe.failed, probe.payload
         _turned_away(cloud, api)
