@@ -7,6 +7,17 @@ from typing import NoReturn
 import pytest
 
 from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.template import Template
+
+from ..support.scaled import SCALED
+
+
+@pytest.fixture(scope="session")
+def scaled_template() -> Template:
+    """One stream's limits are this tier's subject: its recipes are written whole. Sections (``parallel``, and
+    ``auto``, the default, choosing) have their own tests here (``test_parallel_sections``, ``test_auto_mode``);
+    the pipeline tier runs the template's defaults."""
+    return Template({**SCALED, "RecipeSections": "whole"})
 
 
 @pytest.fixture(autouse=True)

@@ -27,7 +27,9 @@ OUTLINE_S, STEPS_S, OTHERS_S = 0.4, 0.8, 0.3  #: each section's silence before i
 
 @pytest.fixture(scope="module")
 def parallel() -> Template:
-    return Template({**SCALED, "RecipeSections": "parallel"})
+    """Two steps ranges (a stream limit of 5): the shapes these tests name (steps 1-4 as its titles are written,
+    the rest once the outline ends)."""
+    return Template({**SCALED, "RecipeSections": "parallel", "RecipeMaxStreams": "5"})
 
 
 def budget_ms(template: Template) -> float:
@@ -53,7 +55,7 @@ def test_sections_overlap_and_the_stage_takes_the_outline_plus_the_slowest(fake:
     outcome, elapsed = run_recipe(parallel, fake.base_url, budget_ms(parallel))
     assert outcome.error is None and outcome.result is not None, outcome.error
     assert fake.sections[0] == "outline"
-    assert sorted(fake.sections[1:]) == ["extras", "imagePrompt", "steps:1-3", "steps:4-6"]
+    assert sorted(fake.sections[1:]) == ["extras", "imagePrompt", "steps:1-4", "steps:5-6"]
     assert fake.most_open >= 3  # in flight at the same time, as the model saw them
     assert OUTLINE_S + STEPS_S <= elapsed < OUTLINE_S + STEPS_S + 2 * LATE_S
     m = outcome.metrics
@@ -95,21 +97,21 @@ def test_a_degradable_section_still_writing_at_the_total_limit_is_dropped(fake: 
 def test_a_core_section_failing_late_fails_the_stage_and_closes_every_other_stream(
     fake: FakeModel, parallel: Template
 ) -> None:
-    """``steps:4-6`` fails after writing (no retry: content had started); the other three sections are still
+    """``steps:5-6`` fails after writing (no retry: content had started); the other three sections are still
     streaming (a chunk every 50 ms): each socket is closed within 300 ms of the failure."""
     slow = ChatBehaviour(chunk_delay_s=0.05, chunk_chars=1)
     fake.chat_by_section.update(
-        {"steps:1-3": slow, "extras": slow, "imagePrompt": slow, "steps:4-6": ChatBehaviour(kind="error_mid")}
+        {"steps:1-4": slow, "extras": slow, "imagePrompt": slow, "steps:5-6": ChatBehaviour(kind="error_mid")}
     )
     outcome, elapsed = run_recipe(parallel, fake.base_url, budget_ms(parallel))
     ended = time.monotonic()
     assert outcome.error is not None and outcome.error.code == "RECIPE_UPSTREAM_ERROR", outcome.error
-    assert "steps:4-6" in {s.name for s in outcome.metrics.sections or [] if s.outcome == "RECIPE_UPSTREAM_ERROR"}
+    assert "steps:5-6" in {s.name for s in outcome.metrics.sections or [] if s.outcome == "RECIPE_UPSTREAM_ERROR"}
     (fault,) = fake.faults
-    assert fault[0] == "error_mid" and fault[2] == "steps:4-6"
+    assert fault[0] == "error_mid" and fault[2] == "steps:5-6"
     # The model notices a closed socket at its next write (within a chunk's 50 ms): the three others. (The
     # failing one may be seen closed too: we stop reading at its error event, before its last chunks.)
-    others = {"steps:1-3", "extras", "imagePrompt"}
+    others = {"steps:1-4", "extras", "imagePrompt"}
     wait_until(lambda: others <= set(fake.hung_up_sections), timeout_s=2, what="the three other streams closed")
     closed = [t for (_, t, _), s in zip(fake.hung_up, fake.hung_up_sections, strict=True) if s in others]
     assert len(closed) == 3 and all(0 <= t - fault[1] < LATE_S for t in closed), [t - fault[1] for t in closed]
@@ -127,7 +129,7 @@ def test_the_total_limit_closes_every_stream(fake: FakeModel, parallel: Template
     started = time.monotonic() - elapsed  # the stage's start
     assert outcome.error is not None and outcome.error.code == "RECIPE_TIMEOUT", outcome.error
     assert total_s <= elapsed < total_s + LATE_S
-    later = {"steps:1-3", "steps:4-6", "extras", "imagePrompt"}
+    later = {"steps:1-4", "steps:5-6", "extras", "imagePrompt"}
     wait_until(lambda: later <= set(fake.hung_up_sections), timeout_s=2, what="every section's stream closed")
     closed = [round(t - started, 3) for (_, t, _), s in zip(fake.hung_up, fake.hung_up_sections, strict=True) if s]
     assert all(total_s <= t < total_s + LATE_S for t in closed), closed
@@ -157,11 +159,11 @@ def test_a_section_that_raises_closes_the_others_and_the_error_propagates(
     from chuixiang.generation import sections
 
     slow = ChatBehaviour(chunk_delay_s=0.05, chunk_chars=1)  # each would write for ~7 s
-    fake.chat_by_section.update({"steps:1-3": slow, "extras": slow, "imagePrompt": slow})
+    fake.chat_by_section.update({"steps:1-4": slow, "extras": slow, "imagePrompt": slow})
     real = sections.Section.parse
 
     def parse(self: sections.Section, text: str) -> object:
-        if self.name == "steps:4-6":
+        if self.name == "steps:5-6":
             raise RuntimeError("a bug in one section")
         return real(self, text)
 
@@ -177,7 +179,7 @@ def test_sections_in_the_envelopes_real_providers_sent(name: str, parallel: Temp
     """Each section's answer inside a recorded provider's stream (OpenAI's, DeepSeek's with its reasoning, Groq's),
     cut into reads at random: the recipe merges, and each call reports the cached tokens the provider said."""
     with ReplayServer(Replay(b"")) as server:
-        sections = ["outline", "steps:1-3", "steps:4-6", "extras", "imagePrompt"]
+        sections = ["outline", "steps:1-4", "steps:5-6", "extras", "imagePrompt"]
         server.by_section.update(
             {s: Replay(recipe_stream(name, s), partial(random_cuts, seed=f"{name}{s}", pieces=20)) for s in sections}
         )

@@ -9,8 +9,8 @@ import httpx
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.image import ImageLimits, ImageOutcome, generate_image
-from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome, generate_recipe
-from chuixiang.generation.recipe_in_sections import generate_recipe_in_sections
+from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome
+from chuixiang.generation.recipe_modes import write_recipe
 from chuixiang.resilience.breaker import CircuitBreaker
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import HealthStore
@@ -47,7 +47,7 @@ def run_recipe(
     hedge: Hedge | None = None,
 ) -> tuple[RecipeOutcome, float]:
     """(outcome, elapsed seconds) of one recipe generation with a fresh budget (fallbacks from the settings;
-    in sections when they say ``RECIPE_SECTIONS=parallel``).
+    written whole or in sections as ``RECIPE_SECTIONS`` says, through the stage's own choice).
 
     The clock starts with the budget, after the HTTP client exists: the function builds its client in
     the init phase, and building one (20-40 ms of CPU, several times that on a busy machine) is not
@@ -64,8 +64,16 @@ def run_recipe(
             fastest=fastest,
             hedge=hedge,
         )
-        generation = generate_recipe_in_sections if settings.recipe_sections == "parallel" else generate_recipe
-        outcome = generation(c, endpoint, limits, "番茄炒蛋", Budget(budget_ms, None), routes)
+        outcome = write_recipe(
+            c,
+            endpoint,
+            limits,
+            "番茄炒蛋",
+            Budget(budget_ms, None),
+            routes,
+            setting=settings.recipe_sections,
+            max_streams=settings.recipe_max_streams,
+        )
         elapsed = time.monotonic() - started
     return outcome, elapsed
 

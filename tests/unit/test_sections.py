@@ -33,11 +33,14 @@ from chuixiang_local.model.profiles import long_recipe_for, section_doc
 from ..support.provider_corpus import recordings
 
 
-def parts_of(recipe: dict[str, Any]) -> tuple[Outline, list[StepsPart], Extras, str]:
+Ranges = list[tuple[Section, StepsPart]]
+
+
+def parts_of(recipe: dict[str, Any]) -> tuple[Outline, Ranges, Extras, str]:
     """``recipe`` as the sections would have written it."""
     outline = Outline.model_validate(section_doc(recipe, "outline"))
     ranges = [s for s in plan(outline) if s.core]
-    steps = [StepsPart.model_validate(section_doc(recipe, s.name)) for s in ranges]
+    steps = [(s, StepsPart.model_validate(section_doc(recipe, s.name))) for s in ranges]
     return outline, steps, Extras.model_validate(section_doc(recipe, EXTRAS)), recipe["imagePrompt"]
 
 
@@ -84,15 +87,15 @@ def test_a_whole_answer_still_needs_pairings_and_nutrition() -> None:
         parse_recipe(json.dumps(doc, ensure_ascii=False))
 
 
-def _without(parts: list[StepsPart], order: int) -> list[StepsPart]:
-    return [StepsPart(steps=[s for s in p.steps if s.order != order]) for p in parts]
+def _without(parts: Ranges, order: int) -> Ranges:
+    return [(r, StepsPart(steps=[s for s in p.steps if s.order != order])) for r, p in parts]
 
 
 @pytest.mark.parametrize(
     ("spoil", "why"),
     [
         (lambda o, s: (o, _without(s, 4)), "step orders"),  # a range wrote one step too few
-        (lambda o, s: (o, [*s, StepsPart(steps=s[0].steps[:1])]), "step orders"),  # a step twice
+        (lambda o, s: (o, [*s, (s[0][0], StepsPart(steps=s[0][1].steps[:1]))]), "step orders"),  # a step twice
         (
             lambda o, s: (o.model_copy(update={"stepTitles": [*o.stepTitles, "收汁"]}), s),
             "step orders",  # seven titles, six steps
@@ -100,7 +103,7 @@ def _without(parts: list[StepsPart], order: int) -> list[StepsPart]:
         (
             lambda o, s: (
                 o,
-                [StepsPart(steps=[x.model_copy(update={"text": "翻炒均匀。"}) for x in p.steps]) for p in s],
+                [(r, StepsPart(steps=[x.model_copy(update={"text": "翻炒均匀。"}) for x in p.steps])) for r, p in s],
             ),
             "main ingredient",  # no step uses the main ingredients
         ),
@@ -157,7 +160,7 @@ def test_progress_shows_the_outline_first_then_every_step_in_order_whichever_ran
     outline_json = json.dumps(section_doc(recipe, "outline"), ensure_ascii=False)
     streams.watcher("outline")(Reader(outline_json[: outline_json.index('"stepTitles"') + 16]))
     shown = streams.partial() or {}
-    assert shown.get("name") == "蒜蓉西兰花" and "ingredients" in shown and "stepTitles" not in shown
+    assert shown.get("name") == "蒜蓉西兰花" and "ingredients" in shown and shown.get("stepTitles") == []
     streams.ended("outline", outline)
     sections = plan(outline)
     streams.planned(sections)
@@ -165,7 +168,7 @@ def test_progress_shows_the_outline_first_then_every_step_in_order_whichever_ran
     later = json.dumps(section_doc(recipe, "steps:4-6"), ensure_ascii=False)
     # steps 4 and 5 written; the last of a list being written is not shown (it may still grow)
     streams.watcher("steps:4-6")(Reader(later[: later.rindex('{"order"')]))
-    streams.ended("steps:1-3", steps[0])
+    streams.ended("steps:1-3", steps[0][1])
     assert [s["order"] for s in (streams.partial() or {})["steps"]] == [1, 2, 3, 4]
     assert streams.section_states() == {
         "outline": "done",
@@ -179,11 +182,13 @@ def test_progress_shows_the_outline_first_then_every_step_in_order_whichever_ran
     )
 
 
-def test_parallel_admits_the_streams_over_five() -> None:
-    whole = Settings.model_validate({"ADMISSION_SLOTS": "20"})
-    parallel = Settings.model_validate({"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "parallel"})
+def test_admission_counts_a_job_in_sections_as_its_stream_limit() -> None:
+    """``auto`` may write any job in sections: it counts as ``parallel`` does, ``RecipeMaxStreams`` a job."""
+    whole = Settings.model_validate({"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "whole"})
+    auto = Settings.model_validate({"ADMISSION_SLOTS": "100"})
+    parallel = Settings.model_validate({"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "parallel", "RECIPE_MAX_STREAMS": "5"})
     tiny = Settings.model_validate({"ADMISSION_SLOTS": "3", "RECIPE_SECTIONS": "parallel"})
-    assert (whole.admission_jobs, parallel.admission_jobs, tiny.admission_jobs) == (20, 4, 1)
+    assert (whole.admission_jobs, auto.admission_jobs, parallel.admission_jobs, tiny.admission_jobs) == (20, 9, 4, 1)
 
 
 def test_cached_prompt_tokens_as_providers_report_them() -> None:

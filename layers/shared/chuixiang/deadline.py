@@ -40,7 +40,8 @@ class Budget:
         """This budget, ending also ``total_ms`` from now: a stage whose calls run one after another and side
         by side (the recipe's sections) shares one total limit, so the ladder above it still holds."""
         out = copy.copy(self)
-        out.total_end = time.monotonic() + total_ms / 1000
+        end = time.monotonic() + total_ms / 1000
+        out.total_end = end if self.total_end is None else min(end, self.total_end)  # never past an earlier one
         return out
 
     def remaining_ms(self) -> float:

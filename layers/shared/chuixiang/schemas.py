@@ -190,6 +190,12 @@ class RecipeMetrics(BaseModel):
     #: ``RecipeSections=parallel``: each section, and those dropped (the job's ``degraded``).
     sections: list[SectionReport] | None = None
     degraded: list[str] | None = None
+    #: ``whole`` or ``parallel``: how the recipe was written, and why (``RecipeSections=auto`` chose it, or the
+    #: setting fixed it; a merge that failed and was written again whole says so).
+    mode: str | None = None
+    modeReason: str | None = None
+    #: In sections: why the parts did not merge into a recipe (it was then written whole, when time was left).
+    mergeFailure: str | None = None
 
 
 class ImageMetrics(BaseModel):

@@ -37,16 +37,19 @@ class _Config(BaseSettings):
     canary_models: str = Field("", validation_alias="CANARY_MODELS")
     model_api_key_secret_arn: str = Field("", validation_alias="MODEL_API_KEY_SECRET_ARN")
     #: ``ordered`` (the configured order) or ``fastest`` (by measured speed, skipping who cannot finish in time).
-    recipe_routing: Literal["ordered", "fastest"] = Field("ordered", validation_alias="RECIPE_ROUTING")
-    #: ``whole`` (one streamed answer) or ``parallel`` (an outline, then the sections side by side).
-    recipe_sections: Literal["whole", "parallel"] = Field("whole", validation_alias="RECIPE_SECTIONS")
+    recipe_routing: Literal["ordered", "fastest"] = Field("fastest", validation_alias="RECIPE_ROUTING")
+    #: ``auto`` (per job, whichever is predicted faster), ``whole`` (one streamed answer) or ``parallel`` (an
+    #: outline, then the sections side by side).
+    recipe_sections: Literal["auto", "whole", "parallel"] = Field("auto", validation_alias="RECIPE_SECTIONS")
+    #: The most streams one job in sections holds at once (``RecipeMaxStreams``).
+    recipe_max_streams: int = Field(11, ge=4, le=15, validation_alias="RECIPE_MAX_STREAMS")
     #: A model's measured health older than this says nothing.
     model_health_max_age_s: int = Field(3600, ge=60, validation_alias="MODEL_HEALTH_MAX_AGE_SECONDS")
     #: Per model name or prefix, the request fields it takes (``chuixiang.upstream.dialects``); JSON.
     model_dialects: str = Field("", validation_alias="MODEL_DIALECTS")
 
     #: Model streams the API lets run at once (``RecipeConcurrency``); beyond them a POST gets 429.
-    admission_slots: int = Field(20, gt=0, validation_alias="ADMISSION_SLOTS")
+    admission_slots: int = Field(100, gt=0, validation_alias="ADMISSION_SLOTS")
     #: Of those, at most this many one caller's (0: no such cap); the caller as :func:`job_start.admitted_as` says.
     admission_per_caller: int = Field(2, ge=0, validation_alias="ADMISSION_PER_CALLER")
     recipe_max_tokens: int = Field(3000, gt=0, validation_alias="RECIPE_MAX_TOKENS")
@@ -70,8 +73,8 @@ class _Config(BaseSettings):
 
     @property
     def streams_per_job(self) -> int:
-        """The most model streams one job holds open at once."""
-        return PARALLEL_STREAMS if self.recipe_sections == "parallel" else 1
+        """The most model streams one job holds open at once (``auto`` may write in sections: it counts so)."""
+        return 1 if self.recipe_sections == "whole" else self.recipe_max_streams
 
     @property
     def admission_jobs(self) -> int:
@@ -85,11 +88,6 @@ class _Config(BaseSettings):
     @property
     def image_models(self) -> tuple[str, ...]:
         return _models(self.image_model, self.image_fallback_models)
-
-
-#: The most streams a job writing its recipe in sections holds open at once: three ranges of steps, the extras
-#: and the image prompt (``generation.sections.plan``).
-PARALLEL_STREAMS = 5
 
 
 def comma_list(value: str) -> tuple[str, ...]:

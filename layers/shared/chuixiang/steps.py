@@ -24,7 +24,7 @@ from .errors import ErrorCode, StageError, clip_detail
 from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
 from .generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
-from .generation.recipe_in_sections import generate_recipe_in_sections
+from .generation.recipe_modes import write_recipe
 from .job_status import JobStage, JobStatus
 from .observability import dimensioned_metric, logger, metrics, model_metric
 from .redaction import register_secret
@@ -270,11 +270,22 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         expected_tokens=settings.recipe_expected_tokens,
     )
     routes = recipe_routes(settings, store)
-    generation = generate_recipe_in_sections if settings.recipe_sections == "parallel" else generate_recipe
     with reporter:
         budget = _budget(remaining_ms, event.deadlineAt)
-        outcome = generation(http_client(), endpoint, limits, event.dish, budget, routes, progress=reporter)
+        outcome = write_recipe(
+            http_client(),
+            endpoint,
+            limits,
+            event.dish,
+            budget,
+            routes,
+            reporter,
+            setting=settings.recipe_sections,
+            max_streams=settings.recipe_max_streams,
+        )
     m = outcome.metrics
+    if m.mode:  # which mode ran (RecipeSections=auto chose it): the reason is in the stage's log line
+        dimensioned_metric("RecipeMode", MetricUnit.Count, 1, Mode=m.mode)
     _recipe_model_metrics(m, valid=outcome.result is not None)
     if m.firstContentMs is not None:
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
@@ -293,6 +304,9 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         maxGapMs=m.maxGapMs,
         boundBy=m.boundBy,
         degraded=m.degraded,
+        mode=m.mode,
+        modeReason=m.modeReason,
+        mergeFailure=m.mergeFailure,
     )
     if failure is not None:
         _job_ended(settings, event.deadlineAt, failure.code)

@@ -162,7 +162,6 @@ def long_recipe_for(dish: str) -> dict[str, Any]:
 
 #: The keys of each section's answer (a ``steps:<from>-<to>`` section answers its range of ``steps``).
 SECTION_KEYS = {
-    "outline": ("name", "summary", "ingredients", "stepTitles"),
     "extras": ("pairings", "nutrition"),
     "imagePrompt": ("imagePrompt",),
 }
@@ -175,6 +174,16 @@ def section_doc(recipe: dict[str, Any], section: str | None) -> dict[str, Any]:
     if section.startswith("steps:"):
         first, _, last = section.removeprefix("steps:").partition("-")
         return {"steps": [s for s in recipe["steps"] if int(first) <= s["order"] <= int(last)]}
+    if section == "outline":  # flat, in the order asked for: what the steps need first, the summary last
+        groups = recipe["ingredients"]
+        return {
+            "name": recipe["name"],
+            "main": groups["main"],
+            "stepTitles": recipe["stepTitles"],
+            "auxiliary": groups["auxiliary"],
+            "seasoning": groups["seasoning"],
+            "summary": recipe["summary"],
+        }
     return {k: recipe[k] for k in SECTION_KEYS.get(section, ())}
 
 

@@ -9,7 +9,7 @@ failed validation is ``RECIPE_INVALID``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 import httpx
@@ -133,6 +133,8 @@ class AnswerRequest(Generic[T]):
     messages: list[dict[str, str]]
     parse: Callable[[str], T]
     headers: dict[str, str] = field(default_factory=dict)
+    #: Whether the call writes alone, so its speed is one stream's (a section's is not: it shares the key)
+    alone: bool = True
 
     @property
     def prompt_chars(self) -> int:
@@ -244,19 +246,29 @@ def _read_answer(
         )
         status, valid = completion.http_status, False
         value = to_answer(completion, request.parse)
-        return Reply(value, report=call_report(completion, prompt_chars, status, True, None))
+        return Reply(value, report=call_report(completion, prompt_chars, status, True, None, request.alone))
     except UpstreamError as failure:
         waited_ms = limits.stream.first_content_s * 1000 if isinstance(failure, FirstContentTimeout) else None
-        return Reply(failure=failure, report=call_report(completion, prompt_chars, status, valid, waited_ms))
+        report = call_report(completion, prompt_chars, status, valid, waited_ms, request.alone)
+        return Reply(failure=failure, report=report)
 
 
 def call_report(
-    c: Completion, prompt_chars: int, status: int | None, valid: bool | None, waited_ms: float | None
+    c: Completion,
+    prompt_chars: int,
+    status: int | None,
+    valid: bool | None,
+    waited_ms: float | None,
+    alone: bool = True,
 ) -> CallReport:
-    """What one recipe call reports to the router: its status, its billed tokens, its model's health."""
+    """What one recipe call reports to the router: its status, its billed tokens, its model's health (the
+    writing speed only of a call that wrote ``alone``)."""
     prompt, written = billed_tokens(c, prompt_chars)
     cached = cached_prompt_tokens(c.usage) if c.http_status == 200 else None
-    return CallReport(status, prompt, written, observation(c, written, valid, waited_ms), cached)
+    seen = observation(c, written, valid, waited_ms)
+    if not alone:
+        seen = replace(seen, tokens_per_s=None)
+    return CallReport(status, prompt, written, seen, cached)
 
 
 def recipe_metrics(routed: Routed[Any], made: list[Made]) -> RecipeMetrics:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -27,8 +28,12 @@ from ..deadline import Budget
 from ..errors import StageError
 from ..resilience.router import Routed, Routes
 from ..schemas import RecipeMetrics, SectionReport
+from ..settings import Settings
 from ..upstream.endpoint import ModelEndpoint
+from ..upstream.failures import UpstreamError
 from ..upstream.transport import Cancellation
+from .mode_choice import OTHER_STREAMS, ModeChoice, RecipeShape, most_ranges
+from .outline_stream import PipelinedSteps, outline_head
 from .progress import ProgressReporter
 from .recipe import (
     AnswerRequest,
@@ -43,6 +48,8 @@ from .recipe import (
 from .recipe_format import Recipe
 from .section_progress import SectionStreams
 from .sections import (
+    DEGRADABLE,
+    OUTLINE,
     OUTLINE_SECTION,
     SECTION_HEADER,
     Extras,
@@ -53,9 +60,9 @@ from .sections import (
     merge,
     messages,
     outline_text,
-    plan,
 )
 from .stage import Generation, generate, stage_error
+from .stream_sharing import StreamSharing
 
 V = TypeVar("V", bound=BaseModel)
 
@@ -84,11 +91,23 @@ def generate_recipe_in_sections(
     budget: Budget,
     routes: Routes | None = None,
     progress: ProgressReporter | None = None,
+    choice: ModeChoice | None = None,
 ) -> RecipeOutcome:
     """Write the recipe for ``dish`` in sections over ``routes`` (default: ``endpoint.model`` alone), within
-    ``budget`` and the total limit; ``progress`` shows each section and the parts as they complete."""
+    ``budget`` and the total limit, in ``choice.ranges`` steps sections (default: as many as the default stream
+    limit allows); ``progress`` shows each section and the parts as they complete."""
     run = _SectionsRun(client, endpoint, limits, dish, routes or Routes((endpoint.model,)), progress)
-    return run.run(budget.within(limits.total_ms))
+    ranges = choice.ranges if choice else most_ranges(default_max_streams(), RecipeShape())
+    return run.run(budget.within(limits.total_ms), ranges)
+
+
+def default_max_streams() -> int:
+    """``RecipeMaxStreams``' default (the settings', which a test holds equal to the template's)."""
+    return int(Settings.model_fields["recipe_max_streams"].default)
+
+
+#: How often the outline's text is read for the titles written so far (a parse of at most ~1 KB).
+HEAD_POLL_S = 0.02
 
 
 class _SectionsRun:
@@ -102,6 +121,7 @@ class _SectionsRun:
         progress: ProgressReporter | None,
     ) -> None:
         self.client, self.endpoint, self.limits, self.dish, self.routes = client, endpoint, limits, dish, routes
+        self.progress = progress
         self.started = time.monotonic()
         self.parts: list[_Part] = []
         self._lock = threading.Lock()
@@ -109,42 +129,90 @@ class _SectionsRun:
         self.core_failed = Cancellation()
         self.streams = SectionStreams()
         self.stops = (self.core_failed, *((progress.cancellation,) if progress else ()))
+        self.sharing = StreamSharing(self.started)
+        self.pending: list[Future[_Part]] = []
+        self.degradable_started = False
+        self._next_index = 0
+        self._outline: _Part | None = None
         if progress:
             progress.watch(self.streams)
 
-    def run(self, budget: Budget) -> RecipeOutcome:
-        first = self._write(OUTLINE_SECTION, 0, None, self.routes, budget)
+    def run(self, budget: Budget, ranges: int) -> RecipeOutcome:
+        pool = ThreadPoolExecutor(max_workers=ranges + OTHER_STREAMS + 1, thread_name_prefix="section")
+        try:
+            return self._run(pool, budget, ranges)
+        except BaseException:  # a section's own error (a bug, an AWS call): close the others, do not wait
+            self.core_failed.cancel("a section raised")
+            raise
+        finally:
+            pool.shutdown(wait=not self.core_failed.is_set())
+
+    def _run(self, pool: ThreadPoolExecutor, budget: Budget, ranges: int) -> RecipeOutcome:
+        steps = PipelinedSteps(ranges, RecipeShape().steps)
+        outline_call = pool.submit(self._write, OUTLINE_SECTION, None, self.routes, budget)
+        while not futures_wait([outline_call], timeout=HEAD_POLL_S).done:  # sections start as titles come
+            self._start_ready(pool, steps, budget)
+        first = outline_call.result()
         if first.value is None:
+            self.core_failed.cancel("the outline failed")
+            futures_wait(self.pending)  # closed at once: their calls are counted with the stage's
             return self._ended(None, stage_error("RECIPE", first.routed.failure))
         outline = cast(Outline, first.value)
-        sections = plan(outline)
-        self.streams.planned(sections)
-        routes, text = self._section_routes(first.routed.model), outline_text(outline)
-        failure = None
-        with ThreadPoolExecutor(max_workers=len(sections), thread_name_prefix="section") as pool:
-            writing = [pool.submit(self._write, s, i, text, routes, budget) for i, s in enumerate(sections, 1)]
-            try:
-                for future in as_completed(writing):
-                    part = future.result()
-                    if part.section.core and part.value is None and failure is None:
-                        failure = part.routed.failure
-                        self.core_failed.cancel(f"the core section {part.section.name} failed")
-            except BaseException:  # a section's own error (a bug, an AWS call): close the others, do not wait
-                self.core_failed.cancel("a section raised")
-                raise
+        if (reader := self.streams.reader(OUTLINE)) is not None:
+            self.sharing.outline_at(reader)
+        self._start(pool, steps.ready(len(outline.stepTitles), final=True), outline_text(outline), budget)
+        failure = self._wait_sections()
         if failure is not None:
             return self._ended(None, stage_error("RECIPE", failure))
         try:
-            prompt = next((p.imagePrompt for p in self._values(ImagePromptPart)), None)
-            recipe = merge(outline, self._values(StepsPart), next(iter(self._values(Extras)), None), prompt)
+            recipe = merge(outline, self._ranges(), next(iter(self._values(Extras)), None), self._image_prompt())
         except StageError as exc:
-            return self._ended(None, exc)
+            outcome = self._ended(None, exc)
+            outcome.metrics.mergeFailure = exc.detail
+            return outcome
+        self._record_sharing(first.routed.model)
         return self._ended(recipe, None)
 
-    def _write(self, section: Section, index: int, outline: str | None, routes: Routes, budget: Budget) -> _Part:
+    def _start_ready(self, pool: ThreadPoolExecutor, steps: PipelinedSteps, budget: Budget) -> None:
+        """Start the steps sections whose titles the outline has written so far (and, with the first of them,
+        the degradable ones)."""
+        reader = self.streams.reader(OUTLINE)
+        if reader is None or steps.done:
+            return
+        self.sharing.outline_at(reader)
+        head = outline_head(reader.text_so_far())
+        if head is not None and (ready := steps.ready(len(head.titles), head.final)):
+            self._start(pool, ready, head.text(), budget)
+
+    def _start(self, pool: ThreadPoolExecutor, sections: list[Section], outline: str, budget: Budget) -> None:
+        if sections and not self.degradable_started:
+            sections, self.degradable_started = [*sections, *DEGRADABLE], True
+        if not sections:
+            return
+        routes = self._section_routes()
+        self.streams.planned(sections)
+        self.pending += [pool.submit(self._write, s, outline, routes, budget) for s in sections]
+
+    def _wait_sections(self) -> UpstreamError | None:
+        """Wait for every section; the first core failure closes the others at once and is the stage's."""
+        failure = None
+        for future in as_completed(self.pending):
+            part = future.result()
+            if part.section.core and part.value is None and failure is None:
+                failure = part.routed.failure
+                self.core_failed.cancel(f"the core section {part.section.name} failed")
+        return failure
+
+    def _write(self, section: Section, outline: str | None, routes: Routes, budget: Budget) -> _Part:
         """Route one section's calls (the outline's first, then each section on a thread of its own)."""
+        with self._lock:
+            index, self._next_index = self._next_index, self._next_index + 1
         part = _Part(section, index, Routed(None, None, None, (), 0), start_ms=self._ms())
-        request = AnswerRequest(messages(self.dish, section, outline), section.parse, {SECTION_HEADER: section.name})
+        if section.name == OUTLINE:
+            self._outline = part
+        request = AnswerRequest(
+            messages(self.dish, section, outline), section.parse, {SECTION_HEADER: section.name}, alone=False
+        )
         call = answer_call(
             self.client,
             self.endpoint,
@@ -161,12 +229,40 @@ class _SectionsRun:
             self.parts.append(part)
         return part
 
-    def _section_routes(self, outline_model: str | None) -> Routes:
-        """The sections go first to the outline's model, then the others in order; no ``fastest`` (it predicts
-        a whole recipe's time), no hedge (the outline had the job's one)."""
+    def _outline_writer(self) -> str | None:
+        """The model whose outline call has written (in a hedge race, the one that wrote first)."""
+        made = self._outline.made if self._outline else []
+        return next((model for model, c, _ in reversed(made) if c.first_content_ms is not None or c.parts), None)
+
+    def _section_routes(self) -> Routes:
+        """The sections go first to the model writing the outline, then the others in order; no ``fastest``
+        (it predicts a whole recipe's time), no hedge (the outline had the job's one)."""
+        writer = self._outline_writer()
         ordered = self.routes.ordered()
-        models = (outline_model, *(m for m in ordered if m != outline_model)) if outline_model else ordered
+        models = (writer, *(m for m in ordered if m != writer)) if writer else ordered
         return Routes(models, breaker_for=self.routes.breaker_for, health_for=self.routes.health_for)
+
+    def _record_sharing(self, model: str | None) -> None:
+        """Add what this job measured of its model to its health: one stream's speed (the outline's, while it
+        wrote alone) and how many streams' worth of writing its key gave the sections at once."""
+        health = self.routes.health_for(model) if model else None
+        observation = self.sharing.observation(self._section_speeds())
+        if health is not None and observation is not None:
+            health.observe(observation)
+
+    def _section_speeds(self) -> list[tuple[float, float, float]]:
+        """(writing start, end, chars/s) of each section's answering call, in seconds from the stage's start."""
+        spans = []
+        for part in self.parts:
+            if part.section.name == OUTLINE or part.value is None:
+                continue
+            c = next((c for model, c, _ in reversed(part.made) if model == part.routed.model), None)
+            if c is None or c.first_content_ms is None or c.total_ms <= c.first_content_ms:
+                continue
+            chars = sum(len(x) for x in c.parts)
+            begin = part.end_ms - (c.total_ms - c.first_content_ms)
+            spans.append((begin / 1000, part.end_ms / 1000, chars / ((c.total_ms - c.first_content_ms) / 1000)))
+        return spans
 
     def _ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
@@ -174,6 +270,12 @@ class _SectionsRun:
     def _values(self, shape: type[V]) -> list[V]:
         """The answers of that shape the sections wrote (every range's steps; the extras, the image prompt)."""
         return [p.value for p in self.parts if isinstance(p.value, shape)]
+
+    def _ranges(self) -> list[tuple[Section, StepsPart]]:
+        return [(p.section, p.value) for p in self.parts if isinstance(p.value, StepsPart)]
+
+    def _image_prompt(self) -> str | None:
+        return next((p.imagePrompt for p in self._values(ImagePromptPart)), None)
 
     def _ended(self, recipe: Recipe | None, error: StageError | None) -> RecipeOutcome:
         return Generation(recipe, error, self._metrics())

@@ -12,11 +12,28 @@ import threading
 from collections.abc import Callable
 from typing import Any, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..schemas import PartialRecipe, PartialStep
 from .progress import StreamState, partial_recipe
+from .outline_stream import outline_head
 from .sections import OUTLINE, Outline, Section, StepsPart
+
+
+def outline_so_far(text: str) -> dict[str, Any]:
+    """What of an outline being written is complete: as asked for (flat, the name, main ingredients and titles
+    first), its name, main ingredients and the titles written so far; written nested, its complete fields."""
+    head = outline_head(text)
+    if head is None:
+        return dict(partial_recipe(text) or {})
+    try:
+        shown = dict(_SHOWN.validate_python({"name": head.name, "ingredients": {"main": head.main}}))
+        return {**shown, "stepTitles": list(head.titles)}
+    except ValidationError:  # main ingredients of another shape: the titles alone
+        return {"name": head.name, "stepTitles": list(head.titles)}
+
+
+_SHOWN = TypeAdapter(PartialRecipe)
 
 
 class SectionStreams:
@@ -43,6 +60,11 @@ class SectionStreams:
                 self._states[name] = "writing"
 
         return watch
+
+    def reader(self, name: str) -> StreamState | None:
+        """The reader of ``name``'s current call (None before it sent its request)."""
+        with self._lock:
+            return self._readers.get(name)
 
     def ended(self, name: str, value: BaseModel | None, dropped: bool = False) -> None:
         """``name`` is done with ``value`` (None: it failed; ``dropped``: the recipe goes without it)."""
@@ -96,7 +118,7 @@ class SectionStreams:
         if outline is not None:
             shown = outline.model_dump()
         elif OUTLINE in writing:
-            shown = dict(partial_recipe(writing[OUTLINE].text_so_far()) or {})
+            shown = outline_so_far(writing[OUTLINE].text_so_far())
         for name, reader in writing.items():
             if name.startswith("steps:"):
                 for step in (partial_recipe(reader.text_so_far()) or {}).get("steps", []):

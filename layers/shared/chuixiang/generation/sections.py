@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ..errors import ErrorCode, StageError
 from .recipe_format import (
@@ -43,10 +43,22 @@ OUTLINE, EXTRAS, IMAGE_PROMPT = "outline", "extras", "imagePrompt"
 
 
 class Outline(Strict):
+    """The outline's answer. It is asked for flat, in the order the steps need it (``OUTLINE_INSTRUCTION``):
+    ``main``, ``auxiliary`` and ``seasoning`` are the ingredients' groups; the nested form is taken too."""
+
     name: NonEmpty
     summary: str = ""
     ingredients: Ingredients
     stepTitles: list[NonEmpty] = Field(min_length=6, max_length=12)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_ingredients(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or "ingredients" in data or "main" not in data:
+            return data
+        groups = ("main", "auxiliary", "seasoning")
+        rest = {k: v for k, v in data.items() if k not in groups}
+        return {**rest, "ingredients": {g: data.get(g, []) for g in groups}}
 
 
 class StepsPart(Strict):
@@ -91,7 +103,7 @@ class Section:
     def instruction(self) -> str:
         """The last message of the request: the only part that differs between one job's calls."""
         if self.name == OUTLINE:
-            return '只写大纲：{"name", "summary", "ingredients", "stepTitles"}'
+            return OUTLINE_INSTRUCTION
         if self.name == EXTRAS:
             return '只写搭配和营养：{"pairings", "nutrition"}'
         if self.name == IMAGE_PROMPT:
@@ -119,19 +131,36 @@ class Section:
 
 
 OUTLINE_SECTION = Section(OUTLINE, core=True)
+#: The sections a recipe can go without: started with the first steps section.
+DEGRADABLE = (Section(EXTRAS, core=False), Section(IMAGE_PROMPT, core=False))
+#: The outline asks for its keys in the order the steps need them: the name, the ingredients (the main ones
+#: first) and the step titles come first, so each steps section can start as soon as its titles are written
+#: (``outline_stream``); the summary, which no section needs, last.
+OUTLINE_INSTRUCTION = (
+    '只写大纲，按这个顺序写键：{"name", "main": [主料], "stepTitles", '
+    '"auxiliary": [辅料], "seasoning": [调料], "summary"}'
+)
 
 
-def plan(outline: Outline) -> list[Section]:
-    """The sections written after ``outline``: its steps in 2 ranges (6 steps) or 3 (7-12), as even as they
-    split, then the degradable ones."""
-    count = len(outline.stepTitles)
-    groups = 2 if count <= 6 else 3
-    sections, first = [], 1
+def split_steps(first: int, last: int, groups: int) -> list[Section]:
+    """Steps ``first``..``last`` in ``groups`` ranges as even as they split, the longer ones first (a range
+    that starts earlier has the time to write one step more)."""
+    count = last - first + 1
+    groups = max(1, min(groups, count))
+    sections = []
     for g in range(groups):
         size = count // groups + (1 if g < count % groups else 0)
         sections.append(Section.steps(first, first + size - 1))
         first += size
-    return [*sections, Section(EXTRAS, core=False), Section(IMAGE_PROMPT, core=False)]
+    return sections
+
+
+def plan(outline: Outline, groups: int | None = None) -> list[Section]:
+    """The sections written after a whole ``outline``: its steps in ``groups`` ranges (default: 2 for 6 steps,
+    3 for 7-12), then the degradable ones."""
+    count = len(outline.stepTitles)
+    steps = split_steps(1, count, groups or (2 if count <= 6 else 3))
+    return [*steps, *DEGRADABLE]
 
 
 def messages(dish: str, section: Section, outline_text: str | None) -> list[dict[str, str]]:
@@ -175,10 +204,23 @@ def check_consistency(outline: Outline, steps: list[Step]) -> None:
             raise StageError(ErrorCode.RECIPE_INVALID, f"main ingredient {ingredient.name} is in no step")
 
 
-def merge(outline: Outline, parts: list[StepsPart], extras: Extras | None, image_prompt: str | None) -> Recipe:
+def in_range(section: Section, part: StepsPart) -> list[Step]:
+    """``part``'s steps as orders of the whole recipe: a model that numbered its range from 1 (steps 1-3 for
+    ``steps:4-6``) is renumbered when it wrote as many steps as the range has; anything else stands as written
+    (and the consistency check says what is wrong)."""
+    orders = [s.order for s in part.steps]
+    size = section.last - section.first + 1
+    if section.first > 1 and orders == list(range(1, size + 1)):
+        return [s.model_copy(update={"order": s.order + section.first - 1}) for s in part.steps]
+    return list(part.steps)
+
+
+def merge(
+    outline: Outline, parts: list[tuple[Section, StepsPart]], extras: Extras | None, image_prompt: str | None
+) -> Recipe:
     """The recipe the parts make (the same JSON a whole answer is), validated as one is: ``extras`` None
     leaves pairings and nutrition null; ``image_prompt`` None builds one from the name and summary."""
-    steps = sorted((s for part in parts for s in part.steps), key=lambda s: s.order)
+    steps = sorted((s for section, part in parts for s in in_range(section, part)), key=lambda s: s.order)
     check_consistency(outline, steps)
     doc: dict[str, Any] = {
         "name": outline.name,

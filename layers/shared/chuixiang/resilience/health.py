@@ -22,6 +22,9 @@ from typing import Protocol
 FIRST_CONTENT_EDGES_MS: tuple[int, ...] = (2_000, 5_000, 10_000, 20_000, 30_000, 45_000, 60_000, 90_000, 120_000)
 #: Lower edges of the writing-speed buckets, tokens/s (the first bucket is 0 up to the first edge).
 SPEED_EDGES_TPS: tuple[float, ...] = (0.0, 5.0, 10.0, 15.0, 20.0, 30.0, 50.0, 80.0)
+#: Lower edges of the key-streams buckets: how many streams' worth of writing a key gave a job's streams at once
+#: (1: they shared one stream's speed, a key capped in tokens/s; the streams open: each wrote at its own speed).
+KEY_STREAMS_EDGES: tuple[float, ...] = (0.0, 1.5, 2.5, 4.0, 6.0, 9.0)
 
 
 def first_content_bucket(ms: int) -> int:
@@ -32,14 +35,26 @@ def speed_bucket(tps: float) -> int:
     return max(0, bisect.bisect_right(SPEED_EDGES_TPS, tps) - 1)
 
 
+def key_streams_bucket(streams: float) -> int:
+    return max(0, bisect.bisect_right(KEY_STREAMS_EDGES, streams) - 1)
+
+
+def _middle(lower: float, upper: float | None) -> float:
+    """A bucket's typical value: its middle (an open bucket: a quarter above its lower edge)."""
+    return (lower + upper) / 2 if upper is not None else lower * 1.25
+
+
 @dataclass(frozen=True)
 class Observation:
     """What one call measured. ``first_content_ms`` of a call that gave up waiting is its limit (at least that
     long); ``valid``: whether the answer was a valid recipe (None: it never answered)."""
 
     first_content_ms: int | None = None
-    tokens_per_s: float | None = None
+    tokens_per_s: float | None = None  #: one stream's writing speed (None: it wrote beside the job's others)
     valid: bool | None = None
+    #: A job written in sections: how many streams' worth of writing its streams had at once (its streams' own
+    #: speeds over one stream's alone, :func:`~chuixiang.generation.stream_sharing.key_streams`)
+    key_streams: float | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,11 @@ class ModelHealth:
     tokens_per_s_p10: float | None = None  #: the lower edge of the p10's bucket
     valid_rate: float | None = None
     age_s: float | None = None  #: since the last call
+    #: Typical figures (the middle of the median's bucket), what ``RecipeSections=auto`` predicts with: it
+    #: compares two modes, where routing wants a pessimistic bound.
+    first_content_p50_ms: float | None = None
+    tokens_per_s_p50: float | None = None
+    key_streams_p50: float | None = None  #: None: no job of this model was written in sections lately
 
     def predicted_ms(self, expected_tokens: int) -> float | None:
         """A pessimistic time to a whole recipe: p90 first content + the tokens at the p10 writing speed."""
@@ -88,6 +108,7 @@ def summarise(
     answered: int,
     age_s: float | None,
     max_age_s: float,
+    key_streams: Sequence[int] = (),
 ) -> ModelHealth:
     """The health the histograms say (the current and the previous hour, added). Known only with a recent
     first-content sample: a record of answers alone says nothing of speed."""
@@ -103,7 +124,18 @@ def summarise(
         tokens_per_s_p10=SPEED_EDGES_TPS[sp] if sp is not None else None,
         valid_rate=valid / answered if answered else None,
         age_s=age_s,
+        first_content_p50_ms=_typical(first_content, (0, *FIRST_CONTENT_EDGES_MS)),
+        tokens_per_s_p50=_typical(speeds, SPEED_EDGES_TPS),
+        key_streams_p50=_typical(key_streams, KEY_STREAMS_EDGES),
     )
+
+
+def _typical(counts: Sequence[int], lower_edges: Sequence[float]) -> float | None:
+    """The middle of the bucket holding the median of ``counts`` (bucket i spans lower_edges[i] to the next)."""
+    i = percentile_bucket(counts, 0.5)
+    if i is None:
+        return None
+    return _middle(lower_edges[i], lower_edges[i + 1] if i + 1 < len(lower_edges) else None)
 
 
 def histogram(item: Mapping[str, object], prefix: str, size: int) -> list[int]:
@@ -119,6 +151,8 @@ def counters(observation: Observation) -> list[str]:
         names.append(f"fc{first_content_bucket(observation.first_content_ms)}")
     if observation.tokens_per_s is not None:
         names.append(f"sp{speed_bucket(observation.tokens_per_s)}")
+    if observation.key_streams is not None:
+        names.append(f"ks{key_streams_bucket(observation.key_streams)}")
     if observation.valid is not None:
         names.append("answered")
         if observation.valid:
@@ -138,9 +172,10 @@ def health_of(records: Sequence[Mapping[str, object]], age_s: float | None, max_
         if records
         else [0] * len(SPEED_EDGES_TPS)
     )
+    ks = [sum(int(str(r.get(f"ks{i}", 0))) for r in records) for i in range(len(KEY_STREAMS_EDGES))]
     valid = sum(int(str(r.get("valid", 0))) for r in records)
     answered = sum(int(str(r.get("answered", 0))) for r in records)
-    return summarise(fc, sp, valid, answered, age_s, max_age_s)
+    return summarise(fc, sp, valid, answered, age_s, max_age_s, ks)
 
 
 class HealthStore(Protocol):
