@@ -11,15 +11,16 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
 
-from ..support.scaled import SCALED
+from ..support.scaled import SCALED, WHOLE
 
 
 @pytest.fixture(scope="module")
 def cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
+    """The shared cloud, its jobs one stream each: its tests script the model per request (``WHOLE``)."""
     work = tmp_path_factory.mktemp("cloud")
     with (
         open(work / "functions.log", "w") as log,
-        LocalCloud(SCALED, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c,
+        LocalCloud({**SCALED, **WHOLE}, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c,
     ):
         yield c
 

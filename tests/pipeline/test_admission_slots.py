@@ -18,7 +18,7 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
-from ..support.scaled import SCALED
+from ..support.scaled import SCALED, WHOLE
 from ..support.waiting import wait_until
 
 LIMIT = 3
@@ -27,7 +27,7 @@ LIMIT = 3
 @pytest.fixture(scope="module")
 def small_cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
     work = tmp_path_factory.mktemp("slots")
-    overrides = {**SCALED, "RecipeConcurrency": str(LIMIT), "RecipeConcurrencyPerCaller": "1"}
+    overrides = {**SCALED, **WHOLE, "RecipeConcurrency": str(LIMIT), "RecipeConcurrencyPerCaller": "1"}
     with (
         open(work / "functions.log", "w") as log,
         LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c,

@@ -14,7 +14,7 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
-from ..support.scaled import SCALED
+from ..support.scaled import SCALED, WHOLE
 from ..support.serve import Serve
 
 PRIMARY, FALLBACK = "model-primary", "model-fallback"
@@ -23,6 +23,7 @@ PRIMARY, FALLBACK = "model-primary", "model-fallback"
 def test_fallback_models_through_the_pipeline(fake: FakeModel, tmp_path: Path) -> None:
     overrides = {
         **SCALED,
+        **WHOLE,
         "RecipeModel": PRIMARY,
         "RecipeFallbackModels": FALLBACK,
         "ImageModel": PRIMARY,
@@ -55,7 +56,7 @@ def one_request_then_refused(doc: dict[str, Any]) -> bool:
 
 @pytest.fixture
 def serve(fake: FakeModel) -> Iterator[Serve]:
-    server = Serve(SCALED, fake.base_url)
+    server = Serve({**SCALED, **WHOLE}, fake.base_url)
     try:
         yield server
     finally:

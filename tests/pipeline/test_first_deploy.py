@@ -21,7 +21,7 @@ from chuixiang_local.cloud import sam
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.template import Template
 
-from ..support.scaled import ONE_CALLER
+from ..support.scaled import ONE_CALLER, WHOLE
 from ..support.serve import ROOT, Serve, free_port
 from ..support.template_doc import walk
 from ..support.waiting import wait_until
@@ -117,7 +117,7 @@ def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
     as its job ends, so the next POST gets 202 then, not after the slots' leases (the deadline). Six slots
     say it as well as the default twenty, in a third of the time."""
     slots = 6
-    with Serve({"RecipeConcurrency": str(slots), **ONE_CALLER}, fake_pace_ms=8) as serve:
+    with Serve({"RecipeConcurrency": str(slots), **ONE_CALLER, **WHOLE}, fake_pace_ms=8) as serve:
         jobs = [serve.post(f"没人等的菜{i}") for i in range(slots)]
         full = httpx.post(f"{serve.base}/recipes", json={"dish": "多出来的菜"}, timeout=30)
         assert full.status_code == 429 and int(full.headers["retry-after"]) >= 1, full.text
@@ -177,7 +177,7 @@ def _release_mid_job(
 
     with (
         open(tmp_path / "log", "w") as log,
-        LocalCloud(SCALED, model_base_url=fake.base_url, work_dir=tmp_path, log=log) as cloud,
+        LocalCloud({**SCALED, **WHOLE}, model_base_url=fake.base_url, work_dir=tmp_path, log=log) as cloud,
     ):
         api = LocalApi(cloud)
         fake.chat_script.append(ChatBehaviour(headers_delay_s=template.number("RecipeFirstContentTimeoutMs") / 2000))

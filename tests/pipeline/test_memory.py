@@ -16,7 +16,7 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi, http_event
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 
-from ..support.scaled import SCALED
+from ..support.scaled import SCALED, WHOLE
 
 #: The share of MemorySize a function may use at its peak (the rest is headroom).
 HEADROOM = 0.85
@@ -28,6 +28,7 @@ def test_peak_memory_of_every_function_under_its_setting(fake: FakeModel, tmp_pa
     fake.image_script.append(ImageBehaviour(size_bytes=IMAGE_MAX))
     overrides = {
         **SCALED,
+        **WHOLE,  # the largest recipe one answer may write
         "RecipeTotalTimeoutMs": "6000",
         "RecipeFunctionTimeout": "8",
         "CanaryFunctionTimeout": "9",

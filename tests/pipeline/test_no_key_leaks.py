@@ -20,7 +20,7 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 
-from ..support.scaled import SCALED
+from ..support.scaled import SCALED, WHOLE
 
 KEY = "team-key-7f3a9c2e-0b1d"
 
@@ -31,7 +31,7 @@ def leaky(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> I
     log_path = work / "functions.log"
     with (
         open(log_path, "w") as log,
-        LocalCloud(SCALED, model_base_url=module_fake.base_url, work_dir=work, log=log, model_api_key=KEY) as cloud,
+        LocalCloud({**SCALED, **WHOLE}, model_base_url=module_fake.base_url, work_dir=work, log=log, model_api_key=KEY) as cloud,
     ):
         yield cloud, log_path
 

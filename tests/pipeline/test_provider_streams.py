@@ -26,6 +26,7 @@ from ..support.provider_corpus import (
     recipe_stream,
     recordings,
 )
+from ..support.scaled import WHOLE
 from ..support.serve import ROOT
 
 CORPUS = recordings()
@@ -49,6 +50,8 @@ def test_cook_against_a_replayed_provider_succeeds() -> None:
                 "--json",
                 "--model-base-url",
                 server.base_url,
+                "--parameter-overrides",
+                "RecipeSections=whole",  # the recording is of a whole answer
             ],
             capture_output=True,
             text=True,
@@ -67,7 +70,7 @@ def replaying(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Replay
     with (
         ReplayServer(Replay(b"")) as server,
         open(work / "log", "w") as log,
-        LocalCloud({}, model_base_url=server.base_url, work_dir=work, log=log, model_api_key=KEY) as cloud,
+        LocalCloud(WHOLE, model_base_url=server.base_url, work_dir=work, log=log, model_api_key=KEY) as cloud,
     ):
         yield server, LocalApi(cloud)
 

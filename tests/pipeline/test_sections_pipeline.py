@@ -1,5 +1,6 @@
-"""A job with ``RecipeSections=parallel`` through the local cloud: the API, the state machine, the recipe
-function writing sections side by side, the picture from the merged recipe; what a client polls meanwhile."""
+"""A job on the template's defaults (``RecipeSections=auto``) through the local cloud: a fresh stack has measured
+nothing, so its jobs are written in sections; the API, the state machine, the recipe function writing them side
+by side, the picture from the merged recipe; what a client polls meanwhile."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from ..support.scaled import SCALED
 from ..support.waiting import wait_until
 
-SECTIONS = ["outline", "steps:1-3", "steps:4-6", "extras", "imagePrompt"]
+#: Six steps, a range each (the default RecipeMaxStreams allows eight ranges beside the other three streams).
+STEPS = [f"steps:{n}-{n}" for n in range(1, 7)]
+SECTIONS = ["outline", *STEPS, "extras", "imagePrompt"]
 
 
 @pytest.fixture(scope="module")
 def cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
     work = tmp_path_factory.mktemp("sections")
-    overrides = {**SCALED, "RecipeSections": "parallel"}
+    overrides = SCALED  # the defaults: auto, fastest
     with (
         open(work / "functions.log", "w") as log,
         LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c,
@@ -45,7 +48,9 @@ def test_a_job_in_sections_succeeds_with_the_whole_recipe_and_its_picture(
     recipe = doc["recipe"]
     assert [s["order"] for s in recipe["steps"]] == [1, 2, 3, 4, 5, 6] and recipe["pairings"] and recipe["nutrition"]
     m = doc["metrics"]["recipe"]
-    assert [(s["name"], s["outcome"]) for s in m["sections"]] == [(name, "ok") for name in SECTIONS]
+    assert m["mode"] == "parallel" and m["modeReason"].startswith("no recent measurement"), m
+    assert m["sections"][0]["name"] == "outline"
+    assert sorted((s["name"], s["outcome"]) for s in m["sections"]) == sorted((name, "ok") for name in SECTIONS)
     assert sorted(c["section"] for c in m["calls"]) == sorted(SECTIONS)
     assert doc["progress"]["percent"] == 100 and set(doc["progress"]["sections"].values()) == {"done"}
     asked = [s for s in module_fake.sections if s is not None]  # (None: the picture's request)
@@ -77,10 +82,12 @@ def test_the_outline_is_readable_while_the_steps_are_written(api: LocalApi, modu
     def outline_shown() -> dict[str, Any] | None:
         doc = api.get(created["jobId"])[1]
         partial = doc.get("partial") or {}
-        return doc if partial.get("stepTitles") and not partial.get("steps") else None
+        sections = (doc.get("progress") or {}).get("sections") or {}
+        started = sections.get("outline") == "done" and set(STEPS) <= set(sections)  # every range under way
+        return doc if started and partial.get("stepTitles") and not partial.get("steps") else None
 
     seen = wait_until(outline_shown, timeout_s=10, what="the outline shown before any step", interval_s=0.05)
     assert seen["partial"]["name"] == "葱爆羊肉" and seen["partial"]["ingredients"]["main"]
     assert seen["progress"]["sections"]["outline"] == "done"
-    assert {seen["progress"]["sections"][s] for s in ("steps:1-3", "steps:4-6")} <= {"waiting", "writing"}
+    assert {seen["progress"]["sections"][s] for s in STEPS} <= {"waiting", "writing"}
     assert api.wait(created["jobId"], give_up_s=30)["status"] == "SUCCEEDED"

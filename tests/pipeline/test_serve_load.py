@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ..support.scaled import ONE_CALLER
+from ..support.scaled import ONE_CALLER, WHOLE
 from ..support.serve import Serve
 from ..support.waiting import NeverHappened, wait_until
 
@@ -27,7 +27,7 @@ CLIENTS = 60
 
 @pytest.fixture(scope="module")
 def serve() -> Iterator[Serve]:
-    server = Serve({"RecipeConcurrency": str(CLIENTS), **ONE_CALLER}, fake_pace_ms=0.5)
+    server = Serve({"RecipeConcurrency": str(CLIENTS), **ONE_CALLER, **WHOLE}, fake_pace_ms=0.5)
     try:
         yield server
     finally:
@@ -127,7 +127,7 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
     # A server of its own: stopping the module's would leave the other tests of this file a dead port.
     # Its drain bounded (jobs in flight get 5 s): this test is about the stop, test_serve_drain about the drain.
     with Serve(
-        {"RecipeConcurrency": str(CLIENTS), **ONE_CALLER}, fake_pace_ms=0.5, serve_args=["--drain-seconds", "5"]
+        {"RecipeConcurrency": str(CLIENTS), **ONE_CALLER, **WHOLE}, fake_pace_ms=0.5, serve_args=["--drain-seconds", "5"]
     ) as serve:
 
         def post(i: int) -> None:

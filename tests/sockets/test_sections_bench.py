@@ -36,6 +36,9 @@ def test_the_bench_compares_both_modes_at_the_peak_and_on_a_capped_key() -> None
     capped_whole, capped_parallel = rows["capped key", "whole"], rows["capped key", "parallel"]
     assert capped_parallel["totalMs"]["p50"] > 0.95 * capped_whole["totalMs"]["p50"]
     assert "capped key" in sections_bench.table(list(rows.values()))
+    # A fresh stack's first auto job has measured nothing: it writes in sections, and says why.
+    assert rows["peak", "auto"]["chosen"] == {"whole": 0, "parallel": 1}
+    assert rows["peak", "auto"]["mergeFailures"] == 0
 
 
 def test_against_a_model_at_a_url_both_modes_run_in_real_time(fake: FakeModel, tmp_path: Path) -> None:
@@ -46,7 +49,9 @@ def test_against_a_model_at_a_url_both_modes_run_in_real_time(fake: FakeModel, t
     assert [(r["scenario"], r["mode"], r["valid"]) for r in rows] == [
         ("their-model", "whole", 1),
         ("their-model", "parallel", 1),
+        ("their-model", "auto", 1),
     ]
     jobs = json.loads(out.read_text())["jobs"]
-    assert {j["mode"]: j["calls"] for j in jobs} == {"whole": 1, "parallel": 5}
-    assert fake.sections.count("outline") == 1
+    # six steps, a range each, beside the outline, the extras and the image prompt; auto's first job the same
+    assert {j["mode"]: j["calls"] for j in jobs} == {"whole": 1, "parallel": 9, "auto": 9}
+    assert fake.sections.count("outline") == 2

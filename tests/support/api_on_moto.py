@@ -36,6 +36,7 @@ def api_on_moto(max_jobs: int, name: str) -> Iterator[APIGatewayHttpResolver]:
         "JOBS_TABLE": name,
         "IMAGES_BUCKET": name,
         "ADMISSION_SLOTS": str(max_jobs),
+        "RECIPE_SECTIONS": "whole",  # one stream a job: max_jobs jobs
         "CORS_ALLOW_ORIGINS": CORS_ORIGINS,
     }.items():  # as deployed, whatever ran before
         patch.setenv(key, value)

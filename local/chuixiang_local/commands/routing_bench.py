@@ -21,7 +21,6 @@ model, as the hourly canary does, then by each job's calls (an in-memory store w
 from __future__ import annotations
 
 import statistics
-from collections import Counter
 from dataclasses import dataclass, field
 
 import httpx
@@ -30,7 +29,6 @@ from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import RecipeLimits, generate_recipe
 from chuixiang.observability import logger
 from chuixiang.resilience.fastest import FastestFirst
-from chuixiang.resilience.health import ModelHealth, Observation, counters, health_of
 from chuixiang.resilience.hedge import Hedge, HedgeBudget
 from chuixiang.resilience.retry import RetryPolicy
 from chuixiang.resilience.router import Routes
@@ -38,6 +36,7 @@ from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.chat import StreamLimits
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.model.fake_model import FakeModel
+from chuixiang_local.model.memory_health import MemoryHealth
 from chuixiang_local.model.profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile
 
 SCALE = 40.0  #: real seconds played this many times faster
@@ -59,35 +58,6 @@ SCENARIOS: dict[str, tuple[ModelProfile, ...]] = {
         ModelProfile("bench-fast", 1.0, 100.0, tokens_per_s_min=70.0, length_share=0.4),
     ),
 }
-
-
-class MemoryHealth:
-    """A model's health in memory, with the same counters the table keeps (one hour, never stale)."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()
-
-    def observe(self, o: Observation) -> None:
-        real = Observation(  # the bench's calls run SCALE times faster: measured back in real time
-            first_content_ms=int(o.first_content_ms * SCALE) if o.first_content_ms is not None else None,
-            tokens_per_s=o.tokens_per_s / SCALE if o.tokens_per_s is not None else None,
-            valid=o.valid,
-        )
-        self.counts.update(counters(real))
-
-    def read(self) -> ModelHealth:
-        health = health_of([self.counts], 0.0, 3600)
-        if not health.known or health.first_content_p90_ms is None:
-            return health
-        # the routing compares with the scaled budget: its figures in scaled time
-        return ModelHealth(
-            True,
-            health.samples,
-            int(health.first_content_p90_ms / SCALE),
-            (health.tokens_per_s_p10 or 0) * SCALE,
-            health.valid_rate,
-            0.0,
-        )
 
 
 @dataclass
@@ -127,7 +97,7 @@ def limits(scale: float = SCALE) -> RecipeLimits:
 
 
 def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> Result:
-    health = {m: MemoryHealth() for m in models}
+    health = {m: MemoryHealth(SCALE) for m in models}
     budget_ms = BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE
     hedge_budget = HedgeBudget()
     out = Result()

@@ -27,15 +27,17 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
-from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome, generate_recipe
-from chuixiang.generation.recipe_in_sections import generate_recipe_in_sections
+from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome
+from chuixiang.generation.recipe_in_sections import default_max_streams
+from chuixiang.generation.recipe_modes import SectionsSetting, write_recipe
 from chuixiang.observability import logger
+from chuixiang.resilience.health import HealthStore
 from chuixiang.resilience.router import Routes
 from chuixiang.schemas import PartialRecipe, Progress
 from chuixiang.timeouts import BY_PARAMETER
@@ -43,10 +45,11 @@ from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.commands.bench import percentile
 from chuixiang_local.commands.routing_bench import limits as scaled_limits
 from chuixiang_local.model.fake_model import FakeModelProcess
+from chuixiang_local.model.memory_health import MemoryHealth
 from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
 
 SCENARIOS = {"peak": "fake-evening", "off-peak": "fake-offpeak", "capped key": "fake-capped"}
-MODES = ("whole", "parallel")
+MODES = ("whole", "parallel", "auto")
 DISHES = ("番茄炒蛋", "红烧肉", "宫保鸡丁", "鱼香肉丝")
 #: How often the bench looks at what a polling user would see (in the bench's own, scaled, time).
 LOOK_EVERY_S = 0.02
@@ -73,6 +76,8 @@ class SectionsJob:
     slowestSectionMs: int | None = None  #: the longest section after the outline, start to end (parallel)
     streamSeconds: float = 0.0  #: the seconds of every stream held, summed: what a concurrent-stream quota sees
     mostStreams: int = 1  #: the most streams open at once
+    chosen: str | None = None  #: the mode that wrote it (``auto`` chose it)
+    mergeFailed: bool = False  #: its sections did not merge (it was then written whole, time allowing)
 
 
 class Looks:
@@ -93,22 +98,32 @@ class Looks:
 
 
 def one_job(
-    client: httpx.Client, base_url: str, model: str, mode: str, dish: str, limits: RecipeLimits, function_ms: float
+    client: httpx.Client,
+    base_url: str,
+    model: str,
+    mode: str,
+    dish: str,
+    limits: RecipeLimits,
+    function_ms: float,
+    health: HealthStore | None = None,
 ) -> tuple[RecipeOutcome, Looks, float]:
-    """(the outcome, what a poll showed when, the seconds it took) of one job in ``mode``."""
-    generation = generate_recipe_in_sections if mode == "parallel" else generate_recipe
+    """(the outcome, what a poll showed when, the seconds it took) of one job in ``mode`` (``auto`` chooses from
+    ``health``, which its jobs add to; the others measure nothing)."""
     started = time.monotonic()
     looks = Looks(started)
     reporter = ProgressReporter(looks.write, interval_s=LOOK_EVERY_S, expected_tokens=1600)
+    routes = Routes((model,), health_for=lambda _: health)
     with reporter:
-        outcome = generation(
+        outcome = write_recipe(
             client,
             ModelEndpoint(base_url, model, None),
             limits,
             dish,
             Budget(function_ms, None),
-            Routes((model,)),
-            progress=reporter,
+            routes,
+            reporter,
+            setting=cast(SectionsSetting, mode),
+            max_streams=default_max_streams(),
         )
     return outcome, looks, time.monotonic() - started
 
@@ -120,7 +135,7 @@ def record(scenario: str, mode: str, run: int, done: tuple[RecipeOutcome, Looks,
     def real_ms(at: float | None) -> int | None:
         return None if at is None else int(at * scale * 1000)
 
-    steps_known = looks.titles_at if mode == "parallel" else (seconds if outcome.result else None)
+    steps_known = looks.titles_at if m.mode == "parallel" else (seconds if outcome.result else None)
     sections = m.sections or []
     later = [x for x in sections if x.name != "outline"]
     spans = [(x.startMs, x.endMs) for x in sections] or [(0, m.totalMs)]
@@ -142,6 +157,8 @@ def record(scenario: str, mode: str, run: int, done: tuple[RecipeOutcome, Looks,
         slowestSectionMs=int(max(x.endMs - x.startMs for x in later) * scale) if later else None,
         streamSeconds=round(sum(end - start for start, end in spans) * scale / 1000, 1),
         mostStreams=max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans),
+        chosen=m.mode,
+        mergeFailed=m.mergeFailure is not None,
     )
 
 
@@ -152,10 +169,13 @@ def run_scenario(
     function_ms = BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / scale
     plan = [(mode, run) for run in range(runs) for mode in MODES]
     lock, jobs = threading.Lock(), []
+    health = MemoryHealth(scale)  # a fresh stack's: auto's first jobs find nothing measured
 
     def go(mode: str, run: int) -> None:
         with httpx.Client() as client:  # each call sets its own timeouts (the stream reader)
-            done = one_job(client, base_url, model, mode, DISHES[run % len(DISHES)], limits, function_ms)
+            dish = DISHES[run % len(DISHES)]
+            mine = health if mode == "auto" else None
+            done = one_job(client, base_url, model, mode, dish, limits, function_ms, mine)
         with lock:
             jobs.append(record(scenario, mode, run, done, scale))
 
@@ -192,6 +212,8 @@ def summarise(jobs: Sequence[SectionsJob]) -> list[dict[str, Any]]:
                     "streamSeconds": {"p50": _p(valid, "streamSeconds", 50)},
                     "mostStreams": max((j.mostStreams for j in valid), default=None),
                     "requests": max((j.calls for j in valid), default=None),
+                    "chosen": {c: sum(1 for j in mine if j.chosen == c) for c in ("whole", "parallel")},
+                    "mergeFailures": sum(1 for j in mine if j.mergeFailed),
                 }
             )
     return rows
