@@ -17,9 +17,10 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from ..support.scaled import SCALED
 from ..support.waiting import wait_until
 
-#: Six steps, a range each (the default RecipeMaxStreams allows eight ranges beside the other three streams).
-STEPS = [f"steps:{n}-{n}" for n in range(1, 7)]
-SECTIONS = ["outline", *STEPS, "extras", "imagePrompt"]
+def covered(sections: list[str]) -> list[int]:
+    """The steps the ``steps:<from>-<to>`` sections among ``sections`` cover, in order."""
+    ranges = sorted(tuple(int(n) for n in s.removeprefix("steps:").split("-")) for s in sections if s[:6] == "steps:")
+    return [n for first, last in ranges for n in range(first, last + 1)]
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +49,16 @@ def test_a_job_in_sections_succeeds_with_the_whole_recipe_and_its_picture(
     recipe = doc["recipe"]
     assert [s["order"] for s in recipe["steps"]] == [1, 2, 3, 4, 5, 6] and recipe["pairings"] and recipe["nutrition"]
     m = doc["metrics"]["recipe"]
-    assert m["mode"] == "parallel" and m["modeReason"].startswith("no recent measurement"), m
-    assert m["sections"][0]["name"] == "outline"
-    assert sorted((s["name"], s["outcome"]) for s in m["sections"]) == sorted((name, "ok") for name in SECTIONS)
-    assert sorted(c["section"] for c in m["calls"]) == sorted(SECTIONS)
+    # On a cold stack the default mode writes in sections ("no recent measurement"); measured, the fake's speed
+    # still predicts sections faster (the ranges then as few as are as fast).
+    assert m["mode"] == "parallel" and m["modeReason"], m
+    names = [s["name"] for s in m["sections"]]
+    assert names[0] == "outline" and {"extras", "imagePrompt"} <= set(names) and covered(names) == [1, 2, 3, 4, 5, 6]
+    assert {s["outcome"] for s in m["sections"]} == {"ok"}
+    assert sorted(c["section"] for c in m["calls"]) == sorted(names)
     assert doc["progress"]["percent"] == 100 and set(doc["progress"]["sections"].values()) == {"done"}
     asked = [s for s in module_fake.sections if s is not None]  # (None: the picture's request)
-    assert asked[0] == "outline" and sorted(asked[1:]) == sorted(SECTIONS[1:])
+    assert asked[0] == "outline" and sorted(asked[1:]) == sorted(names[1:])
 
 
 def test_a_dropped_section_is_served_degraded_and_not_cached(api: LocalApi, module_fake: FakeModel) -> None:
@@ -83,11 +87,12 @@ def test_the_outline_is_readable_while_the_steps_are_written(api: LocalApi, modu
         doc = api.get(created["jobId"])[1]
         partial = doc.get("partial") or {}
         sections = (doc.get("progress") or {}).get("sections") or {}
-        started = sections.get("outline") == "done" and set(STEPS) <= set(sections)  # every range under way
+        started = sections.get("outline") == "done" and covered(list(sections)) == [1, 2, 3, 4, 5, 6]
         return doc if started and partial.get("stepTitles") and not partial.get("steps") else None
 
     seen = wait_until(outline_shown, timeout_s=10, what="the outline shown before any step", interval_s=0.05)
     assert seen["partial"]["name"] == "葱爆羊肉" and seen["partial"]["ingredients"]["main"]
     assert seen["progress"]["sections"]["outline"] == "done"
-    assert {seen["progress"]["sections"][s] for s in STEPS} <= {"waiting", "writing"}
+    ranges = [s for s in seen["progress"]["sections"] if s.startswith("steps:")]
+    assert {seen["progress"]["sections"][s] for s in ranges} <= {"waiting", "writing"}
     assert api.wait(created["jobId"], give_up_s=30)["status"] == "SUCCEEDED"
