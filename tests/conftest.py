@@ -68,6 +68,7 @@ def _reset_scripts(request: pytest.FixtureRequest) -> None:
         model.hung_up_sections.clear()
         model.most_open = 0
         model.hung_up.clear()
+        model.answered.clear()
         model.bodies.clear()
     if "cloud" in request.fixturenames:
         request.getfixturevalue("cloud").reset_breakers()

@@ -31,7 +31,9 @@ def leaky(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> I
     log_path = work / "functions.log"
     with (
         open(log_path, "w") as log,
-        LocalCloud({**SCALED, **WHOLE}, model_base_url=module_fake.base_url, work_dir=work, log=log, model_api_key=KEY) as cloud,
+        LocalCloud(
+            {**SCALED, **WHOLE}, model_base_url=module_fake.base_url, work_dir=work, log=log, model_api_key=KEY
+        ) as cloud,
     ):
         yield cloud, log_path
 

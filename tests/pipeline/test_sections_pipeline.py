@@ -17,6 +17,7 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from ..support.scaled import SCALED
 from ..support.waiting import wait_until
 
+
 def covered(sections: list[str]) -> list[int]:
     """The steps the ``steps:<from>-<to>`` sections among ``sections`` cover, in order."""
     ranges = sorted(tuple(int(n) for n in s.removeprefix("steps:").split("-")) for s in sections if s[:6] == "steps:")

@@ -127,7 +127,9 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
     # A server of its own: stopping the module's would leave the other tests of this file a dead port.
     # Its drain bounded (jobs in flight get 5 s): this test is about the stop, test_serve_drain about the drain.
     with Serve(
-        {"RecipeConcurrency": str(CLIENTS), **ONE_CALLER, **WHOLE}, fake_pace_ms=0.5, serve_args=["--drain-seconds", "5"]
+        {"RecipeConcurrency": str(CLIENTS), **ONE_CALLER, **WHOLE},
+        fake_pace_ms=0.5,
+        serve_args=["--drain-seconds", "5"],
     ) as serve:
 
         def post(i: int) -> None:

@@ -356,6 +356,11 @@ def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path)
         ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 40, "etaMs": 50_000}}, 3000),
         ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 60, "etaMs": 4000}}, 1500),
         ({"status": "RUNNING", "stage": "recipe", "progress": {"percent": 92, "etaMs": None}}, 1500),
+        # in sections: the outline, then each range within seconds of each other
+        (
+            {"status": "RUNNING", "stage": "recipe", "progress": {"percent": 10, "sections": {"outline": "writing"}}},
+            1500,
+        ),
         ({"status": "RUNNING", "stage": "image"}, 5000),  # the recipe is on screen
         ({"status": "RUNNING", "stage": "done"}, 1000),
         ({"status": "SUCCEEDED", "stage": "done"}, None),

@@ -186,7 +186,9 @@ def test_admission_counts_a_job_in_sections_as_its_stream_limit() -> None:
     """``auto`` may write any job in sections: it counts as ``parallel`` does, ``RecipeMaxStreams`` a job."""
     whole = Settings.model_validate({"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "whole"})
     auto = Settings.model_validate({"ADMISSION_SLOTS": "100"})
-    parallel = Settings.model_validate({"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "parallel", "RECIPE_MAX_STREAMS": "5"})
+    parallel = Settings.model_validate(
+        {"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "parallel", "RECIPE_MAX_STREAMS": "5"}
+    )
     tiny = Settings.model_validate({"ADMISSION_SLOTS": "3", "RECIPE_SECTIONS": "parallel"})
     assert (whole.admission_jobs, auto.admission_jobs, parallel.admission_jobs, tiny.admission_jobs) == (20, 9, 4, 1)
 

@@ -19,6 +19,9 @@ WAITING_MS = 5000
 STREAMING_MS = 3000
 #: When the recipe is about to be complete (a few seconds left, or 90 % written).
 FINISHING_MS = 1500
+#: While a recipe is written in sections (~25 s at the peak): its outline, then each steps range, complete within
+#: seconds of each other; a client that polls this often sees the outline before the steps replace it.
+SECTIONS_MS = 1500
 #: While the picture is drawn: the recipe is already shown.
 DRAWING_MS = 5000
 #: The job is being finalized (a write away from terminal).
@@ -40,6 +43,8 @@ def poll_after_ms(item: dict[str, Any]) -> int | None:
         eta = progress.get("etaMs")
         if (eta is not None and int(eta) <= 5000) or int(progress.get("percent", 0)) >= 90:
             return FINISHING_MS
+        if progress.get("sections"):  # written in sections: the outline, then each range, land within seconds
+            return SECTIONS_MS
         return STREAMING_MS
     if stage == JobStage.IMAGE:
         return DRAWING_MS

@@ -111,8 +111,9 @@ class ChatBehaviour:
     """How the fake answers one chat request. Defaults: a valid recipe, streamed."""
 
     #: ok|reasoning_only|error_mid|length|json|eof_no_done|reset_mid|garbage|think|largest (the largest recipe kept)
-    #: |not_json (a 200 whose body is not JSON). With ``echo_headers`` the error_mid, garbage and not_json answers
-    #: carry the request's headers (the key among them), as a leaky proxy's do; error_mid as an ``event: error``.
+    #: |not_json (a 200 whose body is not JSON)|step_short (a steps range one step short: the parts do not merge).
+    #: With ``echo_headers`` the error_mid, garbage and not_json answers carry the request's headers (the key among
+    #: them), as a leaky proxy's do; error_mid as an ``event: error``.
     kind: str = "ok"
     status: int = 200
     headers_delay_s: float = 0.0  #: silence before the status line
@@ -160,6 +161,8 @@ class FakeModel:
     hung_up_sections: list[str | None] = field(default_factory=list)
     #: Faults played mid-stream: (kind, monotonic time, the request's section).
     faults: list[tuple[str, float, str | None]] = field(default_factory=list)
+    #: Each chat answer's section (None: a whole recipe) and the monotonic time its answer ended.
+    answered: list[tuple[str | None, float]] = field(default_factory=list)
     #: Requests being answered now, and the most at once since the last reset.
     open_requests: int = 0
     most_open: int = 0
@@ -310,6 +313,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self._chat(body, chat or ChatBehaviour(), section)
             finally:
                 self._count_open(-1)
+                with fake.lock:
+                    fake.answered.append((section, time.monotonic()))
         elif self.path.endswith("/images/generations"):
             image = fake.image_by_model.get(model) or (fake.image_script.popleft() if fake.image_script else None)
             self._image(body, image or ImageBehaviour())
@@ -413,7 +418,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         dish = _dish(body)
         recipe = largest_recipe(dish) if b.kind == "largest" else recipe_for(dish)
-        text = json.dumps(section_doc(recipe, section), ensure_ascii=False)
+        doc = section_doc(recipe, section)
+        if b.kind == "step_short" and "steps" in doc:  # a range one step short: the parts do not merge
+            doc["steps"] = doc["steps"][:-1]
+        text = json.dumps(doc, ensure_ascii=False)
         echoed = json.dumps(self._headers_auth_first()) if b.echo_headers else ""
         if b.kind == "not_json":
             self._body(200, "text/html", f"<html>502 Bad Gateway; request was {echoed}</html>".encode())

@@ -37,13 +37,13 @@ OTHER_STREAMS = 3
 @dataclass(frozen=True)
 class RecipeShape:
     """How a typical recipe's tokens split over the sections (the fake model's full-length recipe, tokenised
-    as it streams it: 1,569 tokens, of them the outline 344 with its head 124, each of 8 steps ~140, the
+    as it streams it: 1,569 tokens, of them the outline 335 with its head 124, each of 8 steps ~140, the
     extras 87, the image prompt 116; checked against it by ``tests/unit/test_mode_choice.py``)."""
 
     tokens: int = 1600
     steps: int = 8
     head_share: float = 0.079
-    outline_share: float = 0.219
+    outline_share: float = 0.213
     step_share: float = 0.09
     extras_share: float = 0.055
     image_prompt_share: float = 0.074

@@ -103,5 +103,6 @@ def _whole_after_merge_failed(
     m.sections, m.mergeFailure = before.sections, detail
     m.mode = "whole"
     m.modeReason = f"{before.modeReason or 'parallel'}; the sections did not merge ({detail}): written whole"
-    count_tokens(m)  # the bill of both
+    count_tokens(m)  # the bill of both; the sections' answers were thrown away: wasted too
+    m.tokensWasted += sum(c.tokens for c in before.calls if c.outcome == "ok")
     return Generation(whole.result, whole.error, m)
