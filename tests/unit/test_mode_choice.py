@@ -96,7 +96,7 @@ def test_parallel_when_only_it_finishes_in_the_time_left() -> None:
     """Within the margin, but whole would not finish in the time left: sections."""
     close = Measured(1_000, 18.0, key_streams=1.5)  # sections barely faster on this key
     shape = RecipeShape()
-    k, parallel = best_ranges(close, shape, 11)
+    _, parallel = best_ranges(close, shape, 11)
     whole = whole_ms(close, shape)
     assert whole * (1 - 0.15) < parallel < whole, (parallel, whole)
     assert choose(_health(close), "m", max_streams=11, remaining_ms=140_000).mode == "whole"

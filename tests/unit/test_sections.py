@@ -32,7 +32,6 @@ from chuixiang_local.model.profiles import long_recipe_for, section_doc
 
 from ..support.provider_corpus import recordings
 
-
 Ranges = list[tuple[Section, StepsPart]]
 
 

@@ -85,11 +85,11 @@ class Assumptions:
     #: From ``chuixiang bench --sections`` at the peak (docs/bench/sections.json; a test keeps them equal):
     #: RecipeSections=parallel's recipe seconds and its prompt and written tokens, in proportion to ``whole``'s
     #: above; and in each mode the share of the prompt a 64-token-block prefix cache (DeepSeek's) held.
-    parallel_recipe_seconds: float = 51.0
-    parallel_prompt_tokens: int = 3871
-    parallel_completion_tokens: int = 1671
+    parallel_recipe_seconds: float = 25.0
+    parallel_prompt_tokens: int = 5120
+    parallel_completion_tokens: int = 1694
     whole_cached_share: float = 0.76
-    parallel_cached_share: float = 0.88
+    parallel_cached_share: float = 0.9
 
     def tokens_usd(self, prompt: float, completion: float, cached: float = 0.0) -> float:
         """The bill of ``prompt`` tokens (``cached`` of them held by a prefix cache) and ``completion`` tokens."""

@@ -15,8 +15,8 @@ from typing import Any, cast
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..schemas import PartialRecipe, PartialStep
-from .progress import StreamState, partial_recipe
 from .outline_stream import outline_head
+from .progress import StreamState, partial_recipe
 from .sections import OUTLINE, Outline, Section, StepsPart
 
 
