@@ -8,7 +8,9 @@ import { ApiUnreachableError, createClient, fetchRequest } from "../index.js";
 import { recording, startServe } from "./serve.js";
 
 /** One job at a time, any number per caller: the 429 test needs a full house from one address. */
-const OVERRIDES = { RecipeConcurrency: "1", RecipeConcurrencyPerCaller: "0" };
+// One job at a time, written whole: a job then streams for ~5 s at this pace, long enough to hold the one slot
+// (the 429 test) and to keep a draining server up (the drain test); in sections it would be done in ~1 s.
+const OVERRIDES = { RecipeConcurrency: "1", RecipeConcurrencyPerCaller: "0", RecipeSections: "whole" };
 const ARGS = ["--fake-pace-ms", "5", "--drain-seconds", "3"];
 /** @type {Awaited<ReturnType<typeof startServe>>} */
 let serve;
