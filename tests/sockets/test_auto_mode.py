@@ -74,7 +74,9 @@ def test_sections_against_a_model_slow_in_each_stream(profiles: str) -> None:
     assert (first.metrics.mode, second.metrics.mode) == ("parallel", "parallel")
     assert (first.metrics.modeReason or "").startswith("no recent measurement of fake-evening")
     assert "predicted parallel" in (second.metrics.modeReason or ""), second.metrics.modeReason
-    assert (health.read().key_streams_p50 or 0) >= 6  # the streams wrote side by side
+    # the streams wrote side by side: well over one stream's worth (how far over depends on how fast this
+    # machine's fake keeps eleven streams at time x40; a capped key measures ~1)
+    assert (health.read().key_streams_p50 or 0) >= 2
 
 
 def test_whole_against_a_key_capped_across_its_streams_by_the_fourth_job(profiles: str) -> None:
