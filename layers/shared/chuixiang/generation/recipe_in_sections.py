@@ -121,7 +121,6 @@ class _SectionsRun:
         progress: ProgressReporter | None,
     ) -> None:
         self.client, self.endpoint, self.limits, self.dish, self.routes = client, endpoint, limits, dish, routes
-        self.progress = progress
         self.started = time.monotonic()
         self.parts: list[_Part] = []
         self._lock = threading.Lock()
