@@ -42,19 +42,23 @@ def test_reserved_concurrency_is_checked_against_admission_and_the_account_quota
     assert build_ladder(Template({"RecipeReservedConcurrency": "20", **whole})).ok
     below = build_ladder(Template({"RecipeReservedConcurrency": "5", **whole}))
     assert not below.ok and any("below the 20 jobs admission lets run" in f for f in below.failures())
-    # A job that may be written in sections (auto, the default) holds RecipeMaxStreams (11) of the
-    # RecipeConcurrency streams: 100 streams admit 9 jobs, which 9 reserved hold and 5 do not.
-    assert build_ladder(Template({"RecipeReservedConcurrency": "9"})).ok
-    assert not build_ladder(Template({"RecipeReservedConcurrency": "5"})).ok
-    new_account = reservation_problems(Template({"RecipeReservedConcurrency": "20"}), account_limit=50)
+    # A job written in sections (parallel) holds RecipeMaxStreams (11) of the RecipeConcurrency streams: 100
+    # streams admit 9 jobs, which 9 reserved hold and 5 do not. Under auto (the default) a busy evening admits a
+    # job per stream (one stream each, written whole): 100 jobs.
+    parallel = {"RecipeSections": "parallel"}
+    assert build_ladder(Template({"RecipeReservedConcurrency": "9", **parallel})).ok
+    assert not build_ladder(Template({"RecipeReservedConcurrency": "5", **parallel})).ok
+    assert not build_ladder(Template({"RecipeReservedConcurrency": "9"})).ok
+    assert build_ladder(Template({"RecipeReservedConcurrency": "100"})).ok
+    new_account = reservation_problems(Template({"RecipeReservedConcurrency": "20", **whole}), account_limit=50)
     assert len(new_account) == 2 and "leaves 10 of the account's concurrency quota 50" in new_account[0]
     assert "cannot hold 32 at the peak" in new_account[1]  # the API's peak alone: (20 + 300)/s x 0.1 s
-    twenty = Template({"RecipeReservedConcurrency": "20"})
+    twenty = Template({"RecipeReservedConcurrency": "20", **whole})
     assert reservation_problems(twenty, 1000, already_reserved=870) != []  # 90 left unreserved
     assert reservation_problems(twenty, 1000, already_reserved=860) == []  # 100 left
-    # Unreserved, the quota holds the admitted jobs and the API's peak together: 9 + 32 on the defaults.
-    assert reservation_problems(Template(), 41) == [] and len(reservation_problems(Template(), 40)) == 1
-    assert "cannot hold 41 at the peak: 9 admitted jobs" in reservation_problems(Template(), 10)[0]
+    # Unreserved, the quota holds the admitted jobs and the API's peak together: 100 + 32 on the defaults.
+    assert reservation_problems(Template(), 132) == [] and len(reservation_problems(Template(), 131)) == 1
+    assert "cannot hold 132 at the peak: 100 admitted jobs" in reservation_problems(Template(), 10)[0]
 
 
 def test_the_account_quota_throttles_as_lambda_does() -> None:

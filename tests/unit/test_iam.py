@@ -259,3 +259,35 @@ def test_the_gate_judges_known_keys_and_lets_the_developer_through() -> None:
     assert denied is not None and "dynamodb:PutItem on resource: " + TABLE in denied.message
     assert gate.judge(AwsCall("local-Fn", REGION, "dynamodb", "GetItem", {"TableName": "jobs"})) is None
     assert gate.judge(AwsCall("testing", REGION, "dynamodb", "PutItem", {"TableName": "jobs"})) is None
+
+
+def test_a_transaction_is_authorised_item_by_item_as_the_underlying_operations() -> None:
+    """DynamoDB developer guide, *Using IAM with DynamoDB transactions*: Put, Update, Delete and Get need the
+    underlying PutItem, UpdateItem, DeleteItem and GetItem; ConditionCheck needs dynamodb:ConditionCheckItem.
+    There is no dynamodb:TransactWriteItems action, so a role without ConditionCheckItem cannot take a pass."""
+    call = _call(
+        "dynamodb",
+        "TransactWriteItems",
+        TransactItems=[
+            {"Put": {"TableName": "jobs", "Item": {"pk": {"S": "ADMISSION#-1"}}}},
+            {"ConditionCheck": {"TableName": "jobs", "Key": {"pk": {"S": "ADMISSION#0"}}}},
+        ],
+    )
+    checks = authorisation_of(
+        call,
+        principal_arn="arn:aws:sts::1:assumed-role/r/s",
+        account=ACCOUNT,
+        partition="aws",
+        leading_key=lambda table: "pk" if table == "jobs" else None,
+    )
+    assert [(c.action, c.resource) for c in checks] == [
+        ("dynamodb:PutItem", TABLE),
+        ("dynamodb:ConditionCheckItem", TABLE),
+    ]
+    assert [c.context["dynamodb:leadingkeys"] for c in checks] == [["ADMISSION#-1"], ["ADMISSION#0"]]
+    assert all(c.context["dynamodb:enclosingoperation"] == ["TransactWriteItems"] for c in checks)
+    decision, _ = evaluate(
+        [{"Effect": "Allow", "Action": ["dynamodb:PutItem"], "Resource": TABLE}],
+        Request(checks[1].action, checks[1].resource, checks[1].context),
+    )
+    assert decision == Decision.IMPLICIT_DENY

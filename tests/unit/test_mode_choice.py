@@ -179,3 +179,11 @@ def test_key_streams_from_one_job() -> None:
     assert capped is not None and capped.key_streams == 1.0 and capped.tokens_per_s == pytest.approx(50.0)
     assert own is not None and own.key_streams == 8.0
     assert most_at_once([(0, 2, 1), (1, 3, 1), (2, 4, 1)]) == 2  # one ends as the next begins
+
+
+def test_a_job_admitted_with_one_stream_is_written_whole_whatever_was_measured() -> None:
+    """Under ``auto`` a busy evening admits jobs with one stream each (no wide pass): they are written whole."""
+    from chuixiang.generation.mode_choice import ONE_STREAM, choose
+
+    choice = choose(None, "m", max_streams=1, remaining_ms=600_000)
+    assert (choice.mode, choice.ranges, choice.reason) == ("whole", 0, ONE_STREAM)

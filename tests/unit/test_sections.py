@@ -182,14 +182,16 @@ def test_progress_shows_the_outline_first_then_every_step_in_order_whichever_ran
 
 
 def test_admission_counts_a_job_in_sections_as_its_stream_limit() -> None:
-    """``auto`` may write any job in sections: it counts as ``parallel`` does, ``RecipeMaxStreams`` a job."""
+    """``parallel`` counts ``RecipeMaxStreams`` a job; ``auto`` admits a job per stream, of which a job with a
+    wide pass holds ``RecipeMaxStreams``: as many passes as the streams hold."""
     whole = Settings.model_validate({"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "whole"})
     auto = Settings.model_validate({"ADMISSION_SLOTS": "100"})
     parallel = Settings.model_validate(
         {"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "parallel", "RECIPE_MAX_STREAMS": "5"}
     )
     tiny = Settings.model_validate({"ADMISSION_SLOTS": "3", "RECIPE_SECTIONS": "parallel"})
-    assert (whole.admission_jobs, auto.admission_jobs, parallel.admission_jobs, tiny.admission_jobs) == (20, 9, 4, 1)
+    assert (whole.admission_jobs, auto.admission_jobs, parallel.admission_jobs, tiny.admission_jobs) == (20, 100, 4, 1)
+    assert (whole.admission_passes, auto.admission_passes, parallel.admission_passes) == (0, 9, 0)
 
 
 def test_cached_prompt_tokens_as_providers_report_them() -> None:

@@ -78,8 +78,16 @@ class _Config(BaseSettings):
 
     @property
     def admission_jobs(self) -> int:
-        """Jobs admitted at once: the streams allowed over the streams one job holds (at least one job)."""
+        """Jobs admitted at once: the streams allowed over the streams one job holds (at least one job); under
+        ``auto`` a job holds one stream unless it holds a wide pass too (:attr:`admission_passes`)."""
+        if self.recipe_sections == "auto":
+            return self.admission_slots
         return max(1, self.admission_slots // self.streams_per_job)
+
+    @property
+    def admission_passes(self) -> int:
+        """Wide passes (``auto``): jobs that may write in sections at once, each worth ``recipe_max_streams``."""
+        return self.admission_slots // self.recipe_max_streams if self.recipe_sections == "auto" else 0
 
     @property
     def canary_model_list(self) -> tuple[str, ...]:

@@ -48,6 +48,7 @@ from .schemas import (
     UpstreamCall,
 )
 from .settings import Settings, get_settings
+from .stores.admission import is_wide
 from .stores.breaker_store import DynamoBreakerStore
 from .stores.health_store import DynamoHealthStore
 from .stores.images import ImageStore, image_key
@@ -281,7 +282,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
             routes,
             reporter,
             setting=settings.recipe_sections,
-            max_streams=settings.recipe_max_streams,
+            max_streams=_streams_granted(settings, store, event.jobId),
         )
     m = outcome.metrics
     if m.mode:  # which mode ran (RecipeSections=auto chose it): the reason is in the stage's log line
@@ -329,6 +330,15 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         RecipeCache(settings, store.table).put(event.dish, recipe=recipe)
     metrics.add_metric(name="RecipeSucceeded", unit=MetricUnit.Count, value=1)
     return RecipeResult(ok=True, imagePrompt=outcome.result.imagePrompt)
+
+
+def _streams_granted(settings: Settings, store: JobStore, job_id: str) -> int:
+    """The model streams this job may open: under ``auto`` one, unless admission gave it a wide pass (or it
+    was started without the API, which admits nothing); else ``RecipeMaxStreams``."""
+    if settings.recipe_sections != "auto":
+        return settings.recipe_max_streams
+    slot = (store.get(job_id) or {}).get("slot")
+    return settings.recipe_max_streams if slot is None or is_wide(int(slot)) else 1
 
 
 def _seconds_since_start(settings: Settings, deadline_at: str) -> float:

@@ -313,7 +313,7 @@ def api_peak(template: Template) -> int:
 
 def admitted_jobs(template: Template) -> int:
     """Jobs admission lets run at once, as the api function counts them: ``RecipeConcurrency`` streams, one a
-    job, or ``PARALLEL_STREAMS`` a job with ``RecipeSections=parallel``."""
+    job (``whole``, or ``auto`` on a busy evening), or ``RecipeMaxStreams`` a job with ``RecipeSections=parallel``."""
     return Settings.model_validate(template.function_by_dir("api").env).admission_jobs
 
 

@@ -101,6 +101,10 @@ class ModeChoice:
     parallel_ms: float | None = None
 
 
+#: Why a job was written whole because admission gave it one stream (no wide pass: the key's streams were busy).
+ONE_STREAM = "admitted with one stream: others waited or every wide pass was held"
+
+
 def most_ranges(max_streams: int, shape: RecipeShape) -> int:
     """The steps sections a job may hold beside its other streams (at least one, at most one a step)."""
     return max(1, min(shape.steps, max_streams - OTHER_STREAMS))
@@ -130,6 +134,8 @@ def choose(
     shape = shape or RecipeShape()
     if only == "whole":
         return ModeChoice("whole", 0, "RecipeSections=whole")
+    if max_streams == 1:
+        return ModeChoice("whole", 0, ONE_STREAM)
     m = Measured.of(health)
     if m is None:
         mode = only or COLD_MODE

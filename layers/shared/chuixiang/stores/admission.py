@@ -3,6 +3,14 @@
 Each slot is an item (``pk = ADMISSION#<n>``) taken with a conditional put and freed when its job ends (the
 state machine's ``FreeSlot`` states delete it), when the API sees the job ended, or at its lease end.
 
+Under ``RecipeSections=auto`` a job may also hold a **wide pass** (a slot numbered below zero, ``pk =
+ADMISSION#-<k+1>``): the right to write in sections, worth ``width`` streams. Pass ``k`` covers the ``width``
+job slots ``k*width .. (k+1)*width-1``, and each side is taken in one transaction that checks the other is free
+(a pass: its slots; a covered slot: its pass), so the streams held never exceed the slots, whatever arrives at
+once. A newcomer gets a pass when one is free and no one waits in line; else one stream (it is written whole).
+So a quiet evening writes in sections, and a busy one admits as many jobs as ``whole`` would instead of turning
+them away. Narrow jobs are packed into the slots no pass covers, then into ranges already broken.
+
 First come, first served is unfair under load: a client whose job just ended re-POSTs at once and finds the
 slot it freed, while clients told to come back later find every slot taken again (a 60-client run: 29
 finished no job, 9 finished 6 each). So a refused caller waits in line. Its place (when it was first
@@ -23,7 +31,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from ..clock import now_utc
 from ..observability import dimensioned_metric
-from .conditional import applied
+from .conditional import applied, transacted
 from .job_times import JobTimes
 
 if TYPE_CHECKING:
@@ -44,6 +52,8 @@ TRIES = 8
 #: …and reads before it is refused while free slots remain (each was taken under it).
 ROUNDS = 3
 TICKET_KEY = {"pk": "ADMISSION#ticket"}
+#: A slot or pass is free when no item holds it or its holder's lease has run out.
+FREE = "attribute_not_exists(pk) OR expiresAt < :now"
 
 
 def slot_key(slot: int) -> dict[str, str]:
@@ -129,6 +139,10 @@ class Seen:
     def place_of(self, caller: str) -> Place | None:
         return self.kept(_bucket(caller)).get(caller)
 
+    def waiting(self, caller: str) -> bool:
+        """Whether anyone but ``caller`` keeps a place in line."""
+        return any(p.caller != caller for b in range(LINE_BUCKETS) for p in self.kept(b).values())
+
     def ahead_of(self, caller: str) -> int:
         """Callers in line before ``caller`` (all of them when it has no place)."""
         mine = self.place_of(caller)
@@ -142,11 +156,23 @@ def _bucket(digest: str) -> int:
     return int(digest, 16) % LINE_BUCKETS
 
 
-class Admission:
-    """At most ``limit`` jobs in flight, at most ``per_caller`` of them one caller's (0: no such cap)."""
+def pass_slot(k: int) -> int:
+    """The slot number of wide pass ``k`` (below zero: ``ADMISSION#-1`` is pass 0)."""
+    return -(k + 1)
 
-    def __init__(self, table: Table, limit: int, per_caller: int = 0) -> None:
+
+def is_wide(slot: int | None) -> bool:
+    """Whether a job's slot is a wide pass: it may write in sections."""
+    return slot is not None and int(slot) < 0
+
+
+class Admission:
+    """At most ``limit`` jobs in flight, at most ``per_caller`` of them one caller's (0: no such cap); with
+    ``passes``, up to that many of them wide, each worth ``width`` of the ``limit`` slots."""
+
+    def __init__(self, table: Table, limit: int, per_caller: int = 0, *, passes: int = 0, width: int = 1) -> None:
         self.table, self.limit, self.per_caller = table, limit, per_caller
+        self.passes, self.width = (passes, width) if width > 1 else (0, 1)
 
     def admit(self, job_id: str, caller: str, until: int) -> int | Refused:
         """A slot for ``job_id`` until ``until`` (its deadline at the latest), or why not and when to come back.
@@ -162,7 +188,7 @@ class Admission:
         if slot is None:
             if lane is not None:
                 self._lane_update(me, lane, job_id, delete=True)
-            retry_after = self._retry_after(seen, need=seen.ahead_of(me) + 1 - len(seen.free(self.limit)))
+            retry_after = self._retry_after(seen, need=seen.ahead_of(me) + 1 - len(self._free(seen)))
             self._wait(seen, me, retry_after)
             return Refused(retry_after, "full")
         if lane is not None and not self._lane_update(me, lane, job_id, slot=slot):
@@ -185,23 +211,73 @@ class Admission:
     # --- taking a slot, and a lane of the caller's share ---------------------------------------------------
 
     def _take_free_slot(self, seen: Seen, me: str, job_id: str, until: int) -> int | None:
-        """A free slot not owed to a caller ahead in line."""
+        """A free slot not owed to a caller ahead in line: a wide pass when one is free and no one waits."""
         ticket = self._ticket()
+        item = {"jobId": job_id, "caller": me, "expiresAt": until, "takenAt": seen.now}
         for round_ in range(ROUNDS):
             if round_:
                 seen = self._read(me)
-            free = seen.free(self.limit)
+            free = self._free(seen)
             if len(free) <= seen.ahead_of(me):
                 return None
-            for slot in sorted(free, key=lambda n: (n - ticket) % self.limit)[:TRIES]:
-                if applied(
-                    self.table.put_item,
-                    Item={**slot_key(slot), "jobId": job_id, "caller": me, "expiresAt": until, "takenAt": seen.now},
-                    ConditionExpression="attribute_not_exists(pk) OR expiresAt < :now",
-                    ExpressionAttributeValues={":now": seen.now},
-                ):
+            if self.passes and not seen.waiting(me):
+                wide = [k for k in range(self.passes) if self._pass_free(seen, k)]
+                for k in sorted(wide, key=lambda k: (k - ticket) % self.passes)[:TRIES]:
+                    if self._take_pass(k, item, seen.now):
+                        return pass_slot(k)
+            for slot in self._packed(seen, free, ticket)[:TRIES]:
+                if self._take_slot(slot, item, seen.now):
                     return slot
         return None
+
+    def _free(self, seen: Seen) -> list[int]:
+        """The job slots free and not covered by a held pass."""
+        held_passes = {-n - 1 for n in seen.held if n < 0}
+        return [n for n in seen.free(self.limit) if self._pass_of(n) not in held_passes]
+
+    def _pass_of(self, slot: int) -> int | None:
+        """The pass covering job slot ``slot`` (None: none does)."""
+        k = slot // self.width
+        return k if k < self.passes else None
+
+    def _pass_free(self, seen: Seen, k: int) -> bool:
+        covered = range(k * self.width, (k + 1) * self.width)
+        return pass_slot(k) not in seen.held and not any(n in seen.held for n in covered)
+
+    def _packed(self, seen: Seen, free: list[int], ticket: int) -> list[int]:
+        """Free job slots, fullest range first (slots no pass covers before any): a narrow job breaks as few
+        passes as it can; requests arriving together start at different slots (the ticket)."""
+
+        def broken(n: int) -> int:
+            k = self._pass_of(n)
+            if k is None:
+                return -1
+            return -sum(m in seen.held for m in range(k * self.width, (k + 1) * self.width))
+
+        return sorted(free, key=lambda n: (broken(n), (n - ticket) % self.limit))
+
+    def _take_slot(self, slot: int, item: dict[str, Any], now: int) -> bool:
+        """Take job slot ``slot``: alone, or with its pass checked free in the same transaction."""
+        k = self._pass_of(slot)
+        put = {**item, **slot_key(slot)}
+        if k is None:
+            return applied(
+                self.table.put_item, Item=put, ConditionExpression=FREE, ExpressionAttributeValues={":now": now}
+            )
+        return self._transact(put, [slot_key(pass_slot(k))], now)
+
+    def _take_pass(self, k: int, item: dict[str, Any], now: int) -> bool:
+        """Take wide pass ``k`` with every job slot it covers checked free, in one transaction."""
+        covered = [slot_key(n) for n in range(k * self.width, (k + 1) * self.width)]
+        return self._transact({**item, **slot_key(pass_slot(k))}, covered, now)
+
+    def _transact(self, put: dict[str, Any], free: list[dict[str, str]], now: int) -> bool:
+        """Put ``put`` if it and every item keyed in ``free`` is free (absent or lapsed), all or nothing."""
+        client, name = self.table.meta.client, self.table.name  # the resource's client takes plain values
+        free_now = {"ConditionExpression": FREE, "ExpressionAttributeValues": {":now": now}}
+        checks = [{"ConditionCheck": {"TableName": name, "Key": key, **free_now}} for key in free]
+        write = {"Put": {"TableName": name, "Item": put, **free_now}}
+        return transacted(client.transact_write_items, TransactItems=[write, *checks])
 
     def _ticket(self) -> int:
         """A number from an atomic counter: requests arriving together start at different free slots."""
@@ -313,7 +389,8 @@ class Admission:
     def _read(self, me: str) -> Seen:
         """The held slots, the line and ``me``'s lanes, in consistent batch reads (at most 100 keys each)."""
         now = int(now_utc().timestamp())
-        keys = [slot_key(n) for n in range(self.limit)] + [line_key(b) for b in range(LINE_BUCKETS)]
+        keys = [slot_key(n) for n in [*range(self.limit), *map(pass_slot, range(self.passes))]]
+        keys += [line_key(b) for b in range(LINE_BUCKETS)]
         keys += [lane_key(me, k) for k in range(self.per_caller)]
         seen = Seen({}, {}, {}, now)
         for item in self._batch_get(keys):

@@ -155,11 +155,43 @@ def _leading_keys(params: dict[str, Any], leading_key: Callable[[str], str | Non
     return values
 
 
+#: DynamoDB's transactions have no IAM action of their own: "Permissions for Put, Update, Delete, and Get actions
+#: are governed by the permissions used for the underlying PutItem, UpdateItem, DeleteItem, and GetItem
+#: operations. For the ConditionCheck action, you can use the dynamodb:ConditionCheckItem permission" (DynamoDB
+#: developer guide, *Using IAM with DynamoDB transactions*). The key dynamodb:EnclosingOperation names the call.
+TRANSACTIONS = ("TransactWriteItems", "TransactGetItems")
+_TRANSACTION_OPERATIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "Get": "GetItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
+def _transaction_items(call: AwsCall) -> list[AwsCall]:
+    """A transaction's items, each as the call IAM authorises it as."""
+    out = []
+    for element in call.params.get("TransactItems") or []:
+        for kind, body in element.items():
+            out.append(AwsCall(call.access_key, call.region, call.service, _TRANSACTION_OPERATIONS[kind], body))
+    return out
+
+
 def authorisation_of(
     call: AwsCall, *, principal_arn: str, account: str, partition: str, leading_key: Callable[[str], str | None]
 ) -> list[Authorisation]:
     """What IAM checks, once per resource the call acts on: a batch call on several tables (DynamoDB's
-    ``RequestItems``) is authorised on each. ``leading_key(table)``: the table's partition key attribute."""
+    ``RequestItems``) is authorised on each, a transaction on each of its items. ``leading_key(table)``: the
+    table's partition key attribute."""
+    if call.service == "dynamodb" and call.operation in TRANSACTIONS:
+        return [
+            Authorisation(a.action, a.resource, {**a.context, "dynamodb:enclosingoperation": [call.operation]})
+            for one in _transaction_items(call)
+            for a in authorisation_of(
+                one, principal_arn=principal_arn, account=account, partition=partition, leading_key=leading_key
+            )
+        ]
     action = iam_action(call.service, call.operation)
     batch = call.params.get("RequestItems")
     calls = (
