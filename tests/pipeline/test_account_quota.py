@@ -68,5 +68,5 @@ def test_the_ladder_refuses_a_quota_that_cannot_hold_the_peak() -> None:
         )
 
     new_account, default = ladder(10), ladder(1000)
-    assert new_account.returncode == 2 and "quota 10 (10 unreserved) cannot hold 41" in new_account.stderr
+    assert new_account.returncode == 2 and "quota 10 (10 unreserved) cannot hold 132" in new_account.stderr
     assert default.returncode == 0, default.stderr

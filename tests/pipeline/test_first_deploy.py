@@ -47,7 +47,7 @@ def test_ladder_account_check_says_when_it_cannot_read_the_quota() -> None:
             "ladder",
             "--account",
             "--parameter-overrides",
-            "RecipeReservedConcurrency=20",
+            "RecipeReservedConcurrency=100",
         ],
         capture_output=True,
         text=True,

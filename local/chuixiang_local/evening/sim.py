@@ -16,12 +16,14 @@ import heapq
 import math
 import random
 import statistics
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from chuixiang.job_start import POLL_AFTER_MS
 from chuixiang.stores.admission import RETRY_AFTER_MAX_S
+from chuixiang.stores.job_times import EXPECTED_JOB_S, MIN_SAMPLES
 from chuixiang_local.commands.cost import LAMBDA_ARM_GB_SECOND, Assumptions
 from chuixiang_local.evening.profile import EVENING_S, IMAGE_S, JobProfile, arrivals
 from chuixiang_local.evening.quotas import AwsQuotas, MinuteWindow, Provider, TokenBucket
@@ -41,6 +43,8 @@ LINE_BUCKETS = 16
 PLACE_BYTES = 50
 #: Step Functions state transitions: before the recipe stage, after it, and to the end.
 TRANSITIONS = (3, 3, 4)
+#: The recent job times admission's Retry-After averages (``JobTimes`` keeps this hour's and the last).
+JOB_TIMES_KEPT = 200
 #: The ASL's retrier on ``Lambda.TooManyRequestsException``: 1 s then 2 s, full jitter.
 LAMBDA_RETRY_INTERVALS_S = (1.0, 2.0)
 
@@ -77,8 +81,56 @@ class User:
     recipe_at: float | None = None
     outcome: str = "waiting"
     lambda_tries: int = 0
+    taken: int = 0  #: what admission gave its job (:meth:`Slots.take`)
     width: int = 1  #: the streams admission granted its job
     profile: JobProfile | None = None
+
+
+class Slots:
+    """Admission's slots as the api function takes them: ``streams`` job slots; under ``auto`` also wide passes,
+    each covering ``width`` slots (a pass and the slots it covers exclude each other); narrow jobs go to the slots
+    no pass covers, then into the most broken range; under ``parallel`` only passes."""
+
+    def __init__(self, mode: str, streams: int, width: int) -> None:
+        self.mode, self.width = mode, width
+        self.passes = streams // width if mode != "whole" else 0
+        self.uncovered = streams - self.passes * width
+        self.narrow_in = [0] * self.passes  # narrow jobs in each pass's range
+        self.pass_held = [False] * self.passes
+
+    def free_count(self) -> int:
+        """Jobs that could be admitted now (one stream each; passes under ``parallel``)."""
+        if self.mode == "parallel":
+            return self.pass_held.count(False)
+        ranges = sum(self.width - n for n, held in zip(self.narrow_in, self.pass_held, strict=True) if not held)
+        return self.uncovered + ranges
+
+    def take(self, wide_ok: bool) -> int | None:
+        """A pass (returns ``-(k+1)``) when ``wide_ok`` and one is whole, else a narrow slot's range (``k``, or
+        ``passes`` for an uncovered slot); ``None``: nothing free."""
+        whole = [k for k in range(self.passes) if not self.pass_held[k] and self.narrow_in[k] == 0]
+        if (wide_ok or self.mode == "parallel") and whole:
+            self.pass_held[whole[0]] = True
+            return -(whole[0] + 1)
+        if self.mode == "parallel":
+            return None
+        if self.uncovered:
+            self.uncovered -= 1
+            return self.passes
+        open_ = [k for k in range(self.passes) if not self.pass_held[k] and self.narrow_in[k] < self.width]
+        if not open_:
+            return None
+        k = max(open_, key=lambda k: self.narrow_in[k])
+        self.narrow_in[k] += 1
+        return k
+
+    def give_back(self, taken: int) -> None:
+        if taken < 0:
+            self.pass_held[-taken - 1] = False
+        elif taken == self.passes:
+            self.uncovered += 1
+        else:
+            self.narrow_in[taken] -= 1
 
 
 class Line:
@@ -172,9 +224,10 @@ class Evening:
         self.rng = random.Random(seed)
         self.users = [User(t) for t in arrivals(users, self.rng)]
         self.line = Line(users)
-        self.free = stack.streams  # streams not granted to a job
+        self.slots = Slots(stack.mode, stack.streams, stack.max_streams)
         self.frees_at: dict[int, float] = {}  # admitted user -> when admission expects its slot back
-        self.expected_s = statistics.fmean(p.recipe_s for p in jobs[stack.mode]) + IMAGE_S
+        self.job_times: deque[float] = deque(maxlen=JOB_TIMES_KEPT)
+        self.admitted_at: dict[int, float] = {}  # what admission's Retry-After is from
         self.start_bucket = TokenBucket(aws.start_execution_bucket, aws.start_execution_refill_s)
         self.rpm, self.tpm = MinuteWindow(provider.rpm), MinuteWindow(provider.tpm)
         self.streams_now = 0.0
@@ -207,38 +260,28 @@ class Evening:
             self._leave_line(u)
             return
         ahead = self.line.ahead(u.ticket) if u.ticket >= 0 else self.line.length
-        width = self._width(ahead)
-        if width == 0:
+        free = self.slots.free_count()
+        if free <= ahead:
             self.counts.admission_429 += 1
             self.writes.at(now, 1 + math.ceil(self.line.length / LINE_BUCKETS * PLACE_BYTES / 1024))
             if u.ticket < 0:
                 u.ticket = self.line.join()
-            self.at(now + self._retry_after(now, ahead + 1 - self.free // self._narrowest()), i, self.post)
+            self.at(now + self._retry_after(now, ahead + 1 - free), i, self.post)
             return
         if not self.start_bucket.take(now):
             self.counts.start_execution_503 += 1
             self.at(now + THROTTLED_RETRY_S, i, self.post)
             return
+        others_wait = self.line.length - (1 if u.ticket >= 0 else 0) > 0
         self._leave_line(u)
         self.writes.at(now, ADMITTED_WCU)
-        self.free -= width
-        u.width = width
-        self.frees_at[i] = now + self.expected_s
+        taken = self.slots.take(wide_ok=self.stack.mode == "auto" and not others_wait)
+        assert taken is not None  # free_count said so
+        u.taken, u.width = taken, self.stack.max_streams if taken < 0 else 1
+        self.frees_at[i] = now + self._expected_s()
+        self.admitted_at[i] = now
         self.transitions.at(now, TRANSITIONS[0])
         self.at(now + SUBMIT_S, i, self.recipe_start)
-
-    def _narrowest(self) -> int:
-        return self.stack.max_streams if self.stack.mode == "parallel" else 1
-
-    def _width(self, ahead: int) -> int:
-        """The streams admission grants a newcomer with ``ahead`` callers before it in line (0: refused): as
-        many as a job in sections takes when they are free and no one waits (``auto``), else one."""
-        wide = self.stack.max_streams
-        if self.stack.mode == "parallel":
-            return wide if self.free >= wide * (ahead + 1) else 0
-        if self.stack.mode == "auto" and ahead == 0 and self.line.length == 0 and self.free >= wide:
-            return wide
-        return 1 if self.free > ahead else 0
 
     def _leave_line(self, u: User) -> None:
         if u.ticket >= 0:
@@ -251,7 +294,11 @@ class Evening:
         if need <= 0 or not frees:
             return 1.0
         rounds, index = divmod(need - 1, len(frees))
-        return float(max(1, min(round(frees[index] + rounds * self.expected_s - now), RETRY_AFTER_MAX_S)))
+        return float(max(1, min(round(frees[index] + rounds * self._expected_s() - now), RETRY_AFTER_MAX_S)))
+
+    def _expected_s(self) -> float:
+        """A typical job's length, as ``JobTimes`` measures it (its default until a few jobs have ended)."""
+        return statistics.fmean(self.job_times) if len(self.job_times) >= MIN_SAMPLES else EXPECTED_JOB_S
 
     # --- the workflow --------------------------------------------------------------------------------------
 
@@ -321,8 +368,9 @@ class Evening:
 
     def _end(self, i: int, now: float, outcome: str) -> None:
         self.users[i].outcome = outcome
-        self.free += self.users[i].width
+        self.slots.give_back(self.users[i].taken)
         del self.frees_at[i]
+        self.job_times.append(now - self.admitted_at.pop(i))
         self.transitions.at(now, TRANSITIONS[2])
 
     # --- what it found -------------------------------------------------------------------------------------
