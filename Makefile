@@ -121,6 +121,7 @@ bench: $(STAMP) bench-layer
 	$(BIN)/python bench/serve_load.py
 	$(BIN)/python bench/fairness.py --warm-up-s 40
 	$(BIN)/python bench/tracing_cold_start.py
+	$(BIN)/python bench/evening.py
 
 # aws-sam-cli is large and pins its own dependencies: it gets a venv of its own, only for validating and building.
 # PYENV_VERSION puts python3.12 on PATH, which `sam build` needs for the python3.12 runtime.

@@ -55,8 +55,12 @@ def test_the_store_adds_each_call_in_one_write_and_reads_this_hour_and_the_last(
     health = store.read()
     assert health.known and health.samples == 2 and health.valid_rate == 0.5
     assert health.first_content_p90_ms == 120_000 and health.tokens_per_s_p10 == 15.0
+    assert health.rate_limited_age_s is None
+    store.observe(Observation(rate_limited=True))  # a 429: dated, so auto writes whole for a while
+    now[0] += 42
+    assert store.read().rate_limited_age_s == 42 and "rateLimitedAt" in writes[-1]
     now[0] += 2 * HOUR  # two hours on: neither hour is read any more
-    assert not store.read().known
+    assert not store.read().known and store.read().rate_limited_age_s is None
 
 
 def test_fastest_orders_by_prediction_keeps_the_unknown_and_skips_who_cannot_finish() -> None:

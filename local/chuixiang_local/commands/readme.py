@@ -1,6 +1,6 @@
 """Rewrite the documents' generated blocks (``make docs``): the ladder table of ``docs/ladder.md``, the module
 table of ``docs/architecture.md``, and the sections bench's tables (``docs/sections.md``, ``docs/capacity.md``,
-``docs/ladder.md``) from ``docs/bench/sections.json``."""
+``docs/ladder.md``) from ``docs/bench/sections.json``, and the simulated evening's (``docs/capacity.md``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 
 from chuixiang_local.commands import layout, sections_bench
 from chuixiang_local.commands.ladder import markdown_table
+from chuixiang_local.evening.report import tables as evening_tables
 from chuixiang_local.template import REPO_ROOT, Template
 
 
@@ -23,6 +24,7 @@ def main() -> None:
     rewrite("architecture.md", "layout", layout.markdown_table())
     for page, block, content in sections_blocks():
         rewrite(page, block, content)
+    rewrite("capacity.md", "evening", evening_tables())
 
 
 def sections_blocks() -> list[tuple[str, str, str]]:

@@ -53,18 +53,22 @@ def markdown(scenario: Scenario, rows: list[dict[str, Any]]) -> str:
     lines = [
         f"**{scenario.title}** (limits {provider.rpm:,} RPM, {provider.tpm:,} TPM; Lambda {aws.lambda_concurrency:,})",
         "",
-        "| mode | served | gave up | wait p50 / p95 | refused (where) | wide jobs | peak streams | peak RPM | "
-        "peak TPM | peak Lambda | transitions/s | WCU/s | $ / 1,000 jobs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| mode | served | failed | gave up | wait p50 / p95 | refused (where) | with a pass | peak streams | "
+        "peak RPM | peak TPM | peak Lambda | transitions/s | WCU/s | $ / 1,000 jobs |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['mode']} | {r['outcomes'].get('served', 0):,} | {r['outcomes'].get('gave up', 0):,} | "
+            f"| {r['mode']} | {r['outcomes'].get('served', 0):,} | {_failed(r):,} | {r['outcomes'].get('gave up', 0):,} | "
             f"{_s(r['waitS']['p50'])} / {_s(r['waitS']['p95'])} | {_refused(r)} | {r['wideJobs']:,} | "
             f"{r['peak']['streams']:g} | {r['peak']['rpm']:,} | {r['peak']['tpm']:,} | {r['peak']['lambda']:g} | "
             f"{r['peak']['transitionsPerS']} | {r['peak']['wcuPerS']:,} | {r['usdPer1000Jobs']:.2f} |"
         )
     return "\n".join(lines)
+
+
+def _failed(r: dict[str, Any]) -> int:
+    return sum(n for outcome, n in r["outcomes"].items() if outcome.startswith("failed"))
 
 
 def _s(seconds: float | None) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chuixiang.generation.mode_choice import RATE_LIMITED_WHOLE_S
 from chuixiang.job_start import POLL_AFTER_MS
 from chuixiang.stores.admission import RETRY_AFTER_MAX_S
 from chuixiang.stores.job_times import EXPECTED_JOB_S, MIN_SAMPLES
@@ -231,6 +232,7 @@ class Evening:
         self.start_bucket = TokenBucket(aws.start_execution_bucket, aws.start_execution_refill_s)
         self.rpm, self.tpm = MinuteWindow(provider.rpm), MinuteWindow(provider.tpm)
         self.streams_now = 0.0
+        self.refused_at: float | None = None  #: the provider's last 429
         self.functions_now = 0
         self.counts = Counts()
         horizon = int(EVENING_S + stack.give_up_s + 600)
@@ -313,7 +315,8 @@ class Evening:
             u.lambda_tries += 1
             self.at(now + wait, i, self.recipe_start)
             return
-        mode = self.stack.mode if u.width > 1 else "whole"
+        limited = self.refused_at is not None and now - self.refused_at < RATE_LIMITED_WHOLE_S
+        mode = "whole" if u.width == 1 or (self.stack.mode == "auto" and limited) else self.stack.mode
         profile = self._provider_admits(self.rng.choice(self.jobs[mode]), now)
         if profile is None:
             self._end(i, now, "failed: provider refused")
@@ -331,12 +334,15 @@ class Evening:
         """The profile the provider lets run: as drawn, or one whole stream when a parallel job's requests are
         refused; ``None`` when even that is."""
         refused = self._refusal(profile, now)
+        if refused:
+            self.refused_at = now  # a 429: auto writes whole for a while
         if refused and profile.mode != "whole":
             self.counts.fell_back_to_whole += 1
             profile = self.rng.choice(self.jobs["whole"])
             refused = self._refusal(profile, now)
         if refused:
             self.counts.provider_refused[refused] += 1
+            self.refused_at = now
             return None
         self.rpm.take(now, profile.requests)
         self.tpm.take(now, profile.tokens)

@@ -9,6 +9,7 @@ buckets are real seconds and tokens per second), and read out in the played time
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from dataclasses import replace
 
@@ -24,6 +25,7 @@ class MemoryHealth:
         self.scale = scale
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self.limited_at: float | None = None  #: when a call was last refused for the key's rate limit
 
     def observe(self, o: Observation) -> None:
         real = Observation(
@@ -34,10 +36,14 @@ class MemoryHealth:
         )
         with self._lock:
             self.counts.update(counters(real))
+            if o.rate_limited:
+                self.limited_at = time.monotonic()
 
     def read(self) -> ModelHealth:
         with self._lock:
             health = health_of([dict(self.counts)], 0.0, 3600)
+            if self.limited_at is not None:
+                health = replace(health, rate_limited_age_s=(time.monotonic() - self.limited_at) * self.scale)
         if not health.known:
             return health
         s = self.scale

@@ -250,6 +250,8 @@ def _read_answer(
     except UpstreamError as failure:
         waited_ms = limits.stream.first_content_s * 1000 if isinstance(failure, FirstContentTimeout) else None
         report = call_report(completion, prompt_chars, status, valid, waited_ms, request.alone)
+        if failure.status == 429 and report.observation is not None:  # the key's limit: auto writes whole a while
+            report = replace(report, observation=replace(report.observation, rate_limited=True))
         return Reply(failure=failure, report=report)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 #: Upper edges of the first-content buckets, ms (the last bucket is open: at least 120 s).
@@ -55,6 +55,8 @@ class Observation:
     #: A job written in sections: how many streams' worth of writing its streams had at once (its streams' own
     #: speeds over one stream's alone, :func:`~chuixiang.generation.stream_sharing.key_streams`)
     key_streams: float | None = None
+    #: The provider refused the call for the key's rate limit (HTTP 429): its requests or tokens per minute
+    rate_limited: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class ModelHealth:
     first_content_p50_ms: float | None = None
     tokens_per_s_p50: float | None = None
     key_streams_p50: float | None = None  #: None: no job of this model was written in sections lately
+    #: Since the provider last refused a call to it for the key's rate limit (None: not in two hours)
+    rate_limited_age_s: float | None = None
 
     def predicted_ms(self, expected_tokens: int) -> float | None:
         """A pessimistic time to a whole recipe: p90 first content + the tokens at the p10 writing speed."""
@@ -153,6 +157,8 @@ def counters(observation: Observation) -> list[str]:
         names.append(f"sp{speed_bucket(observation.tokens_per_s)}")
     if observation.key_streams is not None:
         names.append(f"ks{key_streams_bucket(observation.key_streams)}")
+    if observation.rate_limited:
+        names.append("rl")
     if observation.valid is not None:
         names.append("answered")
         if observation.valid:
@@ -160,8 +166,11 @@ def counters(observation: Observation) -> list[str]:
     return names
 
 
-def health_of(records: Sequence[Mapping[str, object]], age_s: float | None, max_age_s: float) -> ModelHealth:
-    """The health of records' counters added together (the current and the previous hour)."""
+def health_of(
+    records: Sequence[Mapping[str, object]], age_s: float | None, max_age_s: float, now: float | None = None
+) -> ModelHealth:
+    """The health of records' counters added together (the current and the previous hour); ``now`` (epoch
+    seconds) dates their last rate limit (``rateLimitedAt``)."""
     fc = (
         [sum(col) for col in zip(*(histogram(r, "fc", len(FIRST_CONTENT_EDGES_MS) + 1) for r in records), strict=True)]
         if records
@@ -175,7 +184,11 @@ def health_of(records: Sequence[Mapping[str, object]], age_s: float | None, max_
     ks = [sum(int(str(r.get(f"ks{i}", 0))) for r in records) for i in range(len(KEY_STREAMS_EDGES))]
     valid = sum(int(str(r.get("valid", 0))) for r in records)
     answered = sum(int(str(r.get("answered", 0))) for r in records)
-    return summarise(fc, sp, valid, answered, age_s, max_age_s, ks)
+    health = summarise(fc, sp, valid, answered, age_s, max_age_s, ks)
+    limited = [float(str(r["rateLimitedAt"])) for r in records if "rateLimitedAt" in r]
+    if limited and now is not None:
+        return replace(health, rate_limited_age_s=max(0.0, now - max(limited)))
+    return health
 
 
 class HealthStore(Protocol):

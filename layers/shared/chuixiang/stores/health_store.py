@@ -47,7 +47,8 @@ class DynamoHealthStore:
                 Key=self._key(now),
                 UpdateExpression="ADD "
                 + ", ".join(f"{name} :one" for name in adds)
-                + " SET updatedAt = :now, expiresAt = :expires",
+                + " SET updatedAt = :now, expiresAt = :expires"
+                + (", rateLimitedAt = :now" if observation.rate_limited else ""),
                 ExpressionAttributeValues={":one": 1, ":now": int(now), ":expires": int(now + KEEP_S)},
             )
         except (ClientError, BotoCoreError) as exc:
@@ -62,4 +63,4 @@ class DynamoHealthStore:
             logger.warning("model health unreadable", extra={"model": self.model, "error": str(exc)})
             return ModelHealth()
         updated = max((float(str(i.get("updatedAt", 0))) for i in items), default=None)
-        return health_of(items, None if updated is None else now - updated, self.max_age_s)
+        return health_of(items, None if updated is None else now - updated, self.max_age_s, now)

@@ -1,0 +1,86 @@
+"""``bench/evening.py``: the simulated evening's tables in docs/capacity.md are what it prints now, and what the
+page says of them holds (in-process, ~5 s: it runs every scenario)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from chuixiang_local.commands.cost import Assumptions
+from chuixiang_local.evening.profile import measured_jobs
+from chuixiang_local.evening.quotas import AWS_REGIONS, PROVIDERS
+from chuixiang_local.evening.report import SCENARIOS, markdown, run
+from chuixiang_local.evening.sim import Evening, Stack
+from chuixiang_local.template import REPO_ROOT, Template
+
+EVENINGS = {s: run(s) for s in SCENARIOS}
+
+
+def test_the_capacity_page_shows_the_evenings_as_simulated_now() -> None:
+    text = (REPO_ROOT / "docs" / "capacity.md").read_text()
+    found = re.search(r"<!-- evening:begin -->\n(.*?)\n<!-- evening:end -->", text, re.DOTALL)
+    assert found, "docs/capacity.md has no evening block"
+    assert found.group(1) == "\n\n".join(markdown(s, rows) for s, rows in EVENINGS.items()), "run `make docs`"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.title)
+def test_auto_is_never_the_worse_choice_and_aws_never_binds(scenario: Any) -> None:
+    rows = {r["mode"]: r for r in EVENINGS[scenario]}
+    auto, whole = rows["auto"], rows["whole"]
+    assert auto["outcomes"].get("served", 0) >= 0.99 * whole["outcomes"].get("served", 0)
+    assert auto["waitS"]["p95"] <= 1.05 * whole["waitS"]["p95"]
+    assert auto["waitS"]["p50"] <= whole["waitS"]["p50"]
+    for r in rows.values():
+        assert sum(r["outcomes"].values()) == scenario.users  # every user ends somewhere
+        assert r["startExecution503"] == r["lambdaThrottles"] == 0
+        assert r["peak"]["transitionsPerS"] <= 100
+        streams = int(Template(dict(scenario.overrides)).number("RecipeConcurrency"))
+        assert r["peak"]["streams"] <= streams + 1e-6  # admission's bound holds, wide passes and all
+
+
+def test_an_evening_is_the_same_every_run_and_its_line_is_first_come_first_served() -> None:
+    jobs, template = measured_jobs(), Template({"RecipeConcurrency": "22"})
+    provider, aws = PROVIDERS["qwen-plus"], AWS_REGIONS["us-east-1"]
+
+    def evening() -> Evening:
+        return Evening(400, Stack.of(template, "auto"), provider, aws, jobs, seed=7).run()
+
+    first, second = evening(), evening()
+    assert first.summary(Assumptions()) == second.summary(Assumptions())
+    served = [u for u in first.users if u.outcome == "served"]
+    assert served and all(u.recipe_at is not None and u.recipe_at > u.first_post for u in served)
+    # Two passes of 11 streams: a quiet moment writes wide, a busy one admits up to 22 jobs of one stream.
+    assert {u.width for u in served} == {1, 11}
+
+
+def test_the_bench_readme_quotes_the_evenings_as_simulated_now() -> None:
+    text = " ".join((REPO_ROOT / "bench" / "README.md").read_text().split())
+    quiet, busy, raised, capped = ({r["mode"]: r for r in EVENINGS[s]} for s in SCENARIOS)
+
+    def served(r: dict[str, Any]) -> str:
+        return f"{r['outcomes']['served']:,}"
+
+    auto, whole = quiet["auto"]["waitS"], quiet["whole"]["waitS"]
+    assert f"`auto` {auto['p50']:.0f} s p50 / {auto['p95']:.0f} s p95" in text
+    assert f"`whole`'s {whole['p50']:.0f} / {whole['p95']:.0f} s" in text
+    assert f"`auto` serves {served(busy['auto'])} to `whole`'s {served(busy['whole'])}" in text
+    assert f"{served(raised['auto'])} in {raised['auto']['waitS']['p95']:.0f} s p95" in text
+    assert f"{served(capped['auto'])} to `whole`'s {served(capped['whole'])} where `parallel` serves" in text
+    assert f"serves {served(capped['parallel'])}." in text
+
+
+def test_what_the_capacity_page_says_of_the_evenings_holds() -> None:
+    text = " ".join((REPO_ROOT / "docs" / "capacity.md").read_text().split())
+    quiet, busy, raised, capped = ({r["mode"]: r for r in EVENINGS[s]} for s in SCENARIOS)
+    assert 0.25 <= quiet["auto"]["waitS"]["p50"] / quiet["whole"]["waitS"]["p50"] <= 0.4  # "a third"
+    assert f"in sections, {raised['auto']['waitS']['p95']:.0f} s at p95" in text
+    for mode in ("whole", "auto"):  # "about 30 % of users give up in line"
+        assert 0.25 <= busy[mode]["outcomes"]["gave up"] / 10_000 <= 0.35
+    assert busy["parallel"]["outcomes"]["gave up"] > 5_000  # "most of them with parallel"
+    failed = sum(n for o, n in capped["parallel"]["outcomes"].items() if o.startswith("failed"))
+    assert failed > 5_000  # "loses more than half its jobs to 429s"
+    assert abs(capped["auto"]["outcomes"]["served"] / capped["whole"]["outcomes"]["served"] - 1) < 0.01
+    assert all(r["peak"]["wcuPerS"] < 400 for s in SCENARIOS for r in EVENINGS[s] if r is not busy["parallel"])
+    assert 1_600 <= busy["parallel"]["peak"]["wcuPerS"] <= 1_800  # "~1,700 units/s"
