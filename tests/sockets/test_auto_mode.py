@@ -114,3 +114,35 @@ def test_parts_that_do_not_merge_are_written_again_whole(fake: FakeModel) -> Non
     assert [c.section for c in m.calls][-1] is None and len(m.calls) == 6  # 5 sections, then the whole
     assert m.tokensUsed == sum(c.tokens for c in m.calls)
     assert m.tokensWasted == sum(c.tokens for c in m.calls[:-1]) > 0  # the sections' answers, thrown away
+
+
+def test_after_the_key_answers_429_the_next_job_is_written_whole(profiles: str) -> None:
+    """A 429 is the key's per-minute limit: sections would send ~11 requests and several times the tokens, so
+    ``auto`` writes whole while the refusal is recent, however fast sections were predicted."""
+    health = MemoryHealth(SCALE)
+    assert job(profiles, "fake-evening", health).metrics.mode == "parallel"
+    with FakeModel(pace_s=0.0) as refusing:
+        refusing.chat_by_model["fake-evening"] = ChatBehaviour(status=429)
+        assert job(refusing.base_url, "fake-evening", health).error is not None
+    after = job(profiles, "fake-evening", health)
+    assert after.error is None and after.metrics.mode == "whole"
+    assert "refused for its rate limit" in (after.metrics.modeReason or ""), after.metrics.modeReason
+
+
+def test_a_job_admitted_with_one_stream_is_written_whole(profiles: str) -> None:
+    """Under ``auto`` a busy evening admits jobs with one stream (no wide pass): written whole, and it says so."""
+    from chuixiang.generation.mode_choice import ONE_STREAM
+
+    health = MemoryHealth(SCALE)
+    with httpx.Client() as client:
+        outcome = write_recipe(
+            client,
+            ModelEndpoint(profiles, "fake-evening", None),
+            limits(SCALE),
+            "红烧肉",
+            Budget(BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE, None),
+            Routes(("fake-evening",), health_for=lambda _: health),
+            setting="auto",
+            max_streams=1,
+        )
+    assert outcome.error is None and outcome.metrics.mode == "whole" and outcome.metrics.modeReason == ONE_STREAM

@@ -71,3 +71,19 @@ def test_requests_at_the_same_moment_never_hold_more_streams_than_the_limit(tabl
     admitted = [r for r in results if not isinstance(r, Refused)]
     assert admitted and streams(admitted) <= LIMIT
     assert len({int(s) for s in admitted}) == len(admitted)  # no slot or pass given twice
+
+
+def test_the_recipe_stage_may_open_the_sections_streams_only_with_a_pass() -> None:
+    from chuixiang.settings import Settings
+    from chuixiang.steps import _streams_granted
+
+    items = {"wide": {"slot": -3}, "narrow": {"slot": 7}, "no-api": {}}
+
+    class Store:
+        def get(self, job_id: str) -> dict[str, Any] | None:
+            return items.get(job_id)
+
+    auto, parallel = Settings.model_validate({}), Settings.model_validate({"RECIPE_SECTIONS": "parallel"})
+    granted = {job: _streams_granted(auto, Store(), job) for job in items}  # type: ignore[arg-type]
+    assert granted == {"wide": 11, "narrow": 1, "no-api": 11}  # started without the API: nothing admitted it
+    assert _streams_granted(parallel, Store(), "narrow") == 11  # type: ignore[arg-type]
