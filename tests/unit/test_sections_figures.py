@@ -45,3 +45,13 @@ def test_each_modes_bill_prices_its_tokens() -> None:
     expected = (fresh * 2.0 + cached * 0.5 + a.parallel_completion_tokens * 10.0) / 1e6
     assert bill["parallel, prefix cached"] == pytest.approx(expected)
     assert bill["parallel"] > bill["parallel, prefix cached"] > bill["whole, prefix cached"]
+
+
+def test_auto_is_priced_as_the_bench_measured_it_choosing() -> None:
+    """At the peak ``auto`` wrote every job in sections: parallel's bill; on a capped key it went whole after
+    its first job: within 10 % of whole's."""
+    bill = Assumptions().recipe_usd_by_mode()
+    peak = next(v for k, v in bill.items() if k.startswith("auto, peak"))
+    capped = next(v for k, v in bill.items() if k.startswith("auto, capped key"))
+    assert peak == pytest.approx(bill["parallel"], rel=0.01)
+    assert bill["whole"] <= capped <= 1.1 * bill["whole"]

@@ -23,6 +23,9 @@ per path:
 * **S3, logs, Secrets Manager, data transfer**: puts counted; the image stored for
   ``ImageRetentionDays`` and downloaded once (``--image-mb``); log bytes measured.
 
+A recipe's model bill is priced in each ``RecipeSections`` mode, ``auto`` as the sections bench measured
+it choosing (at the peak, and on a key capped across its streams); its AWS cost is that of the mode it chose.
+
 Unit prices are named constants below, for us-east-1 on :data:`PRICED_ON`.
 """
 
@@ -105,8 +108,27 @@ class Assumptions:
 
     def recipe_usd_by_mode(self) -> dict[str, float]:
         """A recipe's model bill in each mode, without a prefix cache (OpenAI caches only prompts of 1,024 tokens
-        or more: longer than either mode's) and with one that caches 64-token blocks (DeepSeek's)."""
+        or more: longer than either mode's) and with one that caches 64-token blocks (DeepSeek's); ``auto`` as
+        the sections bench measured it choosing, at the peak and on a capped key (:meth:`auto_usd`)."""
         whole, parallel = self.recipe_prompt_tokens, self.parallel_prompt_tokens
+        return {**self._fixed_modes_usd(whole, parallel), **self.auto_usd()}
+
+    def auto_usd(self, bench: Path | None = None) -> dict[str, float]:
+        """``auto``'s bill per recipe in each scenario of ``chuixiang bench --sections`` (no prefix cache): its
+        jobs' prompt and written tokens there, in proportion to ``whole``'s in the same scenario, at this
+        recipe's size. Named with what it chose (``auto at the peak (8/8 in sections)``)."""
+        rows = json.loads((bench or SECTIONS_BENCH).read_text())["rows"]
+        by = {(r["scenario"], r["mode"]): r for r in rows}
+        out = {}
+        for scenario in ("peak", "capped key"):
+            auto, whole = by[(scenario, "auto")], by[(scenario, "whole")]
+            prompt = self.recipe_prompt_tokens * auto["promptTokens"] / whole["promptTokens"]
+            written = self.recipe_completion_tokens * auto["completionTokens"] / whole["completionTokens"]
+            chose = f"{auto['chosen']['parallel']}/{auto['runs']} in sections"
+            out[f"auto, {scenario} ({chose})"] = self.tokens_usd(prompt, written)
+        return out
+
+    def _fixed_modes_usd(self, whole: int, parallel: int) -> dict[str, float]:
         return {
             "whole": self.model_usd_per_recipe,
             "parallel": self.tokens_usd(parallel, self.parallel_completion_tokens),
