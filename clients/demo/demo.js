@@ -20,6 +20,26 @@ function ingredientLines(ingredients) {
   return groups.flat().map((i) => (typeof i === "string" ? i : `${i.name} ${i.amount ?? ""}`.trim()));
 }
 
+/** A section's name as the user reads it (`outline`, `steps:3-4`, `extras`, `imagePrompt`). @param {string} name */
+function sectionLabel(name) {
+  const [kind, range] = name.split(":");
+  return { outline: "大纲", steps: `步骤 ${range ?? ""}`.trim(), extras: "搭配与小贴士", imagePrompt: "成品图描述" }[kind] ?? name;
+}
+
+/** A recipe written in sections: each section and its state (waiting, writing, done, dropped), until the recipe.
+ * @param {Record<string, string> | undefined} sections @param {boolean} done */
+function showSections(sections, done) {
+  const target = $("sections");
+  target.hidden = !sections || done;
+  if (!sections || done) return;
+  target.replaceChildren(...Object.entries(sections).map(([name, state]) => {
+    const item = Object.assign(document.createElement("li"), { textContent: sectionLabel(name) });
+    item.dataset.section = name;
+    item.dataset.state = state;
+    return item;
+  }));
+}
+
 /** What the page shows for one polled document. @param {import("./client.js").JobDocument} doc */
 function show(doc) {
   $("status").hidden = false;
@@ -30,6 +50,7 @@ function show(doc) {
     doc.status === "FAILED" ? "" :
     doc.stage === "image" ? "菜谱写好了，正在画成品图…" :
     doc.progress ? `正在写菜谱… ${percent}%` : "正在思考…";
+  showSections(doc.progress?.sections, Boolean(doc.recipe));
   const recipe = doc.recipe ?? doc.partial;
   if (recipe) {
     $("recipe").hidden = false;
@@ -37,7 +58,8 @@ function show(doc) {
     $("name").textContent = recipe.name ?? "";
     $("summary").textContent = recipe.summary ?? "";
     list("ingredients", ingredientLines(recipe.ingredients));
-    list("steps", (recipe.steps ?? []).map((/** @type {any} */ s) => s.text ?? String(s)));
+    // In sections the outline comes first: its step titles stand for the steps until each is written.
+    list("steps", (recipe.steps ?? recipe.stepTitles ?? []).map((/** @type {any} */ s) => s.text ?? String(s)));
   }
   if (doc.image?.url) {
     const img = /** @type {HTMLImageElement} */ ($("picture"));

@@ -14,7 +14,8 @@ before(async () => {
   model = await failingModel();
   demoPort = await freePort();
   serve = await startServe({
-    overrides: { RecipeConcurrency: "1", RecipeConcurrencyPerCaller: "0" },
+    // 11 streams: one job in sections (RecipeSections=auto gives it the one wide pass) holds them all.
+    overrides: { RecipeConcurrency: "11", RecipeConcurrencyPerCaller: "0" },
     args: ["--model-base-url", model.url, "--demo-port", String(demoPort)],
   });
   browser = await launch();
@@ -48,10 +49,15 @@ test("cooks a dish end to end: the partial recipe first, then the recipe and its
   await page.waitForSelector('#recipe[data-source="partial"]:not([hidden])', { timeout: 30_000 });
   assert.equal(await page.getAttribute("body", "data-state"), "cooking");
   assert.match(await page.textContent("#name"), /番茄炒蛋/);
+  // Written in sections: each section's state is shown while it is written, the outline's step titles first.
+  await page.waitForSelector('#sections:not([hidden]) li[data-section^="steps:"]', { timeout: 30_000 });
+  assert.ok((await page.$$('#sections li[data-section="outline"]')).length === 1);
+  await page.waitForSelector("#steps li", { timeout: 30_000 });
   await page.waitForSelector('body[data-state="succeeded"]', { timeout: 60_000 });
   assert.equal(await page.getAttribute("#recipe", "data-source"), "recipe");
   assert.ok((await page.$$("#ingredients li")).length > 0 && (await page.$$("#steps li")).length > 0);
   assert.equal(await page.textContent("#phase"), "做好了");
+  assert.equal(await page.isHidden("#sections"), true); // the recipe replaced the sections' progress
   // The picture's URL works from the page: it loaded.
   await page.waitForFunction(() => {
     const img = /** @type {HTMLImageElement} */ (document.getElementById("picture"));
@@ -75,7 +81,7 @@ test("a 429: the page reads Retry-After (exposed by CORS), waits it out, then co
   const held = await fetch(`${serve.base}/recipes`, {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ dish: "占着位置的菜" }),
   });
-  assert.equal(held.status, 202); // the one slot, held by another client's job
+  assert.equal(held.status, 202); // every stream, held by another client's job (in sections: the one wide pass)
   const { page, answers } = await demoPage();
   await cook(page, "宫保鸡丁");
   await page.waitForSelector('body[data-state="succeeded"]', { timeout: 90_000 });
