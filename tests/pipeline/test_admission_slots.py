@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from chuixiang.errors import ErrorCode
 from chuixiang.stores.admission import Admission, slot_key
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
@@ -133,3 +134,39 @@ def test_a_caller_gets_its_share_and_waits_its_turn(small_cloud: LocalCloud) -> 
     status, turn = api.post_dish("戴夫的菜", source_ip=dave)
     assert status == 202, turn
     assert api.wait(turn["jobId"], give_up_s=30)["status"] == "SUCCEEDED"
+
+
+def test_stopped_jobs_nobody_polls_free_their_slots_at_once(small_cloud: LocalCloud, module_fake: FakeModel) -> None:
+    """An operator stops every running job and nobody polls them: the reconciler fails each job and frees its
+    slot, so the next caller is admitted within seconds, not at the lease's end (StateMachineTimeout + 60 s)."""
+    api = LocalApi(small_cloud)
+    module_fake.chat_by_model[small_cloud.template.parameters["RecipeModel"]] = ChatBehaviour(headers_delay_s=30)
+    sfn = small_cloud.client("stepfunctions")
+    try:
+        jobs = []
+        for n in range(LIMIT):
+            status, doc = api.post_dish(f"被停下的菜{n}", source_ip=f"10.0.1.{n + 1}")
+            assert status == 202, doc
+            jobs.append(doc["jobId"])
+        assert api.post_dish("没有位置的菜", source_ip="10.0.1.99")[0] == 429
+        for job_id in jobs:
+            sfn.stop_execution(executionArn=small_cloud.execution_arn(job_id), error="Operator", cause="test")
+        _ended_unpolled(small_cloud, jobs)
+        wait_until(lambda: _slots_held(small_cloud) == [], timeout_s=10, what="the reconciler to free the slots")
+    finally:
+        module_fake.chat_by_model.clear()
+    status, doc = api.post_dish("下一位的菜", source_ip="10.0.1.100")
+    assert status == 202, doc
+
+
+def test_a_job_made_terminal_elsewhere_frees_its_slot_when_its_workflow_ends(small_cloud: LocalCloud) -> None:
+    """The job is failed by something else while its workflow runs (the workflow's own write then loses its
+    condition, MarkFailed or Finalize): the workflow still frees the slot the job holds."""
+    api = LocalApi(small_cloud)
+    status, doc = api.post_dish("别处结束的菜", source_ip="10.0.2.1")
+    assert status == 202, doc
+    job_id, store = doc["jobId"], small_cloud.job_store()
+    wait_until(lambda: (store.get(job_id) or {}).get("status") == "RUNNING", timeout_s=15, what="the job runs")
+    assert store.fail(job_id, ErrorCode.INTERNAL, "made terminal elsewhere")  # frees nothing itself
+    wait_until(lambda: not small_cloud.running_executions(), timeout_s=60, what="its workflow to end")
+    assert job_id not in _slots_held(small_cloud)

@@ -57,3 +57,13 @@ def test_the_readmes_fairness_sentence_is_the_benchs() -> None:
     assert f"each finish {after['worstClient']} or {after['bestClient']} jobs" in readme
     assert f"Jain's index {after['jainIndex']:.2f}" in readme
     assert f"left {before['clientsWithNone']} with none and gave {before['bestClient']} to others" in readme
+
+
+def test_the_lease_is_stated_as_the_api_sets_it() -> None:
+    """The lease (``job_start``: ``StateMachineTimeout`` + 60 s from the admission), on the template's defaults."""
+    from chuixiang_local.template import Template
+
+    lease_s = int(Template().number("StateMachineTimeout")) + 60
+    assert f"`StateMachineTimeout` + 60 s after it was taken ({lease_s} s on the defaults)" in " ".join(DOC.split())
+    source = (ROOT / "layers" / "shared" / "chuixiang" / "job_start.py").read_text()
+    assert "timedelta(seconds=STATE_MACHINE.of(settings) + 60)" in source

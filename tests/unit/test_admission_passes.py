@@ -83,7 +83,8 @@ def test_the_recipe_stage_may_open_the_sections_streams_only_with_a_pass() -> No
         def get(self, job_id: str) -> dict[str, Any] | None:
             return items.get(job_id)
 
-    auto, parallel = Settings.model_validate({}), Settings.model_validate({"RECIPE_SECTIONS": "parallel"})
+    auto = Settings.model_validate({"RECIPE_SECTIONS": "auto"})
+    parallel = Settings.model_validate({"RECIPE_SECTIONS": "parallel"})
     granted = {job: _streams_granted(auto, Store(), job) for job in items}  # type: ignore[arg-type]
     assert granted == {"wide": 11, "narrow": 1, "no-api": 11}  # started without the API: nothing admitted it
     assert _streams_granted(parallel, Store(), "narrow") == 11  # type: ignore[arg-type]

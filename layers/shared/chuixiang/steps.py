@@ -48,7 +48,7 @@ from .schemas import (
     UpstreamCall,
 )
 from .settings import Settings, get_settings
-from .stores.admission import is_wide
+from .stores.admission import Admission, is_wide
 from .stores.breaker_store import DynamoBreakerStore
 from .stores.health_store import DynamoHealthStore
 from .stores.images import ImageStore, image_key
@@ -441,8 +441,11 @@ def reconcile(job_id: str, status: str, store: JobStore | None = None) -> bool:
     store = store or job_store()
     code = ErrorCode.JOB_TIMED_OUT if status == "TIMED_OUT" else ErrorCode.INTERNAL
     changed = store.fail(job_id, code, f"execution {status}")
+    item = store.get(job_id) or {}
+    # The workflow's FreeSlot states never ran: free the slot (or pass) now, not at its lease end.
+    Admission(store.table, 0).release(job_id, item.get("slot"))
     logger.info("reconciled", extra={"jobId": job_id, "execution_status": status, "changed": changed})
     if changed:  # the state machine did not finish this job: an alarm (JobsReconciled) pages for it
         metrics.add_metric(name="JobsReconciled", unit=MetricUnit.Count, value=1)
-        _job_ended(get_settings(), (store.get(job_id) or {}).get("deadlineAt"), code.value)
+        _job_ended(get_settings(), item.get("deadlineAt"), code.value)
     return changed
