@@ -126,7 +126,7 @@ def test_aborted_execution_fails_the_job(cloud: LocalCloud, api: LocalApi, modul
     cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
     _wait_reconciled(cloud, arn)
     doc = api.get(job_id)[1]
-    assert doc["status"] == "FAILED" and doc["error"]["code"] == "INTERNAL"
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "JOB_STOPPED"  # an operator's stop
 
 
 def test_get_reconciles_a_job_past_its_deadline(cloud: LocalCloud, api: LocalApi) -> None:

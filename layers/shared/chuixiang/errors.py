@@ -21,6 +21,8 @@ class ErrorCode(StrEnum):
     RECIPE_INVALID = "RECIPE_INVALID"
     RECIPE_EMPTY = "RECIPE_EMPTY"
     JOB_TIMED_OUT = "JOB_TIMED_OUT"
+    #: An operator stopped its execution (StopExecution): ABORTED, reconciled.
+    JOB_STOPPED = "JOB_STOPPED"
     INTERNAL = "INTERNAL"
     IMAGE_TIMEOUT = "IMAGE_TIMEOUT"
     IMAGE_UPSTREAM_ERROR = "IMAGE_UPSTREAM_ERROR"
@@ -35,6 +37,7 @@ CATALOGUE: dict[ErrorCode, tuple[str, bool]] = {
     ErrorCode.RECIPE_INVALID: ("这次写出的菜谱不完整，再试一次。", True),
     ErrorCode.RECIPE_EMPTY: ("模型这次没有写出菜谱内容，再试一次。", True),
     ErrorCode.JOB_TIMED_OUT: ("这道菜做得太久，已经停下了，再试一次。", True),
+    ErrorCode.JOB_STOPPED: ("这道菜被临时停下了，请再试一次。", True),
     ErrorCode.INTERNAL: ("系统出了点问题，请稍后再试。", True),
     ErrorCode.IMAGE_TIMEOUT: ("成品图画得太慢，先把菜谱给你。", True),
     ErrorCode.IMAGE_UPSTREAM_ERROR: ("成品图服务暂时不可用，先把菜谱给你。", True),

@@ -437,9 +437,10 @@ def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryR
 
 
 def reconcile(job_id: str, status: str, store: JobStore | None = None) -> bool:
-    """An execution ended as TIMED_OUT / ABORTED / FAILED: make sure its job is terminal."""
+    """An execution ended as TIMED_OUT / ABORTED / FAILED: make sure its job is terminal (``JOB_TIMED_OUT``,
+    ``JOB_STOPPED``: an operator's stop, ``INTERNAL``) and its admission slot free."""
     store = store or job_store()
-    code = ErrorCode.JOB_TIMED_OUT if status == "TIMED_OUT" else ErrorCode.INTERNAL
+    code = {"TIMED_OUT": ErrorCode.JOB_TIMED_OUT, "ABORTED": ErrorCode.JOB_STOPPED}.get(status, ErrorCode.INTERNAL)
     changed = store.fail(job_id, code, f"execution {status}")
     item = store.get(job_id) or {}
     # The workflow's FreeSlot states never ran: free the slot (or pass) now, not at its lease end.
