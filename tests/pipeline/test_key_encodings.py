@@ -8,10 +8,12 @@ hex, the solidus escaped) in the recipe's text, split across SSE chunks, in ever
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -24,6 +26,8 @@ from ..support.scaled import SCALED
 
 KEY = "team.key-7f3a9c2e/0b1d.A9x"  # no known key shape: only the redactor's knowledge of it hides it
 PIECES = [KEY[i : i + 8] for i in range(len(KEY) - 7)]
+#: The key base64-encoded (at an alignment of its own: after "key=") and percent-encoded, whole.
+ENCODED = [base64.b64encode(b"key=" + KEY.encode()).decode()[8:-4], quote(KEY, safe="")]
 
 
 def escaped(text: str, *, upper: bool) -> str:
@@ -65,6 +69,18 @@ def recipe_with_key() -> str:
     return json.dumps(recipe, ensure_ascii=False)
 
 
+def fully_escaped(text: str) -> str:
+    """Every character of ``text`` as a JSON \\u escape."""
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+def recipe_with_encoded_key() -> str:
+    recipe = recipe_for("番茄炒蛋")
+    recipe["summary"] = f"密钥的 base64 是 {base64.b64encode(b'key=' + KEY.encode()).decode()}"
+    recipe["imagePrompt"] = f"A photo of tomato and egg, see https://example.com/?k={quote(KEY, safe='')}"
+    return json.dumps(recipe, ensure_ascii=False)
+
+
 def error_body(status: int) -> Replay:
     doc = {"error": {"message": f"bad request from key {KEY}", "type": "invalid_request_error", "code": KEY}}
     return Replay(
@@ -97,6 +113,25 @@ CASES: dict[str, Replay] = {
         ).encode()
     ),
     **{f"error_{status}": error_body(status) for status in (400, 401, 403, 404, 408, 429, 500, 502, 503)},
+    # The whole key \u-escaped, where the reader keeps the upstream's bytes for a failure's detail (before: the
+    # detail's repr doubled the backslashes and the key was stored with a backslash before each character).
+    "escaped_in_an_error_event": Replay(
+        f'event: error\ndata: {{"error": {{"message": "bad key {fully_escaped(KEY)}"}}}}\n\n'.encode()
+    ),
+    "escaped_in_undecodable_data": Replay(f'data: {{"choices": [{{"delta": "{fully_escaped(KEY)}\n\n'.encode()),
+    "escaped_in_a_200_that_is_not_json": Replay(
+        f"upstream says: key {fully_escaped(KEY)} is wrong".encode(),
+        writes=lambda b: [b],
+        content_type="application/json",
+    ),
+    "escaped_in_an_html_page": Replay(
+        f"<html><body><p>{fully_escaped(KEY)}</p></body></html>".encode(),
+        writes=lambda b: [b],
+        content_type="text/html",
+        status=502,
+    ),
+    # The key base64- and percent-encoded in the recipe the model writes (the job document shows it).
+    "base64_and_percent_in_the_recipe": Replay(sse(chunks(recipe_with_encoded_key(), 40))),
 }
 
 
@@ -131,5 +166,5 @@ def test_the_key_is_nowhere_whole_or_in_pieces(case: str, echoing: tuple[LocalCl
         "execution history": json.dumps(history, default=str, ensure_ascii=False),
         "function logs": log_path.read_text(errors="replace"),
     }
-    leaked = {where: [p for p in PIECES if p in text] for where, text in places.items()}
+    leaked = {where: [p for p in PIECES + ENCODED if p in text] for where, text in places.items()}
     assert not any(leaked.values()), leaked

@@ -111,3 +111,63 @@ def test_a_key_too_short_to_redact_is_refused() -> None:
 
     with pytest.raises(SecretTooShort):
         register_secret("short-1")
+
+
+def _fully_escaped(text: str) -> str:
+    return "".join(f"\\u{ord(c):04x}" for c in text)
+
+
+def _pieces(text: str) -> list[str]:
+    return [KEY[i : i + 8] for i in range(len(KEY) - 7) if KEY[i : i + 8] in text]
+
+
+def test_redacting_valid_json_text_never_changes_what_it_means() -> None:
+    """The raw text of a recipe is redacted too: a step holding ``\\u0022`` (a quote) or an escaped backslash
+    before ``u0041`` must parse to the same recipe after (it failed RECIPE_INVALID before)."""
+    import json
+
+    doc = {"steps": [{"text": 'say "hi" \\u0041 back\\slash', "quote": "\u0022"}], "name": "A\\/B"}
+    for text in (json.dumps(doc), json.dumps(doc, ensure_ascii=False)):
+        assert json.loads(redact(text)) == doc, text
+    raw = r'{"t": "a \u0022quoted\u0022 word, a path C:\\u0041dir, \u005c"}'
+    assert json.loads(redact(raw)) == json.loads(raw)
+
+
+def test_bytes_are_decoded_before_they_are_redacted_never_repr_d() -> None:
+    """An upstream that JSON-escapes the whole key in an error event, an undecodable ``data:``, a non-JSON body
+    or an images answer: the detail keeps no piece of it (before: ``\\s\\k\\-…``, the key with a backslash before
+    each character, because the repr's doubled backslashes hid the escapes)."""
+    from chuixiang.redaction import register_secret
+    from chuixiang.upstream.chat import _snippet
+    from chuixiang.upstream.failures import InvalidAnswer
+    from chuixiang.upstream.images import first_datum
+
+    register_secret(KEY)
+    escaped = _fully_escaped(KEY)
+    for raw in (
+        f'{{"error": {{"message": "bad key {escaped}"}}}}'.encode(),
+        f'{{"broken": "{escaped}'.encode() + b"\xff\xfe",
+        f"<html><body>key {escaped}</body></html>".encode(),
+    ):
+        detail = _snippet(raw)
+        assert not _pieces(detail.replace("\\\\", "\\")) and REDACTED in detail, detail
+        assert "\\" + "\\".join(KEY[:4]) not in detail
+    assert not _pieces(_snippet(f"undecodable {escaped}"))
+    with pytest.raises(InvalidAnswer) as raised:
+        first_datum(f'{{"data": [], "note": "{escaped}"}}'.encode())
+    assert not _pieces(str(raised.value)) and REDACTED in str(raised.value)
+
+
+def test_the_key_in_base64_or_percent_encoded_is_removed_too() -> None:
+    import base64
+    from urllib.parse import quote
+
+    from chuixiang.redaction import register_secret
+
+    register_secret(KEY)
+    for prefix in (b"", b"a", b"ab"):  # each alignment inside a longer base64 text
+        blob = base64.b64encode(prefix + b"the key: " + KEY.encode() + b" end").decode()
+        inner = base64.b64encode(KEY.encode()).decode()[4:-4]
+        assert inner not in redact(blob) or inner not in blob
+        assert REDACTED in redact(blob)
+    assert redact(f"?key={quote('x/' + KEY, safe='')}") == f"?key=x%2F{REDACTED}"

@@ -24,10 +24,12 @@ carry it; the patterns catch keys we were never told about (bearer tokens, ``sk-
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 REDACTED = "[REDACTED]"
 #: The shortest secret the redactor accepts, and the shortest piece of one it removes: a shorter run of a
@@ -38,8 +40,10 @@ _PATTERNS = (
     re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),  # OpenAI-style keys (sk-…, sk-proj-…, sk-ant-…)
     re.compile(r"(?i)(api[_-]?key|x-api-key|authorization)([\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"),
 )
-#: A JSON escape of a printable ASCII character (a key is ASCII), or of the solidus.
-_ASCII_ESCAPE = re.compile(r"\\u00([2-7][0-9a-fA-F])|\\/")
+#: A JSON escape of a printable ASCII character (a key is ASCII) or of the solidus, not itself escaped (after an
+#: even run of backslashes). ``"`` and ``\\`` stay escaped: a key holds neither, and un-escaping them would change
+#: what JSON text means (the raw text of a recipe is redacted too, and must still parse to the same recipe).
+_ASCII_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)(?:\\u00(?!22|5[cC])([2-7][0-9a-fA-F])|\\/)")
 _known: set[str] = set()
 _pieces: set[str] = set()
 _lock = threading.Lock()
@@ -59,8 +63,22 @@ def register_secret(secret: str | None) -> None:
             "to keep it out of logs and job documents"
         )
     with _lock:
-        _known.add(secret)
-        _pieces.update(_pieces_of(secret))
+        for form in (secret, *encoded_forms(secret)):
+            _known.add(form)
+            _pieces.update(_pieces_of(form))
+
+
+def encoded_forms(secret: str) -> list[str]:
+    """How else a model or a proxy may write ``secret``: percent-encoded, and in base64 (standard and URL-safe)
+    at each of the three alignments it can have inside a longer base64 text (the characters its bytes alone
+    decide)."""
+    raw = secret.encode()
+    forms = {quote(secret, safe=""), quote_plus(secret)}
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + raw).decode()
+        middle = encoded[4 if offset else 0 : (offset + len(raw)) // 3 * 4]
+        forms |= {middle, middle.replace("+", "-").replace("/", "_")}
+    return sorted(f for f in forms if f != secret and len(f) >= MIN_SECRET_CHARS)
 
 
 def _pieces_of(secret: str) -> set[str]:
@@ -71,7 +89,14 @@ def _pieces_of(secret: str) -> set[str]:
 def _unescape_ascii(text: str) -> str:
     if "\\" not in text:
         return text
-    return _ASCII_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else "/", text)
+    return _ASCII_ESCAPE.sub(lambda m: m.group(1) + (chr(int(m.group(2), 16)) if m.group(2) else "/"), text)
+
+
+def redact_bytes(raw: bytes) -> str:
+    """What an upstream sent, as text with every secret removed: decoded first (UTF-8, undecodable bytes
+    replaced), then redacted; never the ``repr`` of the bytes, whose doubled backslashes would hide an escaped
+    key from the JSON un-escaping."""
+    return redact(raw.decode("utf-8", "replace"))
 
 
 def _without_pieces(text: str, pieces: set[str]) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from ..deadline import Deadline
-from ..redaction import redact
+from ..redaction import redact, redact_bytes, redact_tree
 from .failures import AnswerTooLarge, InvalidAnswer, StreamError, UpstreamError
 from .sse import BOM, SSEFramer
 from .transport import Cancellation, GuardedPost, TextLimits
@@ -261,14 +261,16 @@ def token_count(value: Any) -> int | None:
 
 
 def _snippet(value: Any) -> str:
-    """The start of something an upstream sent, for a failure's detail: redacted before it is cut, so a key
-    the cut would halve is still recognised whole."""
+    """The start of something an upstream sent, for a failure's detail: decoded, then redacted, then formatted
+    (never a ``repr`` redacted) and cut last, so a key the cut would halve is still recognised whole."""
     if isinstance(value, bytes | bytearray):
-        return redact(repr(bytes(value[:4096])))[:200]
+        return repr(redact_bytes(bytes(value[:4096])))[:200]
+    if isinstance(value, str):
+        return redact(value)[:300]
     try:
-        return redact(json.dumps(value, ensure_ascii=False))[:300]
+        return json.dumps(redact_tree(value), ensure_ascii=False)[:300]
     except (TypeError, ValueError):
-        return redact(repr(value))[:300]
+        return redact(str(value))[:300]
 
 
 def _usage(event: dict[str, Any], choice: dict[str, Any] | None) -> dict[str, Any] | None:

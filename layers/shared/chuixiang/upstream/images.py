@@ -19,7 +19,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from ..deadline import Deadline
-from ..redaction import redact
+from ..redaction import redact, redact_bytes
 from .failures import AnswerTooLarge, InvalidAnswer
 from .transport import GuardedPost
 
@@ -53,9 +53,9 @@ def first_datum(body: bytes) -> ImageDatum:
     except ValidationError as exc:
         first = exc.errors()[0]
         why = f"{first['msg']} at {'.'.join(map(str, first['loc'])) or 'the top'}"
-        raise InvalidAnswer(f"unexpected images response ({why}): {redact(repr(body))[:200]}") from exc
+        raise InvalidAnswer(f"unexpected images response ({why}): {repr(redact_bytes(body[:4096]))[:200]}") from exc
     except IndexError as exc:
-        raise InvalidAnswer(f"images response has no picture: {redact(repr(body))[:200]}") from exc
+        raise InvalidAnswer(f"images response has no picture: {repr(redact_bytes(body[:4096]))[:200]}") from exc
     if not datum.b64_json and not datum.url:
         raise InvalidAnswer("images response has neither b64_json nor url")
     return datum
