@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chuixiang.upstream.chat import Completion, SSEReader, StreamLimits
-from chuixiang.upstream.failures import InvalidAnswer, StreamError, UpstreamError
+from chuixiang.upstream.failures import ConnectionDropped, InvalidAnswer, StreamError, UpstreamError
 from chuixiang.upstream.sse import SSEFramer
 
 LIMITS = StreamLimits(first_content_s=1, idle_s=1, max_chunks=10_000)
@@ -262,7 +262,37 @@ def test_every_dialect_of_error_is_an_upstream_error(doc: dict[str, Any]) -> Non
 def test_a_body_that_is_neither_a_stream_nor_json_is_an_upstream_error() -> None:
     with pytest.raises(StreamError, match=r"neither an event stream nor JSON.*502 Bad Gateway"):
         read(b"<html><body><h1>502 Bad Gateway</h1></body></html>\n")
-    assert read(b": only a keep-alive, then the end\n\n").out.parts == []  # an event stream, just an empty one
+    # An event stream that ends before any chunk, finish reason or [DONE]: cut on its way, worth a retry.
+    with pytest.raises(ConnectionDropped, match="neither a finish reason nor") as cut:
+        read(b": only a keep-alive, then the end\n\n")
+    assert cut.value.transient
+
+
+def test_a_stream_that_ends_with_neither_a_finish_reason_nor_done_was_cut() -> None:
+    """A proxy or a network that closes the connection mid-answer: what arrived is no answer, and the model is not
+    to blame for it (before: taken as finished, then refused RECIPE_INVALID)."""
+    chunk = {"choices": [{"index": 0, "delta": {"content": '{"name": "番茄'}, "finish_reason": None}]}
+    with pytest.raises(ConnectionDropped) as cut:
+        read(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+    assert cut.value.content_started and not cut.value.transient
+    done = read(b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n")  # [DONE] alone ends it
+    assert done.out.parts == ['{"name": "番茄']
+    finished = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    assert read(b"data: " + json.dumps(finished).encode() + b"\n\n").out.finish_reason == "stop"
+
+
+def test_only_candidate_zero_is_the_answer() -> None:
+    """``n`` > 1: a provider interleaves the candidates' chunks by ``choices[].index``; the answer is candidate 0."""
+    events = [
+        {"choices": [{"index": i, "delta": {"content": f"<{i}:{part}>"}, "finish_reason": None}]}
+        for part in ("a", "b")
+        for i in (0, 1, 2)
+    ]
+    events.append({"choices": [{"index": 1, "delta": {}, "finish_reason": "length"}]})
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+    reader = read(body)
+    assert "".join(reader.out.parts) == "<0:a><0:b>" and reader.out.finish_reason == "stop"
 
 
 def test_a_json_document_after_a_bom() -> None:

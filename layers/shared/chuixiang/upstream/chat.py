@@ -22,7 +22,7 @@ import httpx
 
 from ..deadline import Deadline
 from ..redaction import redact, redact_bytes, redact_tree
-from .failures import AnswerTooLarge, InvalidAnswer, StreamError, UpstreamError
+from .failures import AnswerTooLarge, ConnectionDropped, InvalidAnswer, StreamError, UpstreamError
 from .sse import BOM, SSEFramer
 from .transport import Cancellation, GuardedPost, TextLimits
 
@@ -140,6 +140,12 @@ class SSEReader:
                 self._framer.close()
             if not self._framer.recognized:  # a proxy's HTML error page with status 200, say
                 raise StreamError(f"answer is neither an event stream nor JSON: {_snippet(self._head)}")
+            if not self.done and self.out.finish_reason is None:  # a proxy or a network cut it: not an answer
+                raise ConnectionDropped(
+                    "the stream ended with neither a finish reason nor [DONE]: cut on its way",
+                    content_started=self.content_chars > 0,
+                    bytes_received=len(self._head) if self.out.chunks else 0,  # no chunk yet: worth a retry
+                )
         elif self.document is not None:
             self._parse_document(bytes(self.document))
 
@@ -192,8 +198,7 @@ class SSEReader:
         self.out.chunks += 1
         if self.out.chunks > self.limits.max_chunks:
             raise AnswerTooLarge(f"more than {self.limits.max_chunks} chunks", content_started=True)
-        choices = event.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+        choice = _first_candidate(event.get("choices"))
         usage = _usage(event, choice)
         if usage:
             self.out.usage = usage
@@ -229,6 +234,17 @@ class SSEReader:
                 self.on_first_text(self)
         if self.on_text is not None:
             self.on_text()
+
+
+def _first_candidate(choices: Any) -> dict[str, Any] | None:
+    """The answer's choice: candidate 0 (``index`` 0, or no index as some gateways send). A stream of several
+    candidates (``n`` > 1) interleaves their chunks: the others are not this answer's text."""
+    if not isinstance(choices, list):
+        return None
+    for choice in choices:
+        if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
+            return choice
+    return None
 
 
 def _error_in(event: dict[str, Any]) -> Any:
