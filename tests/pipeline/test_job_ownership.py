@@ -67,3 +67,22 @@ def test_a_token_without_sub_is_its_client(api: LocalApi) -> None:
     job_id = post(api, {"client_id": "kitchen-backend"}, "机器的菜")[1]["jobId"]
     assert get(api, {"client_id": "kitchen-backend"}, job_id)[0] == 200
     assert get(api, {"client_id": "another-backend"}, job_id)[0] == 404 and get(api, ALICE, job_id)[0] == 404
+
+
+def test_a_sub_that_spells_a_client_id_is_not_that_client(api: LocalApi) -> None:
+    """Caller ids have namespaces: a user whose ``sub`` is ``client:kitchen-backend`` is ``sub:client:…``, not the
+    client ``kitchen-backend`` (before, both were ``client:kitchen-backend`` and read each other's jobs)."""
+    job_id = post(api, {"client_id": "kitchen-backend"}, "机器的另一道菜")[1]["jobId"]
+    assert get(api, {"sub": "client:kitchen-backend"}, job_id)[0] == 404
+    mine = post(api, {"sub": "client:kitchen-backend"}, "用户的菜")[1]["jobId"]
+    assert get(api, {"client_id": "kitchen-backend"}, mine)[0] == 404
+    assert get(api, {"sub": "client:kitchen-backend"}, mine)[0] == 200
+
+
+def test_a_job_kept_from_before_namespaces_is_still_its_owners(api: LocalApi) -> None:
+    """Jobs stored with the bare ``sub`` as their owner (before caller ids had namespaces) stay readable by it."""
+    job_id = post(api, ALICE, "旧的菜")[1]["jobId"]
+    api.cloud.job_store().table.update_item(
+        Key={"pk": f"JOB#{job_id}"}, UpdateExpression="SET owners = :o", ExpressionAttributeValues={":o": {"alice"}}
+    )
+    assert get(api, ALICE, job_id)[0] == 200 and get(api, BOB, job_id)[0] == 404

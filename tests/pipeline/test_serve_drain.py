@@ -137,3 +137,56 @@ def _read_until_closed(conns: list[socket.socket]) -> tuple[dict[socket.socket, 
                     closed_at[conn] = time.monotonic()
                     selector.unregister(conn)
     return answers, closed_at
+
+
+def _raw(serve: Serve, request: bytes, drip_s: float = 0.0) -> tuple[bytes, float]:
+    """Send ``request`` (a byte every ``drip_s``: a client dripping its body), read the whole answer."""
+    host, port = serve.base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as conn:
+        started = time.monotonic()
+        if drip_s:
+            head, _, body = request.partition(b"\r\n\r\n")
+            conn.sendall(head + b"\r\n\r\n")
+            for byte in body:
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    break  # answered and closed mid-drip
+                time.sleep(drip_s)
+        else:
+            conn.sendall(request)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        return answer, time.monotonic() - started
+
+
+def test_hostile_requests_at_the_front_door() -> None:
+    """A body dripped a byte just inside the idle limit is cut at --body-total-seconds; an event over
+    Lambda's 6 MB is refused before the function runs (as AWS does); a rotating X-Forwarded-For is not a new
+    caller (serve takes the TCP peer, as HTTP API's sourceIp is)."""
+    with Serve(
+        {"RecipeConcurrencyPerCaller": "1"}, serve_args=["--body-idle-seconds", "1", "--body-total-seconds", "2"]
+    ) as serve:
+        drip = b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n"
+        answer, took = _raw(serve, drip + b'{"dish": "' + b"a" * 30, drip_s=0.4)
+        assert answer.split()[1] == b"408" and b"took over 2 s" in answer, answer
+        assert 2 <= took < 2 + 2
+        big = b'{"dish": "' + b"a" * (6 * 1024 * 1024) + b'"}'
+        answer, _ = _raw(
+            serve,
+            b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(big)}\r\n\r\n".encode()
+            + big,
+        )
+        assert answer.split()[1] == b"413" and json.loads(answer.partition(b"\r\n\r\n")[2]) == {
+            "message": "Request Entity Too Large"
+        }
+        with httpx.Client(base_url=serve.base, timeout=30) as client:
+            first = client.post("/recipes", json={"dish": "第一道菜"}, headers={"X-Forwarded-For": "203.0.113.1"})
+            second = client.post("/recipes", json={"dish": "第二道菜"}, headers={"X-Forwarded-For": "203.0.113.2"})
+        assert first.status_code == 202, first.text
+        assert second.status_code == 429 and second.json()["error"]["code"] == "TOO_MANY_JOBS", second.text

@@ -436,3 +436,16 @@ def test_the_execution_input_is_what_both_definitions_of_a_rollout_read() -> Non
     first = asl["States"][asl["StartAt"]]
     read = {m.group(1) for m in re.finditer(r'"\$\.(\w+)"', json.dumps(first["Parameters"]))}
     assert set(ExecutionInput.model_fields) == read == {"jobId", "dish"}
+
+
+def test_first_deploy_states_the_peak_the_ladder_computes() -> None:
+    """docs/first-deploy.md's figures are the ladder's on the template's defaults."""
+    import re
+
+    from chuixiang_local.template import REPO_ROOT
+
+    said = reservation_problems(Template(), 10)[0]
+    peak, admitted = re.search(r"cannot hold (\d+) at the peak: (\d+) admitted jobs", said).groups()  # type: ignore[union-attr]
+    doc = " ".join((REPO_ROOT / "docs" / "first-deploy.md").read_text().split())
+    assert f"the peak needs {peak} concurrent Lambda executions: {admitted} admitted jobs" in doc
+    assert f"`RecipeConcurrency` {int(Template().number('RecipeConcurrency'))} streams" in doc

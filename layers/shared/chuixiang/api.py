@@ -55,6 +55,10 @@ JOB_ID = re.compile(r"^[0-9a-f-]{8,64}$")
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,128}$")
 #: Deepest JSON body the gate parses (a dish request is one level deep).
 MAX_JSON_DEPTH = 32
+#: Largest POST body the gate reads: a dish request is a few dozen bytes (400 characters at most, 4 bytes each,
+#: escaped). A larger one is refused before it is decoded or parsed, so its width (keys, items) costs nothing:
+#: a hostile body of any size the function can receive (6 MB) is answered at once.
+MAX_POST_BODY_BYTES = 8 * 1024
 TITLE, VERSION = "Chuixiang API", "1.0.0"
 DESCRIPTION = (
     "Name a dish: `POST /recipes` starts a job at once (202) and `GET /recipes/{jobId}` polls it every "
@@ -135,7 +139,7 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
     an unknown method on a known path (405), a POST body that is not JSON (415), not UTF-8 or nested
     absurdly deep (400), a malformed ``Idempotency-Key`` (400). None: let the resolver route it."""
     http = (event.get("requestContext") or {}).get("http") or {}
-    method = str(http.get("method") or event.get("httpMethod") or "GET").upper()
+    method = str(http.get("method") or event.get("httpMethod") or "GET")  # case-sensitive (RFC 9110 9.1)
     path = str(event.get("rawPath") or http.get("path") or event.get("path") or "/")
     allowed = next((methods for pattern, methods in ROUTES if pattern.match(path)), None)
     if allowed is None:
@@ -165,14 +169,30 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
         return _proxy_error(
             400, HttpErrorCode.INVALID_IDEMPOTENCY_KEY, "Idempotency-Key must be 1-128 printable ASCII characters"
         )
-    raw = event.get("body") or ""
+    return _body_refusal(event)
+
+
+def _body_refusal(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A POST body too large (413, before it is decoded), not UTF-8, with a key named twice, a number Python
+    will not read, or nested absurdly deep (400); None: the resolver validates it."""
+    raw = str(event.get("body") or "")
+    if len(raw) > (MAX_POST_BODY_BYTES * 4 // 3 + 4 if event.get("isBase64Encoded") else MAX_POST_BODY_BYTES):
+        return _too_large()
     try:
-        body = base64.b64decode(raw, validate=True) if event.get("isBase64Encoded") else str(raw).encode()
+        body = base64.b64decode(raw, validate=True) if event.get("isBase64Encoded") else raw.encode()
         text = body.decode("utf-8")
     except (ValueError, UnicodeError):
         return _proxy_error(400, ErrorCode.INVALID_DISH, "the body is not UTF-8 text")
+    if len(body) > MAX_POST_BODY_BYTES:
+        return _too_large()
     try:
-        parsed = json.loads(text) if text.strip() else None
+        parsed = json.loads(text, object_pairs_hook=_no_duplicate_keys) if text.strip() else None
+    except DuplicateKey as exc:
+        return _proxy_error(
+            400,
+            ErrorCode.INVALID_DISH,
+            f"the body names {str(exc)!r} twice (RFC 8259 4: its meaning is undefined)"[:200],
+        )
     except RecursionError:
         return _proxy_error(400, ErrorCode.INVALID_DISH, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     except json.JSONDecodeError:
@@ -182,6 +202,27 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
     if _depth(parsed, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         return _proxy_error(400, ErrorCode.INVALID_DISH, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     return None
+
+
+class DuplicateKey(ValueError):
+    """A JSON object that names one key twice: what it means is undefined (RFC 8259 4), so it is refused."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _too_large() -> dict[str, Any]:
+    return _proxy_error(
+        413,
+        HttpErrorCode.PAYLOAD_TOO_LARGE,
+        f"a dish request is a few dozen bytes; this body is over {MAX_POST_BODY_BYTES}",
+    )
 
 
 def vary_on_origin(answer: dict[str, Any]) -> dict[str, Any]:
@@ -247,6 +288,7 @@ POST_RESPONSES: dict[int, OpenAPIResponse] = {
         "description": "REQUEST_IN_PROGRESS: the same Idempotency-Key is being processed; retry shortly",
         "content": _ERROR,
     },
+    413: {"description": "PAYLOAD_TOO_LARGE: the body is over 8 KiB", "content": _ERROR},
     415: {"description": "UNSUPPORTED_MEDIA_TYPE: the body must be application/json", "content": _ERROR},
     422: {"description": "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used for another dish", "content": _ERROR},
     429: {

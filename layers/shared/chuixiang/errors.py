@@ -53,6 +53,8 @@ class HttpErrorCode(StrEnum):
     JOB_NOT_FOUND = "JOB_NOT_FOUND"
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
     UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
+    #: A POST body far larger than any dish request (refused before it is parsed).
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     INVALID_IDEMPOTENCY_KEY = "INVALID_IDEMPOTENCY_KEY"
     IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
     REQUEST_IN_PROGRESS = "REQUEST_IN_PROGRESS"
@@ -68,6 +70,7 @@ HTTP_MESSAGES: dict[HttpErrorCode, str] = {
     HttpErrorCode.JOB_NOT_FOUND: "没有找到这个任务。",
     HttpErrorCode.METHOD_NOT_ALLOWED: "这个接口不支持这种请求方式。",
     HttpErrorCode.UNSUPPORTED_MEDIA_TYPE: "请用 JSON 提交（Content-Type: application/json）。",
+    HttpErrorCode.PAYLOAD_TOO_LARGE: "请求太大了：只需要提交菜名。",
     HttpErrorCode.INVALID_IDEMPOTENCY_KEY: "Idempotency-Key 需要是 1 到 128 个可见 ASCII 字符。",
     HttpErrorCode.IDEMPOTENCY_KEY_REUSED: "这个 Idempotency-Key 已经用于另一道菜，请换一个新的。",
     HttpErrorCode.REQUEST_IN_PROGRESS: "上一次提交还在处理中，请稍后再查。",

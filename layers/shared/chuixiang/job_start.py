@@ -121,8 +121,13 @@ def _joined(store: JobStore, leader: str, caller: str) -> dict[str, Any]:
     ).model_dump()
 
 
+#: The namespaces of caller ids: no ``sub`` can equal a client's id or an address (a ``sub`` of
+#: ``client:kitchen`` is ``sub:client:kitchen``, not the client ``kitchen``'s ``client:kitchen``).
+CALLER_NAMESPACES = ("sub:", "client:", "ip:")
+
+
 def caller_of(event: dict[str, Any]) -> str:
-    """Who is calling, as far as the API can tell: the JWT's ``sub``; for a token without one (a
+    """Who is calling, as far as the API can tell: the JWT's ``sub`` (``sub:<sub>``); for a token without one (a
     client-credentials token, accepted through ``client_id``), the client itself, ``client:<client_id>``:
     every request of that client shares its jobs and its Idempotency-Keys, as one caller. ``""``: no
     authorizer (a public API has no caller identity; its Idempotency-Keys are global, its jobs readable by
@@ -130,7 +135,7 @@ def caller_of(event: dict[str, Any]) -> str:
     context = event.get("requestContext") or {}
     claims = ((context.get("authorizer") or {}).get("jwt") or {}).get("claims") or {}
     if claims.get("sub"):
-        return str(claims["sub"])
+        return f"sub:{claims['sub']}"
     return f"client:{claims['client_id']}" if claims.get("client_id") else ""
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from .clock import iso, parse_iso
 from .errors import ErrorCode, message_for, retryable_default
+from .job_start import CALLER_NAMESPACES
 from .job_status import JobStage, JobStatus, is_terminal, past_deadline
 from .polling import poll_after_ms
 from .schemas import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
@@ -21,7 +22,14 @@ def readable_by(item: dict[str, Any], caller: str) -> bool:
     """A job is its owners' (who created or joined it); one made without a caller (no authorizer, or
     before owners were kept) is readable by whoever holds its id."""
     owners = item.get("owners")
-    return not caller or not owners or caller in owners
+    return not caller or not owners or caller in owners or _legacy_owner(caller) in owners
+
+
+def _legacy_owner(caller: str) -> str | None:
+    """How a ``sub`` caller was stored before caller ids had namespaces (the bare ``sub``), for the jobs kept
+    from then; a bare ``sub`` that looks like another namespace's id is not one of them."""
+    sub = caller.removeprefix("sub:")
+    return sub if sub != caller and not sub.startswith(CALLER_NAMESPACES) else None
 
 
 def load_job_document(job_id: str, caller: str = "") -> JobDocument | None:

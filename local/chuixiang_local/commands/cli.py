@@ -162,6 +162,8 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
             str(args.workers),
             "--body-idle-seconds",
             str(args.body_idle_seconds),
+            "--body-total-seconds",
+            str(args.body_total_seconds),
             "--function",
             function_argument(spec, cloud.layer_dirs(), extra_env),
             "--jwt-issuer",
@@ -586,6 +588,12 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=10,
         help="a request whose headers or body stall this long is answered 408 (it never holds the functions)",
+    )
+    p.add_argument(
+        "--body-total-seconds",
+        type=float,
+        default=30,
+        help="a request whose body takes longer in all is answered 408 (HTTP API's integration timeout)",
     )
     p.add_argument(
         "--drain-seconds",

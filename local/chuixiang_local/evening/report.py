@@ -59,7 +59,8 @@ def markdown(scenario: Scenario, rows: list[dict[str, Any]]) -> str:
     ]
     for r in rows:
         lines.append(
-            f"| {r['mode']} | {r['outcomes'].get('served', 0):,} | {_failed(r):,} | {r['outcomes'].get('gave up', 0):,} | "
+            f"| {r['mode']} | {r['outcomes'].get('served', 0):,} | {_failed(r):,} | "
+            f"{r['outcomes'].get('gave up', 0):,} | "
             f"{_s(r['waitS']['p50'])} / {_s(r['waitS']['p95'])} | {_refused(r)} | {r['wideJobs']:,} | "
             f"{r['peak']['streams']:g} | {r['peak']['rpm']:,} | {r['peak']['tpm']:,} | {r['peak']['lambda']:g} | "
             f"{r['peak']['transitionsPerS']} | {r['peak']['wcuPerS']:,} | {r['usdPer1000Jobs']:.2f} |"

@@ -136,6 +136,9 @@ def main() -> None:
     ap.add_argument(
         "--body-idle-seconds", type=float, default=10.0, help="a request whose body stalls this long is answered 408"
     )
+    ap.add_argument(
+        "--body-total-seconds", type=float, default=30.0, help="a request whose body takes longer is answered 408"
+    )
     ap.add_argument("--requests-file", help="keep the count of open requests here (serve's front door first)")
     args = ap.parse_args()
 
@@ -173,6 +176,7 @@ def main() -> None:
         local_routes={"/swagger": swagger, LOCAL_IMAGES_PATH: local_images(Path(env.get("LOCAL_IMAGE_DIR", ".")))},
         cors=(lambda origin: cors.to_dict(origin) if origin else {}) if cors else None,
         body_idle_s=args.body_idle_seconds,
+        body_total_s=args.body_total_seconds,
         authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(",")) if args.jwt_issuer else None,
     )
     app: Any = counting_open_requests(asgi, SharedCount(Path(args.requests_file))) if args.requests_file else asgi
@@ -201,6 +205,10 @@ def main() -> None:
             timeout_keep_alive=KEEP_ALIVE_S,
             backlog=2048,
             h11_max_incomplete_event_size=16 * 1024,
+            # The caller is the TCP peer, as HTTP API's sourceIp is: no X-Forwarded-For or Forwarded header is
+            # trusted (uvicorn's default trusts them from 127.0.0.1, and one client could rotate its way into
+            # every admission share).
+            proxy_headers=False,
             http=JsonErrorH11Protocol,
         )
     finally:

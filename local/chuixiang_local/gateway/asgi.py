@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -33,6 +34,15 @@ MAX_BODY_BYTES = 10 * 1024 * 1024
 MAX_HEADER_BYTES = 16 * 1024
 #: A client that sends part of a body and stalls is cut after this long between two of its reads (408).
 BODY_IDLE_S = 10.0
+#: ...and one that drips it, a byte just inside the idle limit each time, after this long in all (408): HTTP
+#: API's integration timeout, 30 s, after which AWS would not be waiting for the function any more.
+BODY_TOTAL_S = 30.0
+#: Lambda's limit on a synchronous invocation's request payload (6 MB: 6,291,456 bytes, the event as JSON).
+#: The front door refuses an event over it as AWS does, before any function runs: HTTP API takes bodies up
+#: to 10 MB, but Lambda refuses to be invoked with more than this.
+LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024
+#: API Gateway's own answer to a request it cannot hand to its integration (its message shape, not the API's).
+TOO_LARGE_BODY = json.dumps({"message": "Request Entity Too Large"}).encode()
 #: What a request to start a job is told while ``serve`` drains: come back after the restart.
 DRAIN_RETRY_AFTER_S = 10
 
@@ -49,6 +59,7 @@ class LambdaAsgi:
         local_routes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] | None = None,
         authorizer: JwtAuthorizer | None = None,
         body_idle_s: float = BODY_IDLE_S,
+        body_total_s: float = BODY_TOTAL_S,
         cors: Callable[[str | None], dict[str, str]] | None = None,
     ) -> None:
         """``local_routes``: paths (and ``<path>.<ext>``, ``<path>/…``) answered by another handler than
@@ -59,6 +70,7 @@ class LambdaAsgi:
         self.local_routes = local_routes or {}
         self.authorizer = authorizer
         self.body_idle_s = body_idle_s
+        self.body_total_s = body_total_s
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="api")
         #: Set when ``serve`` stops: new jobs are refused (503 + ``Retry-After``), polls still answered.
         self.draining = False
@@ -72,15 +84,22 @@ class LambdaAsgi:
     async def _body(self, receive: Receive, send: Send) -> bytes | None:
         """The request's whole body; None once a 408 (no bytes for ``body_idle_s``) or a 413 was answered."""
         body = bytearray()
+        until = time.monotonic() + self.body_total_s
         while True:
+            wait = min(self.body_idle_s, until - time.monotonic())
             try:
-                message = await asyncio.wait_for(receive(), self.body_idle_s)
+                message = await asyncio.wait_for(receive(), max(0.0, wait))
             except TimeoutError:
+                said = (
+                    f"no body bytes for {self.body_idle_s:g} s"
+                    if wait == self.body_idle_s
+                    else f"the body took over {self.body_total_s:g} s"
+                )
                 await _send(
                     send,
                     408,
                     {"content-type": "application/json", "connection": "close"},
-                    error_body(HttpErrorCode.BAD_REQUEST, f"no body bytes for {self.body_idle_s:g} s").encode(),
+                    error_body(HttpErrorCode.BAD_REQUEST, said).encode(),
                 )
                 return None
             body += message.get("body", b"")
@@ -128,6 +147,9 @@ class LambdaAsgi:
         if body is None:
             return
         event = http_api_event(scope, body)
+        if len(json.dumps(event).encode()) > LAMBDA_PAYLOAD_BYTES:
+            await _send(send, 413, {"content-type": "application/json"}, TOO_LARGE_BODY)
+            return
         if self.authorizer and self.authorizer.guards(event["rawPath"], event["requestContext"]["http"]["method"]):
             claims = await asyncio.get_running_loop().run_in_executor(None, self.authorizer.claims, event["headers"])
             if claims is None:

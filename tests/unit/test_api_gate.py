@@ -1,0 +1,64 @@
+"""The gate before the resolver (``chuixiang.api.gate``): what a hostile client sends is refused in the API's
+error shape before any work proportional to its size is done."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from chuixiang import api
+from chuixiang_local.gateway.api_client import http_event
+
+_LOADS = json.loads  # kept: a test below makes the module's json.loads fail
+
+
+def _refusal(event: dict[str, Any]) -> tuple[int, str] | None:
+    answer = api.gate(event)
+    if answer is None:
+        return None
+    return answer["statusCode"], _LOADS(answer["body"])["error"]["code"]
+
+
+def test_a_method_is_case_sensitive() -> None:
+    """RFC 9110 9.1: ``post`` is not ``POST`` (it was accepted as one)."""
+    event = http_event("POST", "/recipes", json.dumps({"dish": "番茄炒蛋"}))
+    event["requestContext"]["http"]["method"] = "post"
+    assert _refusal(event) == (405, "METHOD_NOT_ALLOWED")
+
+
+def test_a_key_named_twice_is_refused() -> None:
+    """RFC 8259 4: an object whose names repeat means different things to different parsers."""
+    assert _refusal(http_event("POST", "/recipes", '{"dish": "番茄炒蛋", "dish": "宫保鸡丁"}')) == (400, "INVALID_DISH")
+    assert _refusal(http_event("POST", "/recipes", '{"dish": "番茄炒蛋"}')) is None
+
+
+@pytest.mark.parametrize("encoded", [False, True], ids=["text", "base64"])
+def test_a_wide_body_is_refused_before_it_is_decoded_or_parsed(encoded: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 5.9 MB body of 350k keys (the function can receive up to 6 MB): 413 without parsing a byte of it
+    (before: one validation error per extra key, ~8 s of CPU, and three at once a 503 from the front door)."""
+    keys = 260_000 if encoded else 350_000  # the event's body (base64: 4/3 larger) just under 6 MB either way
+    wide = "{" + ",".join(f'"key{n:09d}":0' for n in range(keys)) + "}"
+    body = base64.b64encode(wide.encode()).decode() if encoded else wide
+    assert 5_500_000 < len(body) < 6_291_456
+    event = http_event("POST", "/recipes", body)
+    event["isBase64Encoded"] = encoded
+
+    def parsed(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("the body was parsed")
+
+    monkeypatch.setattr(api.json, "loads", parsed)
+    monkeypatch.setattr(api.base64, "b64decode", parsed)
+    assert _refusal(event) == (413, "PAYLOAD_TOO_LARGE")
+
+
+def test_the_body_bound_is_far_above_any_dish_request() -> None:
+    longest = json.dumps({"dish": "\U0001f35c" * 400})  # 400 characters of 4 UTF-8 bytes, escaped
+    assert len(longest) < api.MAX_POST_BODY_BYTES
+    assert _refusal(http_event("POST", "/recipes", longest)) is None
+    assert _refusal(http_event("POST", "/recipes", json.dumps({"dish": "x" * api.MAX_POST_BODY_BYTES}))) == (
+        413,
+        "PAYLOAD_TOO_LARGE",
+    )
