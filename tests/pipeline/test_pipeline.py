@@ -17,6 +17,7 @@ from ..support.scaled import SCALED
 from ..support.waiting import wait_until
 
 HANG = Path(__file__).parents[1] / "lambdas" / "hang"
+CRASH = Path(__file__).parents[1] / "lambdas" / "crash"
 
 
 def test_cached_dish_makes_no_model_call(api: LocalApi, module_fake: FakeModel) -> None:
@@ -89,6 +90,19 @@ def test_state_timeout_fires_when_the_invoke_outlives_it(
     state_timeout = scaled_template.function_by_dir("image").timeout_s + 5
     assert doc["status"] == "SUCCEEDED" and doc["imageError"]["code"] == "IMAGE_TIMEOUT"
     assert state_timeout <= elapsed <= state_timeout + 8  # + submit and recipe stages before it
+
+
+def test_an_image_stage_that_crashes_serves_the_recipe_with_image_internal(cloud: LocalCloud, api: LocalApi) -> None:
+    """A bug in the image function is not the image model's failure: IMAGE_INTERNAL (it said
+    IMAGE_UPSTREAM_ERROR, sending the on-call to the provider)."""
+    spec = cloud.functions["ImageFunction"]
+    saved = spec.code_dir
+    spec.code_dir = CRASH
+    try:
+        doc = api.wait(api.post_dish("画坏了的菜")[1]["jobId"], give_up_s=30)
+    finally:
+        spec.code_dir = saved
+    assert doc["status"] == "SUCCEEDED" and doc["recipe"] and doc["imageError"]["code"] == "IMAGE_INTERNAL"
 
 
 def test_execution_timeout_is_reconciled_to_job_timed_out(module_fake: FakeModel, tmp_path: Path) -> None:

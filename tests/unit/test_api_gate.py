@@ -62,3 +62,16 @@ def test_the_body_bound_is_far_above_any_dish_request() -> None:
         413,
         "PAYLOAD_TOO_LARGE",
     )
+
+
+def test_the_published_schema_states_the_dish_rule() -> None:
+    """The OpenAPI document says 1-40 characters (it said 400, the raw bound before normalisation)."""
+    from chuixiang.dish import MAX_DISH_CHARS
+    from chuixiang.schemas import CreateRecipeRequest
+
+    schema = CreateRecipeRequest.model_json_schema()["properties"]["dish"]
+    assert (schema["minLength"], schema["maxLength"]) == (1, MAX_DISH_CHARS) == (1, 40)
+    from chuixiang_local.template import REPO_ROOT
+
+    published = _LOADS((REPO_ROOT / "docs" / "openapi.json").read_text())
+    assert published["components"]["schemas"]["CreateRecipeRequest"]["properties"]["dish"]["maxLength"] == 40

@@ -27,6 +27,8 @@ class ErrorCode(StrEnum):
     IMAGE_TIMEOUT = "IMAGE_TIMEOUT"
     IMAGE_UPSTREAM_ERROR = "IMAGE_UPSTREAM_ERROR"
     IMAGE_INVALID = "IMAGE_INVALID"
+    #: The image stage itself failed (a crash, not the image model): the recipe is served without a picture.
+    IMAGE_INTERNAL = "IMAGE_INTERNAL"
 
 
 #: code -> (message, retryable by default)
@@ -42,6 +44,7 @@ CATALOGUE: dict[ErrorCode, tuple[str, bool]] = {
     ErrorCode.IMAGE_TIMEOUT: ("成品图画得太慢，先把菜谱给你。", True),
     ErrorCode.IMAGE_UPSTREAM_ERROR: ("成品图服务暂时不可用，先把菜谱给你。", True),
     ErrorCode.IMAGE_INVALID: ("成品图没有画好，先把菜谱给你。", True),
+    ErrorCode.IMAGE_INTERNAL: ("成品图这次出了点问题，先把菜谱给你。", True),
 }
 
 

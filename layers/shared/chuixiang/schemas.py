@@ -7,7 +7,7 @@ from typing import Any, NotRequired
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from typing_extensions import TypedDict
 
-from .dish import normalize_dish
+from .dish import MAX_DISH_CHARS, normalize_dish
 from .job_status import JobStage, JobStatus
 
 
@@ -15,7 +15,14 @@ class CreateRecipeRequest(BaseModel):
     """Body of ``POST /recipes``."""
 
     model_config = ConfigDict(extra="forbid")
-    dish: str = Field(min_length=1, max_length=400, description="Dish name, 1-40 characters after normalisation")
+    #: Validated up to 400 characters as sent (spaces a normalisation removes are forgiven); the published
+    #: schema states the rule a client must follow: 1-40 characters.
+    dish: str = Field(
+        min_length=1,
+        max_length=400,
+        description=f"Dish name, 1-{MAX_DISH_CHARS} characters after normalisation",
+        json_schema_extra={"maxLength": MAX_DISH_CHARS},
+    )
 
     @field_validator("dish")
     @classmethod
