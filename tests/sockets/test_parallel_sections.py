@@ -106,7 +106,10 @@ def test_a_core_section_failing_late_fails_the_stage_and_closes_every_other_stre
     outcome, elapsed = run_recipe(parallel, fake.base_url, budget_ms(parallel))
     ended = time.monotonic()
     assert outcome.error is not None and outcome.error.code == "RECIPE_UPSTREAM_ERROR", outcome.error
-    assert "steps:5-6" in {s.name for s in outcome.metrics.sections or [] if s.outcome == "RECIPE_UPSTREAM_ERROR"}
+    outcomes = {s.name: s.outcome for s in outcome.metrics.sections or []}
+    assert outcomes["steps:5-6"] == "RECIPE_UPSTREAM_ERROR"
+    # The siblings closed because of it say so (they said RECIPE_TIMEOUT, blaming a limit that never ran out).
+    assert {outcomes[n] for n in ("steps:1-4", "extras", "imagePrompt")} == {"cancelled"}, outcomes
     (fault,) = fake.faults
     assert fault[0] == "error_mid" and fault[2] == "steps:5-6"
     # The model notices a closed socket at its next write (within a chunk's 50 ms): the three others. (The

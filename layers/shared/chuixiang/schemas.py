@@ -159,7 +159,8 @@ class UpstreamCall(BaseModel):
 class SectionReport(BaseModel):
     """How one section of a recipe written in parallel went: when it started and ended in the stage (ms from
     the stage's start), the model that answered (or the last one tried) and how it ended: ``ok``, ``dropped``
-    (a degradable section the recipe goes without) or the stage's error code."""
+    (a degradable section the recipe goes without), ``cancelled`` (closed when another core section failed
+    first: the stage's error is that one's) or the stage's error code."""
 
     name: str
     core: bool

@@ -30,7 +30,7 @@ from ..resilience.router import Routed, Routes
 from ..schemas import RecipeMetrics, SectionReport
 from ..settings import Settings
 from ..upstream.endpoint import ModelEndpoint
-from ..upstream.failures import UpstreamError
+from ..upstream.failures import Cancelled, UpstreamError
 from ..upstream.transport import Cancellation
 from .mode_choice import OTHER_STREAMS, ModeChoice, RecipeShape, most_ranges
 from .outline_stream import PipelinedSteps, outline_head
@@ -309,6 +309,8 @@ def _sum(values: Any) -> int | None:
 def _outcome(part: _Part) -> str:
     if part.value is not None:
         return "ok"
+    if isinstance(part.routed.failure, Cancelled):  # closed because another core section failed first
+        return "cancelled"
     if not part.section.core:
         return "dropped"
     error = stage_error("RECIPE", part.routed.failure)
