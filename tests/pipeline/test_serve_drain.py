@@ -9,12 +9,14 @@ import re
 import selectors
 import signal
 import socket
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from ..support.serve import Serve
+from ..support.serve import ROOT, Serve, free_port
 from ..support.waiting import wait_until
 
 
@@ -190,3 +192,26 @@ def test_hostile_requests_at_the_front_door() -> None:
             second = client.post("/recipes", json={"dish": "第二道菜"}, headers={"X-Forwarded-For": "203.0.113.2"})
         assert first.status_code == 202, first.text
         assert second.status_code == 429 and second.json()["error"]["code"] == "TOO_MANY_JOBS", second.text
+
+
+def test_api_on_is_printed_once_the_port_accepts() -> None:
+    """Whoever reads "API on …" can connect at once (it was printed ~1.4 s before the port accepted)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chuixiang_local.commands.cli", "serve", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if b"API on http://" in line:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break  # one try, no wait: it accepts
+        else:
+            raise AssertionError("serve never said where the API is")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess  # nosec B404 - starts our own API process with fixed arguments
 import sys
 import threading
@@ -191,6 +192,9 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if not _accepts(args.host, args.port, api):
+        _progress(f"the API process ended before it listened on {args.host}:{args.port} (exit {api.returncode})")
+        return 1
     _progress(
         f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
         f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops "
@@ -236,6 +240,19 @@ def _drain(cloud: LocalCloud, api: subprocess.Popen[bytes], bound_s: float) -> N
         left = running & set(cloud.running_executions())
     if api.poll() is None:  # not stopped at once by a second signal
         _progress(f"drained: {len(running) - len(left)} finished, {len(left)} cut")
+
+
+def _accepts(host: str, port: int, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> bool:
+    """Whether the API's port accepts connections (within ``timeout_s``, while ``proc`` runs): "API on …" is
+    printed only once it is true, so whoever reads it can connect at once."""
+    until = time.monotonic() + timeout_s
+    while time.monotonic() < until and proc.poll() is None:
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.05)
+    return False
 
 
 def _wait_interruptibly(proc: subprocess.Popen[bytes], until: threading.Event | None = None) -> None:
