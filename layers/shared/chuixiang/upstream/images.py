@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from ..deadline import Deadline
 from ..redaction import redact, redact_bytes
 from .failures import AnswerTooLarge, InvalidAnswer
+from .image_metadata import picture_only
 from .transport import GuardedPost
 
 SIGNATURES = {
@@ -70,12 +71,13 @@ def decode_b64(b64: str, max_bytes: int) -> GeneratedImage:
 
 
 def sniff(data: bytes, max_bytes: int) -> GeneratedImage:
-    """The picture's type from its first bytes (never from a header an upstream chose)."""
+    """The picture's type from its first bytes (never from a header an upstream chose), without the text an
+    upstream put in it (:mod:`~chuixiang.upstream.image_metadata`)."""
     if len(data) > max_bytes:
         raise AnswerTooLarge(f"image of {len(data)} bytes > {max_bytes}")
     for magic, (ctype, ext) in SIGNATURES.items():
         if data.startswith(magic) and (ext != "webp" or data[8:12] == b"WEBP"):
-            return GeneratedImage(data, ctype, ext)
+            return GeneratedImage(picture_only(data, ext), ctype, ext)
     raise InvalidAnswer(f"bytes are not PNG/JPEG/WebP: {data[:8]!r}")
 
 
