@@ -39,6 +39,15 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
+#: The widest generated body: keys of 14 bytes, ~700 KB (a body of any size the function can receive is refused
+#: the same way, before it is parsed: tests/unit/test_api_gate.py sends 5.9 MB).
+WIDEST_KEYS = 50_000
+
+
+def wide_body(keys: int) -> bytes:
+    return ("{" + ",".join(f'"key{n:07d}":0' for n in range(keys)) + "}").encode()
+
+
 dishes = st.one_of(st.text(max_size=50), st.sampled_from(["番茄炒蛋", " 宫保鸡丁 ", "\x00", "a" * 41, "🍅炒蛋"]))
 bodies = st.one_of(
     st.none(),
@@ -52,6 +61,8 @@ bodies = st.one_of(
     ),
     st.builds(lambda n: b"[" * n + b"]" * n, st.integers(900, 5000)),  # nested deeper than the parser
     st.builds(lambda n: b'{"dish": ' + b"[" * n, st.integers(1, 3000)),  # truncated
+    st.builds(lambda n: b'{"dish": "x", "dish": "y"}' if n else b'{"dish": "x"}', st.integers(0, 1)),  # key twice
+    st.builds(wide_body, st.integers(1_000, WIDEST_KEYS)),  # width, not depth: refused before it is parsed
 )
 content_types = st.one_of(
     st.none(),
@@ -128,3 +139,12 @@ def test_no_input_reaches_a_500(
         assert status == 405 and response["headers"]["Allow"] == allowed, response
     if status == 202:
         assert method == "POST" and json.loads(response["body"])["deadlineAt"]
+
+
+def test_the_documents_state_the_fuzz_runs_figures() -> None:
+    from chuixiang_local.template import REPO_ROOT
+
+    text = " ".join((REPO_ROOT / "docs" / "api.md").read_text().split())
+    figures = f"sends {EXAMPLES:,} generated requests per run, bodies up to {WIDEST_KEYS:,} keys"
+    assert figures.replace(",0", " 0") in text
+    assert f"over {api.MAX_POST_BODY_BYTES // 1024} KiB is refused unread" in text
