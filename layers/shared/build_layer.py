@@ -15,6 +15,8 @@ machine. Why not SAM's own python builder:
   which halves them (tracebacks keep file and line; the source is the pinned version).
 * **Dead weight.** Swagger UI's bundle, pydantic's v1 copy and Powertools
   utilities nothing here imports (:data:`PRUNE`).
+* **The same bytes every build.** Pycs hold no timestamp and no build path (:data:`REPRODUCIBLE`,
+  :data:`MOUNTED_AT`), so an unchanged tree gives the layer SAM has already published.
 * **botocore twice.** ``aws-xray-sdk`` (Powertools' Tracer) depends on botocore, so
   the layer carried 30 of its 41 MB in boto3's stack, shadowing the copy in the
   runtime. The python3.12 runtime ships boto3, botocore, s3transfer, urllib3,
@@ -51,6 +53,12 @@ PRUNE = (
 )
 #: The runtime this layer is for (``CompatibleRuntimes`` in template.yaml).
 PYTHON_VERSION = "3.12"
+#: Where Lambda mounts a layer's ``python`` folder: the file name compiled into every code object.
+MOUNTED_AT = "/opt/python"
+#: Hash-based pycs, unchecked: no timestamp in them, and the same bytes from the same source on every build
+#: (with ``MOUNTED_AT`` for the path, the layer is byte-identical across builds and build folders: SAM's checksum
+#: of it does not change, and a deploy of an unchanged tree republishes nothing).
+REPRODUCIBLE = py_compile.PycInvalidationMode.UNCHECKED_HASH
 
 
 def install(site: Path, platform: str | None) -> None:
@@ -93,9 +101,16 @@ def remove_distribution(site: Path, name: str) -> None:
 
 def compile_sourceless(site: Path) -> None:
     """Third-party modules become ``module.pyc`` in place of ``module.py``: imported without a source
-    to check, half the bytes of source plus cache. A traceback through them keeps file and line."""
+    to check, half the bytes of source plus cache. A traceback through them keeps file and line (the path
+    where Lambda mounts the layer, never this build's)."""
     for source in sorted(site.rglob("*.py")):
-        py_compile.compile(str(source), cfile=str(source.with_suffix(".pyc")), doraise=True)
+        py_compile.compile(
+            str(source),
+            cfile=str(source.with_suffix(".pyc")),
+            dfile=f"{MOUNTED_AT}/{source.relative_to(site).as_posix()}",
+            doraise=True,
+            invalidation_mode=REPRODUCIBLE,
+        )
         source.unlink()
     for cache in [p for p in site.rglob("__pycache__") if p.is_dir()]:
         shutil.rmtree(cache)
@@ -120,7 +135,7 @@ def build(out: Path, platform: str | None) -> Path:
     compile_sourceless(site)
     own = site / "chuixiang"
     shutil.copytree(HERE / "chuixiang", own, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    if not compileall.compile_dir(own, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH):
+    if not compileall.compile_dir(own, quiet=1, ddir=f"{MOUNTED_AT}/chuixiang", invalidation_mode=REPRODUCIBLE):
         raise SystemExit("compileall failed for chuixiang")
     return site
 

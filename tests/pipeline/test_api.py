@@ -8,12 +8,17 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel, ImageBehaviour
 
 
+def test_a_body_over_8_kib_is_413_before_it_is_read(api: LocalApi) -> None:
+    status, doc = api.request("POST", "/recipes", '{"dish": "' + "菜" * 5000 + '"}')  # 15 KB
+    assert status == 413 and doc["error"]["code"] == "PAYLOAD_TOO_LARGE", doc
+
+
 @pytest.mark.parametrize(
     ("body", "why"),
     [
         ('{"dish": ""}', "empty"),
         ("{}", "missing"),
-        ('{"dish": "' + "菜" * 5000 + '"}', "10 KB"),
+        ('{"dish": "' + "菜" * 401 + '"}', "401 characters"),
         ('{"dish": "番茄\\u0000炒蛋"}', "control"),
         ("not json at all", "not JSON"),
         ('{"dish": 42}', "not a string"),

@@ -106,3 +106,25 @@ def test_every_handler_imports_from_the_built_layer(site: Path) -> None:
         assert origins["aws_xray_sdk"] == ""  # no Tracer: active tracing without the SDK
         assert origins["threads"] == 1  # init starts no thread: the local runner forks initialised sandboxes
         assert {p for p in site.rglob("*") if p.is_file()} == before
+
+
+def test_two_builds_of_one_tree_are_the_same_layer_for_sam(site: Path, tmp_path: Path) -> None:
+    """Built again into another folder, the layer is byte-identical by SAM's own checksum (the key it
+    publishes under: an unchanged tree republishes nothing). Before: every pyc held its build's timestamp and
+    absolute path, and every deploy published a new layer, six function versions and a canary run."""
+    again = build_layer.build(tmp_path / "another" / "build" / "folder", platform=None)
+    checksum = (
+        "import sys\nfrom samcli.lib.utils.hash import dir_checksum\n"
+        "print(*(dir_checksum(p, followlinks=True) for p in sys.argv[1:]))"
+    )
+    done = subprocess.run(
+        [str(ROOT / ".venv-sam" / "bin" / "python"), "-c", checksum, str(site.parent), str(again.parent)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    first, second = done.stdout.split()
+    assert first == second
+    built_in = [str(site.parent).encode(), str(again.parent).encode()]
+    leaks = [p for p in again.rglob("*.pyc") if any(path in p.read_bytes() for path in built_in)]
+    assert leaks == [], leaks[:3]  # code objects name /opt/python/…, where Lambda mounts the layer

@@ -125,5 +125,5 @@ def test_the_eventbridge_stand_in_survives_any_one_failure(
     wait_until(lambda: cloud.reconciled(arn), timeout_s=15, what="the reconciler handled the stopped execution")
     assert failures == {"list": 0, "describe": 0}
     doc = api.get(job_id)[1]
-    assert doc["status"] == "FAILED" and doc["error"]["code"] == "INTERNAL"
+    assert doc["status"] == "FAILED" and doc["error"]["code"] == "JOB_STOPPED"
     assert cloud.eventbridge is not None and cloud.eventbridge.alive()
