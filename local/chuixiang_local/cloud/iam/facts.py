@@ -137,22 +137,53 @@ def _service_rules(
         keys = _leading_keys(call.params, leading_key)
         if keys:  # DynamoDB developer guide, fine-grained access control: the partition key values
             context["dynamodb:leadingkeys"] = keys
+        index = call.params.get("IndexName")
+        if isinstance(index, str) and re.fullmatch(r"arn:[^:]+:dynamodb:[^:]*:\d+:table/[^/]+", resource):
+            # DynamoDB developer guide, "Using IAM policies with DynamoDB": a Query or Scan of an index is
+            # authorised on the index's ARN, table/<name>/index/<index>, not the table's.
+            resource = f"{resource}/index/{index}"
     return resource
 
 
 def _leading_keys(params: dict[str, Any], leading_key: Callable[[str], str | None]) -> list[str]:
+    """The partition key values a call touches (``dynamodb:LeadingKeys``): its Key or Item, a batch's keys
+    and items (BatchGetItem's Keys, BatchWriteItem's put items and delete keys), a Query's partition key."""
     table = params.get("TableName")
     name = leading_key(table) if isinstance(table, str) else None
     items = [params.get("Key"), params.get("Item")]
-    for other, spec in (params.get("RequestItems") or {}).items():  # BatchGetItem (one table per call here)
+    for other, spec in (params.get("RequestItems") or {}).items():  # one table per call here
         name = name or leading_key(other)
-        items.extend(spec.get("Keys", []) if isinstance(spec, dict) else [])
+        if isinstance(spec, dict):  # BatchGetItem
+            items.extend(spec.get("Keys", []))
+        elif isinstance(spec, list):  # BatchWriteItem
+            for write in spec:
+                put, delete = (write or {}).get("PutRequest") or {}, (write or {}).get("DeleteRequest") or {}
+                items.extend([put.get("Item"), delete.get("Key")])
     values = []
     for item in items:
         value = item.get(name) if isinstance(item, dict) and name else None
         if isinstance(value, dict) and value:
             values.append(str(next(iter(value.values()))))
+    if name and not values:
+        values = _queried_partition(params, name)
     return values
+
+
+def _queried_partition(params: dict[str, Any], name: str) -> list[str]:
+    """A Query's partition key value: ``KeyConditionExpression`` ``#k = :v`` (or ``k = :v``), or the legacy
+    ``KeyConditions``."""
+    legacy = (params.get("KeyConditions") or {}).get(name)
+    if isinstance(legacy, dict):
+        return [str(next(iter(v.values()))) for v in legacy.get("AttributeValueList", [])[:1] if isinstance(v, dict)]
+    expression = params.get("KeyConditionExpression")
+    if not isinstance(expression, str):
+        return []
+    names = {k: v for k, v in (params.get("ExpressionAttributeNames") or {}).items()}
+    values = params.get("ExpressionAttributeValues") or {}
+    for left, right in re.findall(r"([#\w]+)\s*=\s*(:\w+)", expression):
+        if names.get(left, left) == name and isinstance(values.get(right), dict):
+            return [str(next(iter(values[right].values())))]
+    return []
 
 
 #: DynamoDB's transactions have no IAM action of their own: "Permissions for Put, Update, Delete, and Get actions

@@ -5,7 +5,8 @@ request is implicitly denied. A statement applies when its ``Action`` (or ``NotA
 
 Conditions: the operators of the IAM reference's condition operator table (string, ARN, numeric, boolean,
 ``Null``), their ``IfExists`` forms and the ``ForAnyValue:``/``ForAllValues:`` set qualifiers. A key the
-request does not carry makes its condition false (true for ``ForAllValues:``, as in IAM; ``Null`` tests it).
+request does not carry makes its condition false, except where IAM says true: a negated operator
+(``StringNotEquals``…), ``…IfExists`` and ``ForAllValues:`` (``Null`` tests presence itself).
 An operator not listed here is refused loudly (:class:`UnsupportedCondition`), never read as a match.
 """
 
@@ -101,12 +102,13 @@ _OPERATORS: dict[str, Callable[[str, str], bool]] = {
 _NEGATED = {name for name in _OPERATORS if "Not" in name}
 
 
-def _single(op: str, values: list[str], wanted: list[str]) -> bool:
-    """One request value against the policy's values: any of them (all of them, for a negated operator)."""
+def _matches(op: str, value: str, wanted: list[str]) -> bool:
+    """One request value against the policy's values: it matches any of them; for a negated operator it
+    matches when it equals (is like) none of them ("StringNotEquals" with several values: not any of them)."""
     test = _OPERATORS[op]
     if op in _NEGATED:
-        return all(all(test(v, w) for w in wanted) for v in values)
-    return any(any(test(v, w) for w in wanted) for v in values)
+        return all(test(value, w) for w in wanted)
+    return any(test(value, w) for w in wanted)
 
 
 def condition_holds(operator: str, key: str, wanted: Any, context: Mapping[str, list[str]]) -> bool:
@@ -121,10 +123,22 @@ def condition_holds(operator: str, key: str, wanted: Any, context: Mapping[str, 
     if op not in _OPERATORS or qualifier not in ("", "ForAnyValue", "ForAllValues"):
         raise UnsupportedCondition(f"condition operator {operator!r} is not evaluated locally")
     if values is None:
-        return qualifier == "ForAllValues" or if_exists
-    if qualifier == "ForAllValues":
-        return all(_single(op, [v], wanted_values) for v in values)
-    return _single(op, values, wanted_values)
+        # IAM User Guide, condition operators: "If the key that you specify in a policy condition is not present
+        # in the request context, the values do not match and the condition is false. If the policy condition
+        # requires that the key is not matched, such as StringNotLike or ArnNotLike, and the right key is not
+        # present, the condition is true." ForAllValues: true for a missing key; ForAnyValue: false; IfExists:
+        # true.
+        if qualifier:
+            return qualifier == "ForAllValues"
+        return if_exists or op in _NEGATED
+    if qualifier == "ForAllValues":  # every request value matches (an empty set: true)
+        return all(_matches(op, v, wanted_values) for v in values)
+    if qualifier == "ForAnyValue":  # at least one request value matches (a negated operator: is none of them)
+        return any(_matches(op, v, wanted_values) for v in values)
+    # No set qualifier: a single-valued key's value; a negated operator holds when no value matches.
+    if op in _NEGATED:
+        return all(_matches(op, v, wanted_values) for v in values)
+    return any(_matches(op, v, wanted_values) for v in values)
 
 
 def conditions_hold(block: Mapping[str, Mapping[str, Any]] | None, context: Mapping[str, list[str]]) -> bool:
