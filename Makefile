@@ -140,10 +140,10 @@ sam-build: validate
 # The ladder is checked with what will be deployed (the stack's current values, samconfig.toml, PARAMS),
 # so a stale value kept from an earlier deploy cannot slip through; and a stack whose alarms would page
 # nobody is refused (UNPAGED=1 accepts it, e.g. for a developer's stack).
-# Usage: make deploy PARAMS="ModelApiKeySecretArn=arn:… AlarmEmail=oncall@example.com"
+# Usage: make deploy PARAMS="ModelApiKeySecretArn=arn:… AlarmEmail=oncall@example.com" [NO_CONFIRM=1: CI, no prompt]
 deploy: $(STAMP) sam-build
 	$(BIN)/chuixiang ladder --account --deployed $(if $(UNPAGED),--unpaged) $(if $(PARAMS),--parameter-overrides $(PARAMS))
-	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided)
+	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided) $(if $(NO_CONFIRM),--no-confirm-changeset)
 
 clean:
 	rm -rf $(VENV) .venv-sam .venv-lint .aws-sam .chuixiang node_modules

@@ -273,7 +273,11 @@ def test_after_the_transform_executions_call_versions_and_start_on_the_alias(tra
     assert alias["Type"] == "AWS::StepFunctions::StateMachineAlias"
     assert any(r["Type"] == "AWS::StepFunctions::StateMachineVersion" for r in transformed.values())
     api = transformed["ApiFunction"]["Properties"]
-    assert api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    assert api["SnapStart"] == {"Fn::If": ["IsChina", {"Ref": "AWS::NoValue"}, {"ApplyOn": "PublishedVersions"}]}
+    # The state machine traces, and SAM gave its role the X-Ray policy (an intrinsic on Tracing would drop it).
+    role = json.dumps(transformed["RecipeStateMachineRole"])
+    assert transformed["RecipeStateMachine"]["Properties"]["TracingConfiguration"] == {"Enabled": True}
+    assert "xray" in role.lower()  # AWSXRayDaemonWriteAccess in aws-cn, AWSXrayWriteOnlyAccess elsewhere
     assert transformed["ApiFunctionAliaslive"]["UpdatePolicy"]["CodeDeployLambdaAliasUpdate"]  # gradual rollout
 
 

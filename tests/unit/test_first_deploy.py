@@ -318,9 +318,9 @@ def test_a_model_outage_pages_once_naming_its_cause() -> None:
 
 
 def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path) -> None:
-    """``sam deploy`` keeps the stack's previous values, then samconfig.toml's, then the command line's:
-    a stale 120 s function Timeout kept from an old deploy (under today's 140 s total) must break the check
-    even though the defaults are fine."""
+    """``sam deploy`` keeps the stack's previous values, then applies the command line's overrides, which
+    *replace* samconfig.toml's (else samconfig.toml's): a stale 120 s function Timeout kept from an old deploy
+    (under today's 140 s total) must break the check even though the defaults are fine."""
     from chuixiang_local.commands.deploy_parameters import MASKED, effective_overrides, samconfig_stack_name
 
     cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
@@ -344,9 +344,14 @@ def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path)
     with Stubber(cfn) as stub:
         stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "chuixiang-prod"})
         effective = effective_overrides(cfn, "chuixiang-prod", samconfig, {"ProgressIntervalMs": "1000"})
-    assert effective == {"RecipeFunctionTimeout": "120", "RecipeIdleTimeoutMs": "25000", "ProgressIntervalMs": "1000"}
+    # samconfig.toml's RecipeIdleTimeoutMs=25000 is not sent: the command line replaced its overrides whole.
+    assert effective == {"RecipeFunctionTimeout": "120", "RecipeIdleTimeoutMs": "30000", "ProgressIntervalMs": "1000"}
     stale = build_ladder(Template(effective))
     assert not stale.ok and build_ladder(Template({"RecipeIdleTimeoutMs": "25000", "ProgressIntervalMs": "1000"})).ok
+    with Stubber(cfn) as stub:  # no command line: samconfig.toml's overrides
+        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": "chuixiang-prod"})
+        from_file = effective_overrides(cfn, "chuixiang-prod", samconfig, {})
+    assert from_file == {"RecipeFunctionTimeout": "120", "RecipeIdleTimeoutMs": "25000"}
     with Stubber(cfn) as stub:  # a first deploy: no stack yet
         stub.add_client_error("describe_stacks", "ValidationError", "Stack with id chuixiang-prod does not exist")
         assert effective_overrides(cfn, "chuixiang-prod", samconfig, {}) == {"RecipeIdleTimeoutMs": "25000"}
@@ -420,7 +425,9 @@ def test_functions_and_the_state_machine_are_published_and_called_by_version() -
         "Type": "Canary10Percent5Minutes",
         "Alarms": [{"Ref": "ApiErrorsAlarm"}, {"Ref": "Api5xxAlarm"}],
     }
-    assert api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    # SnapStart outside the China regions, where it is not confirmed (a create that asked for it would fail).
+    assert api["SnapStart"] == {"Fn::If": ["IsChina", {"Ref": "AWS::NoValue"}, {"ApplyOn": "PublishedVersions"}]}
+    assert DOC["Conditions"]["IsChina"] == {"Fn::Equals": [{"Ref": "AWS::Partition"}, "aws-cn"]}
 
 
 # --- the template after SAM's transform --------------------------------------------------------------

@@ -497,11 +497,11 @@ def _stack_name(given: str | None) -> str:
 
 
 def _what_deploy_deploys(command_line: dict[str, str], name: str) -> dict[str, str]:
-    """The deployed stack's values, then samconfig.toml's overrides, then the command line's (as ``sam deploy``)."""
+    """The deployed stack's values, then the command line's overrides, or else samconfig.toml's (as ``sam deploy``)."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from chuixiang_local.commands.deploy_parameters import deployed_parameters, samconfig_overrides
+    from chuixiang_local.commands.deploy_parameters import deployed_parameters, samconfig_overrides, what_sam_deploys
 
     samconfig = REPO_ROOT / "samconfig.toml"
     try:
@@ -516,7 +516,7 @@ def _what_deploy_deploys(command_line: dict[str, str], name: str) -> dict[str, s
             file=sys.stderr,
         )
         previous = {}
-    return {**previous, **samconfig_overrides(samconfig), **command_line}
+    return what_sam_deploys(previous, samconfig_overrides(samconfig), command_line)
 
 
 def _account_problems(template: Template) -> list[str]:
@@ -734,8 +734,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--deployed",
         action="store_true",
-        help="check what `sam deploy` will deploy: the stack's current values, then samconfig.toml's "
-        "parameter_overrides, then --parameter-overrides",
+        help="check what `sam deploy` will deploy: the stack's current values, then --parameter-overrides "
+        "(which replace samconfig.toml's parameter_overrides, as in sam deploy) or else samconfig.toml's",
     )
     p.add_argument("--stack-name", help="with --deployed or --account (default: samconfig.toml's stack_name)")
     common(p, model=False)

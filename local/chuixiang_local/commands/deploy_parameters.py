@@ -1,9 +1,11 @@
 """The parameters a ``sam deploy`` will really deploy, so the ladder is checked against them.
 
-``sam deploy`` keeps a stack's previous value for every parameter not overridden again, then applies
-``samconfig.toml``'s ``parameter_overrides``, then the command line's. Checking the template's defaults
-instead would pass a ladder that the deployed stack breaks (an old 75 s limit kept from a year ago).
-Order, later wins: template defaults < the deployed stack < samconfig.toml < the command line.
+``sam deploy`` keeps a stack's previous value for every parameter not overridden again, then applies its
+``--parameter-overrides``: the command line's when given, else ``samconfig.toml``'s ``parameter_overrides``.
+The command line *replaces* the file's option (an option given on the command line wins over the config file's
+value whole, as click reads them), it is not merged with it. Checking the template's defaults instead would pass
+a ladder that the deployed stack breaks (an old 75 s limit kept from a year ago). Order, later wins: template
+defaults < the deployed stack < (the command line, or else samconfig.toml).
 """
 
 from __future__ import annotations
@@ -69,4 +71,14 @@ def samconfig_stack_name(path: Path, environment: str = "default") -> str | None
 def effective_overrides(
     cloudformation: Any, stack_name: str, samconfig: Path, command_line: dict[str, str]
 ) -> dict[str, str]:
-    return {**deployed_parameters(cloudformation, stack_name), **samconfig_overrides(samconfig), **command_line}
+    return what_sam_deploys(
+        deployed_parameters(cloudformation, stack_name), samconfig_overrides(samconfig), command_line
+    )
+
+
+def what_sam_deploys(
+    previous: dict[str, str], samconfig: dict[str, str], command_line: dict[str, str]
+) -> dict[str, str]:
+    """The parameters ``sam deploy`` sends: the stack's previous values, then the overrides it was given (the
+    command line's, which replace samconfig.toml's; else samconfig.toml's)."""
+    return {**previous, **(command_line if command_line else samconfig)}
