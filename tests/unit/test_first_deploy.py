@@ -416,7 +416,7 @@ def test_functions_and_the_state_machine_are_published_and_called_by_version() -
         "Effect": "Allow",
         "Action": "states:StartExecution",
         "Resource": {"Ref": "RecipeStateMachine"},
-        "Condition": {"StringEquals": {"states:StateMachineQualifier": "live"}},
+        "Condition": {"ForAnyValue:StringEquals": {"states:StateMachineQualifier": ["live"]}},
     } in api["Policies"][-1]["Statement"]
     functions = [r["Properties"] for r in RESOURCES.values() if r["Type"] == "AWS::Serverless::Function"]
     assert all(f.get("AutoPublishAliasAllProperties") is True for f in functions)  # a layer-only release publishes
