@@ -14,7 +14,6 @@ from chuixiang.clock import iso, now_utc
 from chuixiang.job_status import JobStage
 from chuixiang.schemas import RecipeMetrics, UpstreamCall
 from chuixiang.settings import Settings
-from chuixiang.timeouts import STATE_MACHINE
 
 
 class _Store:
@@ -47,20 +46,33 @@ def test_a_recipe_stage_emits_one_recipe_calls_per_call(capsys: pytest.CaptureFi
     assert [(d["Model"], d["Outcome"]) for d in calls] == [("primary", "http_error"), ("primary", "ok")]
 
 
-def test_a_jobs_end_is_counted_by_status_and_code_with_what_the_user_waited(
-    capsys: pytest.CaptureFixture[str],
+def test_a_jobs_end_is_counted_once_by_status_and_code_with_what_the_user_waited(
+    capsys: pytest.CaptureFixture[str], table: Any
 ) -> None:
-    settings = Settings.model_validate({})
-    started_ago_s = 42
-    deadline = iso(now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) - started_ago_s))
-    steps._job_ended(settings, deadline, "RECIPE_TIMEOUT")
+    """``JobsEnded`` once per job, whoever ends it: the first to claim the count emits it, as the job item says
+    it ended (a job an operator stopped stays JOB_STOPPED whatever the stage still running says after it);
+    ``JobLatencyMs`` from the POST (``createdAt``)."""
+    from chuixiang.errors import ErrorCode
+    from chuixiang.stores.jobs import JobStore
+
+    store = JobStore(Settings.model_validate({}), table)
+    store.create("timed-out", "菜", createdAt=iso(now_utc() - timedelta(seconds=42)))
+    steps._job_ended(store, "timed-out", "RECIPE_TIMEOUT")
     docs = _emf(capsys.readouterr().out)
     ended, waited = _named(docs, "JobsEnded"), _named(docs, "JobLatencyMs")
     assert [(d["Status"], d["Code"]) for d in ended] == [("FAILED", "RECIPE_TIMEOUT")]
-    assert waited[0]["Status"] == "FAILED" and waited[0]["JobLatencyMs"][0] == pytest.approx(
-        started_ago_s * 1000, abs=2000
-    )
-    steps._job_ended(settings, deadline, None)
+    assert waited[0]["Status"] == "FAILED" and waited[0]["JobLatencyMs"][0] == pytest.approx(42_000, abs=2000)
+    steps._job_ended(store, "timed-out", "RECIPE_TIMEOUT")  # the same end seen twice: counted once
+    steps._job_ended(store, "timed-out", None)
+    assert _named(_emf(capsys.readouterr().out), "JobsEnded") == []
+    store.create("stopped", "菜")
+    store.fail("stopped", ErrorCode.JOB_STOPPED, "execution ABORTED")
+    steps._job_ended(store, "stopped", "RECIPE_TIMEOUT")  # the stage, cancelled by the stop, ends after it
+    assert [(d["Status"], d["Code"]) for d in _named(_emf(capsys.readouterr().out), "JobsEnded")] == [
+        ("FAILED", "JOB_STOPPED")
+    ]
+    store.create("served", "菜")
+    steps._job_ended(store, "served", None)  # the image stage: Finalize makes it SUCCEEDED next
     assert [(d["Status"], d["Code"]) for d in _named(_emf(capsys.readouterr().out), "JobsEnded")] == [
         ("SUCCEEDED", "OK")
     ]

@@ -25,7 +25,7 @@ from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
 from .generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
 from .generation.recipe_modes import write_recipe
-from .job_status import JobStage, JobStatus
+from .job_status import JobStage, JobStatus, is_terminal
 from .observability import dimensioned_metric, logger, metrics, model_metric
 from .redaction import register_secret
 from .resilience.breaker import BreakerConfig, CircuitBreaker
@@ -246,7 +246,7 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
     store.update(event.jobId, **fields)
     metrics.add_metric(name="RecipeCacheHit" if cached else "RecipeCacheMiss", unit=MetricUnit.Count, value=1)
     if cached:
-        _job_ended(settings, deadline_at, None)  # the state machine finalizes it now
+        _job_ended(store, event.jobId, None)  # the state machine finalizes it now
     return SubmitResult(
         jobId=event.jobId,
         dish=dish,
@@ -310,7 +310,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         mergeFailure=m.mergeFailure,
     )
     if failure is not None:
-        _job_ended(settings, event.deadlineAt, failure.code)
+        _job_ended(store, event.jobId, failure.code)
         return RecipeResult(ok=False, error=failure)
     if outcome.result is None:  # generate_recipe returns a recipe or an error, never neither
         raise RuntimeError("recipe generation returned neither a recipe nor an error")
@@ -358,16 +358,28 @@ def _record_job_time(store: JobStore, settings: Settings, deadline_at: str | Non
         logger.warning("job time not recorded", exc_info=True)  # Retry-After falls back to the typical job
 
 
-def _job_ended(settings: Settings, deadline_at: str | None, code: str | None) -> None:
-    """A job is ending (this stage is its last): the golden signals, ``JobsEnded`` by ``Status`` and ``Code``
-    (the stable error codes, or ``OK``: few values) and ``JobLatencyMs``, its start to now (what a user
-    waited). Emitted by what ends a job: the image stage, a failed recipe stage, a cached dish's submit, the
-    reconciler. (A stage the state machine fails itself, at its state timeout, never happens inside the
-    ladder: AWS/States ExecutionsFailed and the function's Errors count it.)"""
-    status = JobStatus.FAILED if code else JobStatus.SUCCEEDED
+def _job_ended(store: JobStore, job_id: str, code: str | None) -> None:
+    """A job is ending: the golden signals, ``JobsEnded`` by ``Status`` and ``Code`` (the stable error codes,
+    or ``OK``: few values) and ``JobLatencyMs``, from its POST to now (what a user waited), exactly once per
+    job whoever ends it (:meth:`~chuixiang.stores.jobs.JobStore.claim_end_count`): a stage that ends it, a cached
+    dish's submit, or the reconciler after a crash, a stop or a timeout. A job already terminal is counted as it
+    was ended (an operator's stop stays JOB_STOPPED, whatever the stage still running says after); one not yet
+    terminal as its ending stage says (``code``; None: it succeeds, Finalize writes it next)."""
+    try:
+        item = store.claim_end_count(job_id)
+    except (ClientError, BotoCoreError):
+        logger.warning("job end not counted", exc_info=True)
+        return
+    if item is None:
+        return  # counted by whoever ended it first
+    if is_terminal(str(item.get("status", ""))):
+        status = JobStatus(str(item["status"]))
+        code = ((item.get("error") or {}).get("code") if status == JobStatus.FAILED else None) or code
+    else:
+        status = JobStatus.FAILED if code else JobStatus.SUCCEEDED
     dimensioned_metric("JobsEnded", MetricUnit.Count, 1, Status=status.value, Code=code or "OK")
-    if deadline_at:
-        waited_ms = max(0.0, _seconds_since_start(settings, deadline_at) * 1000)
+    if item.get("createdAt"):
+        waited_ms = max(0.0, (now_utc() - parse_iso(str(item["createdAt"]))).total_seconds() * 1000)
         dimensioned_metric("JobLatencyMs", MetricUnit.Milliseconds, waited_ms, Status=status.value)
 
 
@@ -386,7 +398,7 @@ def run_image(
     outcome = generate_image(http_client(), endpoint, limits, event.imagePrompt, budget, image_routes(settings, store))
     failure = _record_stage_outcome(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
     _record_job_time(store, settings, event.deadlineAt)
-    _job_ended(settings, event.deadlineAt, None)  # SUCCEEDED, with or without its picture
+    _job_ended(store, event.jobId, None)  # SUCCEEDED, with or without its picture
     if failure is not None:
         store.update(event.jobId, imageError={"code": failure.code, "detail": failure.detail})
         return ImageResult(ok=False, error=failure)
@@ -448,5 +460,6 @@ def reconcile(job_id: str, status: str, store: JobStore | None = None) -> bool:
     logger.info("reconciled", extra={"jobId": job_id, "execution_status": status, "changed": changed})
     if changed:  # the state machine did not finish this job: an alarm (JobsReconciled) pages for it
         metrics.add_metric(name="JobsReconciled", unit=MetricUnit.Count, value=1)
-        _job_ended(get_settings(), item.get("deadlineAt"), code.value)
+    # Counted here unless a stage counted it: a crash (MarkFailed wrote it; no function counted it), a stop.
+    _job_ended(store, job_id, code.value)
     return changed

@@ -13,12 +13,14 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from ..clock import iso, now_utc
 from ..errors import ErrorCode, clip_detail, retryable_default
 from ..job_status import JobStage, JobStatus
 from ..schemas import Progress, RecipeMetrics
 from ..settings import Settings
-from .conditional import applied
+from .conditional import applied, condition_failed
 from .table import from_dynamo, job_key, jobs_table, set_expression, to_dynamo
 
 if TYPE_CHECKING:
@@ -27,6 +29,10 @@ if TYPE_CHECKING:
 
 #: When the recipe stage recorded its own measurements: no progress write applies after it.
 RECIPE_ENDED = "recipeEndedAt"
+
+
+#: When the job's end was counted in ``JobsEnded`` (set once: whoever sets it emits the count).
+END_COUNTED = "endCountedAt"
 
 
 class JobStore:
@@ -141,6 +147,26 @@ class JobStore:
     def delete(self, job_id: str) -> None:
         """Drop a job that was never started (it joined another)."""
         self.table.delete_item(Key=job_key(job_id))
+
+    def claim_end_count(self, job_id: str) -> dict[str, Any] | None:
+        """The job as it is now, if this caller is the first to count its end (``JobsEnded``): one conditional
+        write, so a job is counted once whoever ends it (a stage, the reconciler after a crash or a stop).
+        None: it was counted already, or there is no such job."""
+        try:
+            answer = self.table.update_item(
+                Key=job_key(job_id),
+                UpdateExpression="SET #counted = :now",
+                ConditionExpression="attribute_exists(pk) AND attribute_not_exists(#counted)",
+                ExpressionAttributeNames={"#counted": END_COUNTED},
+                ExpressionAttributeValues={":now": iso(now_utc())},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if condition_failed(exc):
+                return None
+            raise
+        item: dict[str, Any] = from_dynamo(answer["Attributes"])
+        return item
 
     def fail(self, job_id: str, code: ErrorCode, detail: str) -> bool:
         """Make a non-terminal job FAILED; a terminal one is left as it is."""
