@@ -45,6 +45,7 @@ function show(doc) {
   $("status").hidden = false;
   const percent = doc.status === "SUCCEEDED" ? 100 : (doc.progress?.percent ?? (doc.status === "RUNNING" ? 5 : 0));
   $("bar").style.width = `${percent}%`;
+  $("progress").setAttribute("aria-valuenow", String(percent));
   $("phase").textContent =
     doc.status === "SUCCEEDED" ? "做好了" :
     doc.status === "FAILED" ? "" :
