@@ -10,6 +10,8 @@ import vm from "node:vm";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { body, exportedNames } from "../cjs.js";
+
 const CLIENT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "index.js");
 
 /** What a mini-program runtime has, and nothing else. @param {object} wx */
@@ -19,9 +21,7 @@ export function miniProgramContext(wx) {
 
 /** `source` (an ES module) as a script whose value is its exports, as the devtools' ES6-to-ES5 step makes it. */
 export function compiled(source) {
-  const names = [...source.matchAll(/^export (?:async )?(?:function|class|const) ([A-Za-z_$][\w$]*)/gm)].map((m) => m[1]);
-  const body = source.replace(/^export (?=(?:async )?(?:function|class|const) )/gm, "");
-  return `(function () {\n${body}\nreturn { ${names.join(", ")} };\n})()`;
+  return `(function () {\n${body(source)}\nreturn { ${exportedNames(source).join(", ")} };\n})()`;
 }
 
 /** The client loaded in `context`. */
