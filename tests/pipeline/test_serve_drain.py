@@ -215,3 +215,20 @@ def test_api_on_is_printed_once_the_port_accepts() -> None:
         proc.send_signal(signal.SIGINT)
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
+
+
+def test_the_api_functions_metrics_go_to_the_functions_log() -> None:
+    """Under serve the api function runs in the API's own process: its EMF (admission, 429s) is written to the
+    functions' log beside the other functions', as a Lambda's stdout goes to its log group, so the dashboard's
+    API and admission rows have data (they were empty: it went to serve's stderr)."""
+    from chuixiang_local.commands.dashboard import read_points
+
+    started = time.time()
+    with Serve({"RecipeConcurrency": "1", "RecipeConcurrencyPerCaller": "0", "RecipeSections": "whole"}) as serve:
+        first = httpx.post(f"{serve.base}/recipes", json={"dish": "占位的菜"}, timeout=30)
+        second = httpx.post(f"{serve.base}/recipes", json={"dish": "被拒的菜"}, timeout=30)
+        assert (first.status_code, second.status_code) == (202, 429)
+        serve.wait(first.json()["jobId"])
+    logs = [p for p in (ROOT / ".chuixiang" / "logs").glob("serve-*.log") if p.stat().st_mtime >= started]
+    names = {p.name for p in read_points(logs)}
+    assert {"JobsRejected", "AdmissionSlotsInUse"} <= names, sorted(names)

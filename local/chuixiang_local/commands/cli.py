@@ -142,7 +142,15 @@ def _log_file(command: str) -> TextIO:
     """The functions' log of one local run (their EMF too: ``chuixiang dashboard`` reads it)."""
     path = WORK_DIR / "logs" / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
     path.parent.mkdir(parents=True, exist_ok=True)
-    return open(path, "w", encoding="utf-8")  # closed by the caller's ExitStack
+    # Append mode (O_APPEND): serve's api process writes the api function's output to this file too, and a handle
+    # that kept its own offset would write over what the other appended.
+    return open(path, "a", encoding="utf-8")  # closed by the caller's ExitStack
+
+
+def _file_name(log: Any) -> str | None:
+    """The path of the functions' log, when it is a file (``--verbose``: stderr, which the api inherits)."""
+    name = getattr(log, "name", None)
+    return name if isinstance(name, str) and not name.startswith("<") else None
 
 
 def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
@@ -172,6 +180,7 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
             "--jwt-audience",
             cloud.template.parameters["JwtAudience"],
             *(["--requests-file", str(cloud.api_requests.path)] if cloud.api_requests else []),
+            *(["--log-file", log_name] if (log_name := _file_name(cloud.log)) else []),
         ],
         # stdin: it exits with this process (see exit_with_parent); a session of its own: Ctrl-C is
         # this process's to handle (a drain first), not a signal that stops the API mid-drain.

@@ -139,6 +139,7 @@ def main() -> None:
     ap.add_argument(
         "--body-total-seconds", type=float, default=30.0, help="a request whose body takes longer is answered 408"
     )
+    ap.add_argument("--log-file", help="append the api function's output here (the functions' log), not to stderr")
     ap.add_argument("--requests-file", help="keep the count of open requests here (serve's front door first)")
     args = ap.parse_args()
 
@@ -156,7 +157,10 @@ def main() -> None:
     extra_env: dict[str, str] = given["extra_env"]
     env = lambda_env(spec, extra_env)
     sys_path = [str(spec.code_dir), *map(str, layer_dirs)]
-    pool = WorkerPool(sys.stderr, env=env, code_dirs=[*layer_dirs, spec.code_dir], max_idle=args.workers)
+    # The api function's output (its logs and EMF) goes where the other functions' goes, as a Lambda's stdout goes
+    # to its log group: `chuixiang dashboard` reads the API and admission rows from it.
+    function_log = open(args.log_file, "a", encoding="utf-8", buffering=1) if args.log_file else sys.stderr  # noqa: SIM115
+    pool = WorkerPool(function_log, env=env, code_dirs=[*layer_dirs, spec.code_dir], max_idle=args.workers)
     pool.prewarm(spec, env, sys_path, args.workers)
 
     def run(event: dict[str, Any]) -> dict[str, Any]:
