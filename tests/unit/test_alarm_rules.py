@@ -104,3 +104,32 @@ def test_the_first_content_bound_is_half_the_limit_from_the_parameter() -> None:
     assert not rules.breaches("RecipeFirstContentAlarm", {"p90": 20_000.0})
     with pytest.raises(ValueError, match="anomaly"):
         rules.breaches("RecipeFirstContentAnomalyAlarm", {"p90": 1.0})
+
+
+def _admission(refused: float | None, started: float | None) -> dict[str, float | None]:
+    return {"refused": refused, "started": started}
+
+
+def _admission_pages(windows: dict[str, dict[str, float | None]]) -> bool:
+    in_alarm = {f"AdmissionBurn{w}Alarm": RULES.breaches(f"AdmissionBurn{w}Alarm", f) for w, f in windows.items()}
+    return RULES.composite("AdmissionBurnAlarm", in_alarm)
+
+
+def test_turning_users_away_pages() -> None:
+    """The success SLO counts executions: a saturated admission left every burn alarm at 0 %. Half the POSTs
+    refused for an hour pages; one refusal in a busy hour does not; a quiet hour with none refused does not."""
+    assert RULES.value("AdmissionBurn1hAlarm", _admission(50, 50)) == pytest.approx(0.5 / 0.01)
+    assert _admission_pages(
+        {"1h": _admission(50, 50), "5m": _admission(5, 4), "6h": _admission(60, 300), "30m": _admission(20, 25)}
+    )
+    assert not _admission_pages(
+        {"1h": _admission(1, 300), "5m": _admission(1, 20), "6h": _admission(1, 1800), "30m": _admission(1, 150)}
+    )
+    assert not _admission_pages(
+        {
+            "1h": _admission(None, 4),
+            "5m": _admission(None, None),
+            "6h": _admission(None, 20),
+            "30m": _admission(None, 2),
+        }
+    )
