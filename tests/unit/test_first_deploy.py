@@ -140,8 +140,10 @@ def test_alarms_can_notify() -> None:
     rules = json.dumps([r["Properties"]["AlarmRule"] for r in composites])
     paging = [r for r in [*alarms.values(), *composites] if "AlarmActions" in r["Properties"]]
     assert paging and composites
-    for r in paging:  # a paging alarm pages the topic, and says when it is over (the on-call must hear it)
-        assert r["Properties"]["AlarmActions"] == r["Properties"]["OKActions"] == [{"Ref": "AlarmTopic"}]
+    for r in paging:  # a paging alarm pages a topic (a P3 the ticket one), and says when it is over
+        assert r["Properties"]["AlarmActions"] == r["Properties"]["OKActions"]
+        assert r["Properties"]["AlarmActions"] in ([{"Ref": "AlarmTopic"}], [{"Ref": "TicketTopic"}])
+    assert RESOURCES["TicketTopic"]["Properties"]["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
     for lid, r in alarms.items():  # one that does not page says so, or is a condition of one that does
         if "AlarmActions" not in r["Properties"]:
             assert f"{lid}.Arn" in rules or "Does not page" in r["Properties"]["AlarmDescription"], lid
@@ -290,7 +292,8 @@ def test_alarms_one_cause_fires_together_page_once(composite: str, parts: list[s
     invocation and a dead-letter message: the parts do not page, their composite does (OR of them)."""
     rule = RESOURCES[composite]["Properties"]["AlarmRule"]["Fn::Sub"]
     assert rule == " OR ".join(f'ALARM("${{{part}.Arn}}")' for part in parts)
-    assert RESOURCES[composite]["Properties"]["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    topic = "TicketTopic" if composite == "ReconcilerFailingAlarm" else "AlarmTopic"  # a P3: a ticket
+    assert RESOURCES[composite]["Properties"]["AlarmActions"] == [{"Ref": topic}]
     for part in parts:
         props = RESOURCES[part]["Properties"]
         assert "AlarmActions" not in props and "OKActions" not in props, part
