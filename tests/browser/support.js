@@ -30,10 +30,15 @@ async function listen(server) {
  * recipe in ~14 s (60 ms per chunk): several of the page's polls (every 3 s while the model writes) fall
  * inside it, however late the job started on a busy machine, so the partial recipe is always seen.
  */
-export async function failingModel() {
+/**
+ * The fake model behind a proxy that fails any dish with 失败 in it. `paceMs` per chunk: a job written in sections
+ * at 60 ms wrote its outline in ~3 s, about two polls; on a loaded CI machine a slow GET could miss that window and
+ * the page never showed the partial recipe (a flake). 150 ms keeps it on screen for several polls.
+ */
+export async function failingModel(paceMs = 150) {
   const port = await freePort();
   const fake = spawn(path.join(ROOT, ".venv", "bin", "python"),
-    ["-m", "chuixiang_local.model.fake_model", "--port", String(port), "--pace-ms", "60"],
+    ["-m", "chuixiang_local.model.fake_model", "--port", String(port), "--pace-ms", String(paceMs)],
     { cwd: ROOT, stdio: ["pipe", "ignore", "ignore"] }); // stdin open: it exits with its parent (EOF)
   for (let i = 0; i < 100; i++) {
     try { await fetch(`http://127.0.0.1:${port}/v1/models`); break; } catch { await new Promise((r) => setTimeout(r, 100)); }
