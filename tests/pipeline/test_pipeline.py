@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -205,13 +206,19 @@ def test_a_recipe_worker_killed_mid_stream_leaves_the_tokens_it_streamed(
     import os
     import signal
 
+    def busy_recipe_workers() -> list[Any]:
+        idle = {id(w) for ws in cloud.pool._idle.values() for w in ws}
+        return [w for w in cloud.pool._all.values() if w.key[0] == "RecipeFunction" and id(w) not in idle]
+
+    # An earlier test's stopped job may still be in its recipe function (a stop does not end the task): the
+    # worker to kill must be this job's, the only one busy.
+    wait_until(lambda: not busy_recipe_workers(), timeout_s=60, what="no other job in its recipe function")
     module_fake.chat_script.append(ChatBehaviour(chunk_delay_s=0.05))  # ~30 s of recipe
     job_id = api.post_dish("写到一半就被杀的菜")[1]["jobId"]
     seen = wait_until(
         lambda: (api.get(job_id)[1].get("progress") or {}).get("tokens", 0), timeout_s=15, what="the model is writing"
     )
-    idle = {id(w) for ws in cloud.pool._idle.values() for w in ws}
-    [worker] = [w for w in cloud.pool._all.values() if w.key[0] == "RecipeFunction" and id(w) not in idle]
+    [worker] = busy_recipe_workers()
     os.kill(worker.pid, signal.SIGKILL)
     doc = api.wait(job_id, give_up_s=30)
     assert doc["status"] == "FAILED" and doc["error"]["code"] == "INTERNAL", doc

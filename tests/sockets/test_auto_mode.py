@@ -24,6 +24,7 @@ from chuixiang_local.template import Template
 
 from ..support.scaled import SCALED
 from ..support.stages import run_recipe
+from ..support.waiting import wait_until
 
 #: Real seconds played this many times faster (a peak job: ~90 s whole, ~26 s in sections; here 2.3 s and 0.7 s).
 SCALE = 40.0
@@ -93,6 +94,8 @@ def test_the_steps_ranges_start_before_the_outline_ends(fake: FakeModel) -> None
     template = Template({**SCALED, "RecipeSections": "parallel"})
     outcome, _ = run_recipe(template, fake.base_url, template.function_by_dir("recipe").timeout_s * 1000)
     assert outcome.error is None and outcome.result is not None, outcome.error
+    # The fake records an answer once it has sent its last byte; the reader may be done a moment before.
+    wait_until(lambda: any(section == "outline" for section, _ in fake.answered), timeout_s=5, what="the outline")
     outline_end = next(t for section, t in fake.answered if section == "outline")
     starts = {s: t for (path, t, _), s in zip(fake.requests, fake.sections, strict=True) if s and s != "outline"}
     ranges = {s: t for s, t in starts.items() if s.startswith("steps:")}
