@@ -489,6 +489,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
         ladder.problems += _account_problems(template)
         if not args.unpaged:
             ladder.problems += _paging_problems(overrides, _stack_name(args.stack_name))
+        ladder.problems += _key_policy_problems(template, _stack_name(args.stack_name))
     if args.account_concurrency is not None:
         ladder.problems += [p for p in reservation_problems(template, args.account_concurrency) if "quota" in p]
     print(markdown_table(template) if args.markdown else ladder.render())
@@ -546,6 +547,46 @@ def _account_problems(template: Template) -> list[str]:
     own = [p for p in reservation_problems(template, limit, reserved) if "quota" in p]
     print(f"account: concurrency quota {limit}, {reserved} already reserved", file=sys.stderr)
     return own
+
+
+#: The functions that read the model secret (ModelApiKeySecretArn), by their roles' logical ids.
+SECRET_READERS = ("RecipeFunctionRole", "ImageFunctionRole", "CanaryFunctionRole")
+
+
+def _key_policy_problems(template: Template, stack_name: str) -> list[str]:
+    """With ModelApiKeyKmsKeyArn: whether the key's policy lets the functions' roles decrypt the model secret
+    (read with the caller's credentials; the roles from the stack once it exists)."""
+    key = template.parameters.get("ModelApiKeyKmsKeyArn", "")
+    if not key:
+        return []
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from chuixiang_local.commands.key_policy import key_policy_problems
+
+    try:
+        policy = boto3.client("kms").get_key_policy(KeyId=key, PolicyName="default")["Policy"]
+        account = boto3.client("sts").get_caller_identity()["Account"]
+        roles = _stack_role_arns(boto3.client("cloudformation"), stack_name, key.split(":")[1], account)
+    except (BotoCoreError, ClientError) as exc:
+        print(f"note: the key policy of {key} could not be read ({exc}); not checked", file=sys.stderr)
+        return []
+    return key_policy_problems(policy, key, account, key.split(":")[1], roles)
+
+
+def _stack_role_arns(cloudformation: Any, stack_name: str, partition: str, account: str) -> list[str]:
+    """The secret readers' role ARNs in the deployed stack (none before its first deploy)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        resources = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
+    except ClientError:  # no stack yet (ValidationError): the check says what the first deploy needs
+        return []
+    return [
+        f"arn:{partition}:iam::{account}:role/{r['PhysicalResourceId']}"
+        for r in resources
+        if r["LogicalResourceId"] in SECRET_READERS
+    ]
 
 
 def _paging_problems(parameters: dict[str, str], stack_name: str) -> list[str]:
