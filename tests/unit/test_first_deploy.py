@@ -220,6 +220,10 @@ def test_the_reconciler_rule_keeps_what_it_could_not_deliver_and_says_so() -> No
     assert rule["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["ReconcileDeadLetterQueue", "Arn"]}}
     [allow] = RESOURCES["ReconcileDeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
     assert allow["Principal"] == {"Service": "events.amazonaws.com"} and allow["Action"] == "sqs:SendMessage"
+    # Only this rule may send (it matched every rule named <stack>-*, any other rule of the stack too).
+    assert allow["Condition"] == {
+        "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["ReconcileFunctionExecutionEnded", "Arn"]}}
+    }
     alarm = RESOURCES["ReconcileDeliveryFailedAlarm"]["Properties"]
     assert alarm["Dimensions"] == [
         {"Name": "QueueName", "Value": {"Fn::GetAtt": ["ReconcileDeadLetterQueue", "QueueName"]}}
