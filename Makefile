@@ -33,6 +33,7 @@ test-python: $(STAMP) $(SAM_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-node: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
+	node_modules/.bin/tsc -p clients/js
 	node --test clients/js/test/*.test.js
 	node --test --test-concurrency=1 tests/browser/*.test.js
 
@@ -54,7 +55,8 @@ test-pipeline: $(STAMP) $(SAM_STAMP)
 	$(BIN)/python -m pytest tests/pipeline
 
 # The JavaScript client against `chuixiang serve`, with Node's own test runner (Node 20+; no dependencies).
-test-js: $(STAMP) $(SAM_STAMP)
+test-js: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
+	node_modules/.bin/tsc -p clients/js
 	node --test clients/js/test/*.test.js
 
 # The demo page in headless Chromium (Debian's, driven by playwright-core from npm), against `serve --demo-port`.

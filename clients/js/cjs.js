@@ -1,6 +1,6 @@
 // The client as a CommonJS script, as a mini-program's `require` loads it (and as the devtools' ES6-to-ES5 step
-// turns an ES module into one): `node clients/js/cjs.js` writes clients/miniprogram/lib/chuixiang.js; a test
-// keeps the copy current.
+// turns an ES module into one): `node clients/js/cjs.js` writes the package's CommonJS entry (index.cjs) and the
+// sample mini-program's copy (clients/miniprogram/lib/chuixiang.js); a test keeps both current.
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,6 +8,8 @@ import { fileURLToPath } from "node:url";
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const CLIENT = path.join(HERE, "index.js");
 export const MINIPROGRAM_COPY = path.join(HERE, "..", "miniprogram", "lib", "chuixiang.js");
+/** The package's CommonJS entry (`require("@chuixiang/client")`). */
+export const CJS_ENTRY = path.join(HERE, "index.cjs");
 
 /** The names an ES module exports (`export function|class|const name`). @param {string} source */
 export function exportedNames(source) {
@@ -25,5 +27,5 @@ export function toCommonJs(source) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync(MINIPROGRAM_COPY, toCommonJs(readFileSync(CLIENT, "utf8")));
+  for (const target of [MINIPROGRAM_COPY, CJS_ENTRY]) writeFileSync(target, toCommonJs(readFileSync(CLIENT, "utf8")));
 }
