@@ -463,3 +463,12 @@ def test_first_deploy_states_the_peak_the_ladder_computes() -> None:
     doc = " ".join((REPO_ROOT / "docs" / "first-deploy.md").read_text().split())
     assert f"the peak needs {peak} concurrent Lambda executions: {admitted} admitted jobs" in doc
     assert f"`RecipeConcurrency` {int(Template().number('RecipeConcurrency'))} streams" in doc
+
+
+def test_a_stack_name_the_canarys_schedule_cannot_carry_is_refused_before_the_deploy() -> None:
+    from chuixiang_local.commands.cli import stack_name_problems
+
+    canary = Template({"CanaryModels": "m"})
+    assert stack_name_problems(canary, "c" * 57) == []  # 57 + "-canary" = 64
+    assert "at most 57" in stack_name_problems(canary, "c" * 58)[0]
+    assert stack_name_problems(Template(), "c" * 80) == []  # no canary, no schedule

@@ -490,6 +490,8 @@ def cmd_ladder(args: argparse.Namespace) -> int:
         if not args.unpaged:
             ladder.problems += _paging_problems(overrides, _stack_name(args.stack_name))
         ladder.problems += _key_policy_problems(template, _stack_name(args.stack_name))
+    if args.deployed or args.account:
+        ladder.problems += stack_name_problems(template, _stack_name(args.stack_name))
     if args.account_concurrency is not None:
         ladder.problems += [p for p in reservation_problems(template, args.account_concurrency) if "quota" in p]
     print(markdown_table(template) if args.markdown else ladder.render())
@@ -498,6 +500,21 @@ def cmd_ladder(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     return 0
+
+
+#: EventBridge Scheduler's limit on a schedule's name; the canary's is "<stack>-canary".
+SCHEDULE_NAME_MAX = 64
+
+
+def stack_name_problems(template: Template, stack_name: str) -> list[str]:
+    """Names the stack derives that AWS bounds: with CanaryModels, the canary's schedule ``<stack>-canary``."""
+    name = f"{stack_name}-canary"
+    if template.parameters.get("CanaryModels") and len(name) > SCHEDULE_NAME_MAX:
+        return [
+            f"the canary's schedule would be named {name!r} ({len(name)} characters): EventBridge Scheduler takes "
+            f"at most {SCHEDULE_NAME_MAX}; use a stack name of at most {SCHEDULE_NAME_MAX - len('-canary')} characters"
+        ]
+    return []
 
 
 def _stack_name(given: str | None) -> str:
