@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from chuixiang_local.commands.cost import Assumptions
 from chuixiang_local.commands.dashboard import Point, Widget, build
 from chuixiang_local.template import Template
@@ -50,18 +52,19 @@ def test_the_image_failure_share_is_zero_in_a_period_without_failures() -> None:
     assert shown["ImageFailed"] == {T0: 1.0}
 
 
-def test_spend_is_the_tokens_at_the_price_parameter_the_canary_apart() -> None:
+def test_spend_is_the_tokens_and_pictures_at_the_price_parameters_the_canary_apart() -> None:
     points = [_point("RecipeTokensUsed", 600_000, Model="m1"), _point("RecipeTokensUsed", 400_000, Model="m2")]
     points += [_point("RecipeTokensWasted", 250_000, Model="m1")]
     points += [_point("RecipeTokensUsed", 50_000, Model="m1", Source="canary")]
-    widget = next(
-        w for w in build(Template({"ModelUsdPerMillionTokens": "2"}), points) if w.title.startswith("Model spend")
-    )
+    points += [_point("ImagesDrawn", 1), _point("ImagesDrawn", 1), _point("ImagesDrawn", 1)]
+    template = Template({"ModelUsdPerMillionTokens": "2", "ModelUsdPerImage": "0.04"})
+    widget = next(w for w in build(template, points) if w.title.startswith("Model spend"))
     hour = T0 // 3_600_000 * 3_600_000
     assert _shown(widget) == {
         "users' recipes": {hour: 2.0},
         "of it wasted (failed or abandoned calls)": {hour: 0.5},
         "the canary": {hour: 0.1},
+        "pictures": {hour: pytest.approx(0.12)},  # the image model's bill: 40 of 57 USD per 1,000 jobs
     }
 
 

@@ -404,6 +404,7 @@ def run_image(
         return ImageResult(ok=False, error=failure)
     if outcome.result is None:  # generate_image returns a picture or an error, never neither
         raise RuntimeError("image generation returned neither a picture nor an error")
+    metrics.add_metric(name="ImagesDrawn", unit=MetricUnit.Count, value=1)  # a picture the image model bills
     key = image_key(event.jobId, outcome.result.extension)
     images.put(key, outcome.result.data, outcome.result.content_type)
     store.update(event.jobId, imageKey=key)
