@@ -79,12 +79,7 @@ def test_a_client_stalled_mid_body_gets_a_json_408_and_holds_nothing_meanwhile()
             started = time.monotonic()
             assert serve.cook("并行的菜")["status"] == "SUCCEEDED"
             assert time.monotonic() - started < alone_s + 3, "the stalled body held the functions"
-            answer = b""
-            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
-                chunk = stalled.recv(65536)
-                if not chunk:
-                    break
-                answer += chunk
+            answer = _read_answer(stalled)
             waited = time.monotonic() - sent
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.split()[1] == b"408", answer
@@ -157,13 +152,18 @@ def _raw(serve: Serve, request: bytes, drip_s: float = 0.0) -> tuple[bytes, floa
                 time.sleep(drip_s)
         else:
             conn.sendall(request)
-        answer = b""
-        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
-            chunk = conn.recv(65536)
-            if not chunk:
-                break
-            answer += chunk
-        return answer, time.monotonic() - started
+        return _read_answer(conn), time.monotonic() - started
+
+
+def _read_answer(conn: socket.socket) -> bytes:
+    """An HTTP answer read off a raw socket: its head and its JSON body (or all there is, if it closes)."""
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    return answer
 
 
 def test_hostile_requests_at_the_front_door() -> None:

@@ -11,11 +11,13 @@ import pytest
 from urllib3 import HTTPHeaderDict
 
 from chuixiang_local.cloud.iam.calls import AwsCall, parse_call
-from chuixiang_local.cloud.iam.facts import COMPUTED_KEYS, UnknownAction, authorisation_of, iam_action
+from chuixiang_local.cloud.iam.facts import COMPUTED_KEYS, UnknownAction, iam_action
 from chuixiang_local.cloud.iam.gate import IamGate, Principal, denied_response
 from chuixiang_local.cloud.iam.policy import Decision, Request, UnsupportedCondition, evaluate
 from chuixiang_local.cloud.iam.roles import Role, log_delivery_refused
 from chuixiang_local.template import Template
+
+from ..support.iam_calls import authorisations
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 MACHINE = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:recipes"
@@ -24,13 +26,7 @@ TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/jobs"
 
 def _auth(call: AwsCall) -> Any:
     """The one authorisation of a call on one resource."""
-    return authorisation_of(
-        call,
-        principal_arn="arn:aws:sts::1:assumed-role/r/s",
-        account=ACCOUNT,
-        partition="aws",
-        leading_key=lambda table: "pk" if table == "jobs" else None,
-    )[0]
+    return authorisations(call)[0]
 
 
 def _call(service: str, operation: str, **params: Any) -> AwsCall:
@@ -273,13 +269,7 @@ def test_a_transaction_is_authorised_item_by_item_as_the_underlying_operations()
             {"ConditionCheck": {"TableName": "jobs", "Key": {"pk": {"S": "ADMISSION#0"}}}},
         ],
     )
-    checks = authorisation_of(
-        call,
-        principal_arn="arn:aws:sts::1:assumed-role/r/s",
-        account=ACCOUNT,
-        partition="aws",
-        leading_key=lambda table: "pk" if table == "jobs" else None,
-    )
+    checks = authorisations(call)
     assert [(c.action, c.resource) for c in checks] == [
         ("dynamodb:PutItem", TABLE),
         ("dynamodb:ConditionCheckItem", TABLE),

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from chuixiang_local.cloud.iam.calls import AwsCall
-from chuixiang_local.cloud.iam.facts import authorisation_of
 from chuixiang_local.cloud.iam.policy import Decision, Request, evaluate
 
-ACCOUNT, REGION = "123456789012", "us-east-1"
+from ..support.iam_calls import ACCOUNT, authorisations
+
+REGION = "us-east-1"
 TABLE = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/jobs"
 FN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:recipe"
 SM = f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:recipes"
@@ -431,13 +432,7 @@ def test_the_judge_decides_as_iam(
 def test_a_call_is_judged_as_its_service_authorises_it(
     case: str, source: str, statements: list[dict[str, Any]], call: AwsCall, expected: Decision
 ) -> None:
-    checks = authorisation_of(
-        call,
-        principal_arn="arn:aws:sts::1:assumed-role/r/s",
-        account=ACCOUNT,
-        partition="aws",
-        leading_key=lambda table: "pk" if table == "jobs" else None,
-    )
+    checks = authorisations(call)
     decisions = [evaluate(statements, Request(c.action, c.resource, c.context))[0] for c in checks]
     decision = DENY if DENY in decisions else ALLOW if decisions and all(d == ALLOW for d in decisions) else NONE
     assert decision == expected, (case, [(c.action, c.resource, c.context) for c in checks])
