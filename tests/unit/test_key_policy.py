@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from chuixiang_local.cloud.iam.key_policy import decrypt_refusal
+from chuixiang_local.cloud.iam.policy import Request
 from chuixiang_local.commands.key_policy import key_policy_problems
 
 KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd"
@@ -70,3 +72,41 @@ def test_the_preflight_reads_the_secret_readers_roles_from_the_stack() -> None:
     with Stubber(cfn) as stub:  # before the first deploy
         stub.add_client_error("describe_stack_resources", "ValidationError", "Stack with id chuixiang does not exist")
         assert _stack_role_arns(cfn, "chuixiang", "aws", "123456789012") == []
+
+
+VIA = {"kms:viaservice": ["secretsmanager.us-east-1.amazonaws.com"]}
+IDENTITY_ALLOWS = [
+    {
+        "Effect": "Allow",
+        "Action": "kms:Decrypt",
+        "Resource": KEY,
+        "Condition": {"StringEquals": {"kms:ViaService": "secretsmanager.us-east-1.amazonaws.com"}},
+    }
+]
+
+
+def refusal(doc: dict, identity: list[dict], context: dict[str, list[str]] = VIA) -> str | None:
+    return decrypt_refusal(
+        doc,
+        Request("kms:Decrypt", KEY, context),
+        role_arn=ROLE,
+        account="123456789012",
+        partition="aws",
+        identity=identity,
+    )
+
+
+def test_kms_needs_the_key_policy_and_the_role_policy_together() -> None:
+    root = policy(allow("arn:aws:iam::123456789012:root"))
+    assert refusal(root, IDENTITY_ALLOWS) is None  # IAM enabled, and the role's statement allows it
+    assert refusal(root, []) == "no identity-based policy allows the kms:Decrypt action"
+    assert refusal(root, IDENTITY_ALLOWS, {}) is not None  # not through Secrets Manager: the condition fails
+    assert refusal(policy(allow(ROLE, "kms:Decrypt")), []) is None  # the key policy alone may allow the role
+    assert "neither allows the role" in (refusal(policy(allow(ADMIN)), IDENTITY_ALLOWS) or "")
+
+
+def test_an_explicit_deny_in_either_policy_wins() -> None:
+    deny = {"Effect": "Deny", "Principal": {"AWS": ROLE}, "Action": "kms:Decrypt", "Resource": "*"}
+    assert refusal(policy(allow(ROLE, "kms:Decrypt"), deny), IDENTITY_ALLOWS) == "an explicit deny in the key policy"
+    own_deny = [*IDENTITY_ALLOWS, {"Effect": "Deny", "Action": "kms:*", "Resource": "*"}]
+    assert refusal(policy(allow(ROLE, "kms:Decrypt")), own_deny) == "an explicit deny in an identity-based policy"

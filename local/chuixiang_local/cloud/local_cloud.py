@@ -96,6 +96,7 @@ class LocalCloud:
         bind: str = "127.0.0.1",
         enforce_iam: bool = True,
         account_concurrency: int = DEFAULT_QUOTA,
+        secret_key_policy: dict[str, Any] | None = None,
     ) -> None:
         """``worker_nice``: run function workers at this niceness. On AWS a function's CPU is its own;
         here sixty executions share two cores with the API and moto, and ``serve`` lowers the
@@ -106,7 +107,9 @@ class LocalCloud:
         ``enforce_iam``: judge every call of a function or the state machine against its role
         (:mod:`chuixiang_local.cloud.iam`); off only to show what a missing permission would do.
         ``account_concurrency``: the account's concurrent-executions quota; the state machine's invocations
-        beyond it (or beyond a function's reservation) are throttled as Lambda throttles them."""
+        beyond it (or beyond a function's reservation) are throttled as Lambda throttles them.
+        ``secret_key_policy``: encrypt the model secret with a customer-managed key that has this key policy
+        (``ModelApiKeyKmsKeyArn`` set to it); every read of the secret is then judged against it, as KMS would."""
         self.overrides = dict(overrides or {})
         self.port = port  #: moto's port (0: any free one); ``chuixiang cloud`` fixes it for other tools
         self.bind = bind  #: moto's address; 0.0.0.0 lets a Docker container reach it (``chuixiang cloud``)
@@ -135,6 +138,7 @@ class LocalCloud:
         self.enforce_iam = enforce_iam
         self.account_concurrency = account_concurrency
         self.roles: dict[str, Role] = {}  #: each function's and the state machine's role (after SAM's transform)
+        self.secret_key_policy = secret_key_policy
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -290,9 +294,12 @@ class LocalCloud:
         )
 
     def _create_secret(self) -> None:
-        sm = self.client("secretsmanager")
-        self.secret_arn = sm.create_secret(
-            Name=f"chuixiang/{time.time_ns()}/model-api-key", SecretString=self.model_api_key
+        encrypted: dict[str, str] = {}
+        if self.secret_key_policy is not None:
+            key = self.client("kms").create_key(Policy=json.dumps(self.secret_key_policy))["KeyMetadata"]["Arn"]
+            self.overrides["ModelApiKeyKmsKeyArn"] = encrypted["KmsKeyId"] = key
+        self.secret_arn = self.client("secretsmanager").create_secret(
+            Name=f"chuixiang/{time.time_ns()}/model-api-key", SecretString=self.model_api_key, **encrypted
         )["ARN"]
 
     def _create_storage(self) -> None:

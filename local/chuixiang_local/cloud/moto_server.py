@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from chuixiang_local.cloud.front_door import FrontDoorCallsFirst
-from chuixiang_local.cloud.iam.gate import IamGate
+from chuixiang_local.cloud.iam.gate import ACCOUNT, IamGate
 from chuixiang_local.cloud.keep_alive import OpenConnections, keep_alive_handler
 from chuixiang_local.cloud.moto_patches import apply_patches, without_debug_mode
 from chuixiang_local.servers import stop_server
@@ -57,6 +57,20 @@ def api_call_name(environ: dict[str, Any]) -> str:
     return f"{service}:{method} {path}"
 
 
+def secret_key(region: str, secret_id: str) -> tuple[str, str] | None:
+    """The customer-managed key a secret is encrypted with, and its key policy, as moto holds them (the gate
+    judges a ``GetSecretValue`` against both, as KMS would; moto itself never checks a key policy)."""
+    from moto.kms.models import kms_backends
+    from moto.secretsmanager.models import secretsmanager_backends
+
+    secret = secretsmanager_backends[ACCOUNT][region].secrets.get(secret_id)
+    key_id = getattr(secret, "kms_key_id", None)
+    if not key_id or key_id == "alias/aws/secretsmanager":
+        return None
+    key = kms_backends[ACCOUNT][region].describe_key(key_id)
+    return key.arn, key.policy
+
+
 class MotoServer:
     """``start()`` then ``endpoint``; ``stop()`` restores ``MOTO_PORT`` (moto's backends are process-wide,
     so a nested cloud must not strand an outer one)."""
@@ -67,6 +81,7 @@ class MotoServer:
         self.requests: RequestCounter | None = None
         self.partition_keys: dict[str, str] = {}  #: table name -> its partition key (dynamodb:LeadingKeys)
         self.gate = IamGate(lambda environ, start_response: [], leading_key=self.partition_keys.get)
+        self.gate.secret_key = secret_key
         self.call_priority: FrontDoorCallsFirst | None = None
         self.endpoint = ""
         self._server: Any = None

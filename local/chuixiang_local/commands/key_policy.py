@@ -10,48 +10,24 @@ job with it: the preflight (``chuixiang ladder --account``) refuses the deploy i
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from chuixiang_local.cloud.iam.key_policy import NEEDED, account_root, statements, statements_for
 from chuixiang_local.cloud.iam.policy import Decision, Request, evaluate
-
-#: What reading a secret under a customer-managed key needs of the key (through Secrets Manager).
-NEEDED = "kms:Decrypt"
-
-
-def _principals(statement: Mapping[str, Any]) -> list[str]:
-    principal = statement.get("Principal")
-    if principal == "*":
-        return ["*"]
-    if isinstance(principal, Mapping):
-        aws = principal.get("AWS", [])
-        return [str(p) for p in (aws if isinstance(aws, list) else [aws])]
-    return []
-
-
-def _for(statements: Iterable[Mapping[str, Any]], principal: str) -> list[dict[str, Any]]:
-    """The key policy's statements that name ``principal`` (or everyone), without their Principal element."""
-    return [
-        {k: v for k, v in s.items() if k != "Principal"}
-        for s in statements
-        if principal in _principals(s) or "*" in _principals(s)
-    ]
 
 
 def key_policy_problems(
     policy: Mapping[str, Any] | str, key_arn: str, account: str, partition: str, roles: list[str]
 ) -> list[str]:
     """What stops the functions' roles (their ARNs; empty before the first deploy) from decrypting with the key."""
-    doc = json.loads(policy) if isinstance(policy, str) else policy
-    statements = doc.get("Statement", [])
-    statements = statements if isinstance(statements, list) else [statements]
-    root = f"arn:{partition}:iam::{account}:root"
+    key_statements = statements(policy)
+    root = account_root(account, partition)
     request = Request(NEEDED, key_arn, {})
-    delegated = evaluate(_for(statements, root), request)[0] == Decision.ALLOW
+    delegated = evaluate(statements_for(key_statements, root), request)[0] == Decision.ALLOW
     problems = []
     for role in roles:
-        decision = evaluate(_for(statements, role), request)[0]
+        decision = evaluate(statements_for(key_statements, role), request)[0]
         if decision == Decision.EXPLICIT_DENY:
             problems.append(f"the key policy of {key_arn} denies {role} {NEEDED}: the model key cannot be read")
         elif decision != Decision.ALLOW and not delegated:

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from .calls import AwsCall, parse_call
 from .facts import Authorisation, UnknownAction, authorisation_of
+from .key_policy import NEEDED, decrypt_refusal
 from .policy import Decision, Request, UnsupportedCondition, evaluate
 
 logger = logging.getLogger("chuixiang.iam")
@@ -56,9 +57,12 @@ class Refusal:
     principal: Principal
     authorisation: Authorisation
     reason: str
+    answer: str | None = None  #: what the service says when it is not IAM's own refusal (KMS behind a secret)
 
     @property
     def message(self) -> str:
+        if self.answer is not None:
+            return self.answer
         a = self.authorisation
         return (
             f"User: {self.principal.arn} is not authorized to perform: {a.action} on resource: "
@@ -77,6 +81,9 @@ class IamGate:
         self.refusals: list[Refusal] = []
         self.allowed: list[Allowed] = []
         self.enforcing = True
+        #: ``(region, secret id)`` -> the customer-managed KMS key the secret is encrypted with and its key policy
+        #: (JSON); None for the AWS-managed key, whose policy allows the account's principals via Secrets Manager
+        self.secret_key: Callable[[str, str], tuple[str, str] | None] = lambda region, secret: None
         self.recording = False  #: keep every allowed call with the statement that allowed it
         self._lock = threading.Lock()
 
@@ -103,7 +110,36 @@ class IamGate:
             refusal = self._judge_one(principal, authorisation)
             if refusal is not None:
                 return refusal
-        return None
+        return self._judge_secret_key(principal, call)
+
+    def _judge_secret_key(self, principal: Principal, call: AwsCall) -> Refusal | None:
+        """A secret under a customer-managed key: Secrets Manager decrypts it with the caller's own permissions
+        (``kms:ViaService`` set), and KMS judges the key policy with them (:mod:`.key_policy`)."""
+        if call.service != "secretsmanager" or call.operation != "GetSecretValue":
+            return None
+        found = self.secret_key(call.region, str(call.params.get("SecretId")))
+        if found is None:
+            return None
+        key, policy = found
+        context = {
+            "kms:viaservice": [f"secretsmanager.{call.region}.amazonaws.com"],
+            "kms:calleraccount": [ACCOUNT],
+            "aws:principalarn": [principal.arn],
+        }
+        request = Request(NEEDED, key, context)
+        role_arn = f"arn:{principal.partition}:iam::{ACCOUNT}:role/{principal.role}"
+        reason = decrypt_refusal(
+            policy,
+            request,
+            role_arn=role_arn,
+            account=ACCOUNT,
+            partition=principal.partition,
+            identity=principal.statements,
+        )
+        if reason is None:
+            return None
+        # What Secrets Manager answers when KMS refuses the decrypt it makes for the caller.
+        return Refusal(principal, Authorisation(NEEDED, key, context), reason, answer="Access to KMS is not allowed")
 
     def _judge_one(self, principal: Principal, authorisation: Authorisation) -> Refusal | None:
         request = Request(authorisation.action, authorisation.resource, authorisation.context)
