@@ -33,6 +33,28 @@ def test_a_jobs_image_url_is_signed_with_sigv4_and_stable_across_polls_until_nea
     _s3.cache_clear()
 
 
+def test_an_image_url_is_valid_no_longer_than_the_credentials_that_signed_it(
+    table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A presigned URL expires with the session token that signed it: its "valid until" says so."""
+    from chuixiang.settings import Settings
+    from chuixiang.stores import images as images_module
+    from chuixiang.stores.images import ImageStore, _s3
+
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="images")
+    settings = Settings.model_validate(
+        {"IMAGES_BUCKET": "images", "IMAGE_URL_TTL_SECONDS": "3600", "LOCAL_IMAGE_DIR": ""}
+    )
+    _s3.cache_clear()
+    images_module._SIGNED.clear()
+    monkeypatch.setattr(images_module, "_signer", lambda s3: ("ASIA-SESSION", 1_000_600.0))
+    assert ImageStore(settings).stable_url("images/job.png", now=1_000_000.0)[1] == 1_000_600
+    monkeypatch.setattr(images_module, "_signer", lambda s3: ("ASIA-SESSION", None))  # env credentials
+    images_module._SIGNED.clear()
+    assert ImageStore(settings).stable_url("images/job.png", now=1_000_000.0)[1] == 1_003_600
+    _s3.cache_clear()
+
+
 def _credentials(monkeypatch: pytest.MonkeyPatch, region: str) -> None:
     """A sandbox's environment: its credentials and region (presigning calls nothing)."""
     for name, value in (

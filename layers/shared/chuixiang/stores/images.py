@@ -52,11 +52,17 @@ def _s3(endpoint: str | None) -> S3Client:
     return trace_aws_calls(boto3.client("s3", endpoint_url=endpoint, config=config))
 
 
-def _signer_key(s3: S3Client) -> str:
-    """The access key id the client signs with now (a SnapStart restore or a new sandbox brings new ones)."""
+def _signer(s3: S3Client) -> tuple[str, float | None]:
+    """The access key id the client signs with now (a SnapStart restore or a new sandbox brings new ones), and
+    when those credentials expire if botocore knows it: S3 (*Sharing objects with presigned URLs*) "If you
+    created a presigned URL using a temporary token, then the URL expires when the token expires, even if the URL
+    was created with a later expiration time"."""
     signer: Any = getattr(s3, "_request_signer")  # noqa: B009 - botocore has no public accessor for it
     credentials = signer._credentials
-    return str(credentials.get_frozen_credentials().access_key) if credentials is not None else ""
+    if credentials is None:
+        return "", None
+    expiry = getattr(credentials, "_expiry_time", None)  # RefreshableCredentials; env credentials say nothing
+    return str(credentials.get_frozen_credentials().access_key), expiry.timestamp() if expiry else None
 
 
 def forget_clients() -> None:
@@ -79,11 +85,11 @@ class ImageStore:
         ttl = self.settings.image_url_ttl_s
         if self.settings.local_image_dir:
             return self.url(key), int(now) + ttl
-        signer = _signer_key(self.s3)
+        signer, expires = _signer(self.s3)
         cached = _SIGNED.get((key, signer))
         if cached and cached[1] - now > ttl * REUSE_WHILE_LEFT:
             return cached
-        signed = self.url(key), int(now) + ttl
+        signed = self.url(key), int(min(now + ttl, expires or now + ttl))  # a URL dies with its session
         _SIGNED[(key, signer)] = signed
         if len(_SIGNED) > 1024:  # a warm sandbox serves many jobs: keep the newest
             del _SIGNED[next(iter(_SIGNED))]
