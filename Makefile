@@ -9,7 +9,7 @@ SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 NODE_STAMP := node_modules/.installed
 BROWSER_STAMP := .chuixiang/.browser-installed
 
-.PHONY: run test test-python test-node test-fast dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: alarms alarms-table run test test-python test-node test-fast dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -104,6 +104,13 @@ ladder: $(STAMP)
 # Rewrite docs/openapi.json from the routes (a test fails when it drifts).
 openapi: $(STAMP)
 	$(BIN)/python -c "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver; from chuixiang.api import build_app, openapi_json; print(openapi_json(build_app(APIGatewayHttpResolver)))" > docs/openapi.json
+
+# The burn-rate alarms: written into template.yaml from their table (local/chuixiang_local/burn_alarms.py),
+# and the runbook's "What pages, measured" from the simulation (~20 s); a test fails when either is stale.
+alarms: $(STAMP)
+	$(BIN)/python -m chuixiang_local.burn_alarms
+alarms-table: $(STAMP)
+	$(BIN)/python -m chuixiang_local.burn_alarms --table
 
 # Rewrite the documents' generated tables: the ladder (docs/ladder.md) and the module map
 # (docs/architecture.md). A test fails when either is stale.

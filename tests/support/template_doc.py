@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chuixiang_local.template import Template
+from chuixiang_local.template import REPO_ROOT, Template
 
+TEMPLATE_TEXT = (REPO_ROOT / "template.yaml").read_text()
 DOC = Template().doc
 RESOURCES: dict[str, Any] = DOC["Resources"]
 

@@ -306,22 +306,17 @@ def test_alarms_one_cause_fires_together_page_once(composite: str, parts: list[s
 
 def test_a_model_outage_pages_once_naming_its_cause() -> None:
     """An open breaker with failing recipe stages is one cause that fires three alarms: the outage composite
-    pages, and the success burn holds its page while it is in ALARM - waiting less than the burn's shortest
-    window for it, so a burn with another cause still pages within minutes."""
+    names it and puts the success burn in ALARM, which pages once, whichever is seen first (a suppressor paged
+    twice when the burn was seen first; tests/pipeline/test_alarm_week.py measures it)."""
     outage = RESOURCES["ModelOutageAlarm"]["Properties"]
     assert outage["AlarmRule"] == {
         "Fn::Sub": 'ALARM("${BreakerOpenAlarm.Arn}") AND ALARM("${RecipeFailureRateAlarm.Arn}")'
     }
-    assert outage["AlarmActions"] == [{"Ref": "AlarmTopic"}]
-    for part in ("BreakerOpenAlarm", "RecipeFailureRateAlarm"):
+    for part in ("ModelOutageAlarm", "BreakerOpenAlarm", "RecipeFailureRateAlarm"):
         assert "AlarmActions" not in RESOURCES[part]["Properties"], part
     burn = RESOURCES["JobSuccessBurnAlarm"]["Properties"]
-    assert burn["ActionsSuppressor"] == {"Fn::GetAtt": ["ModelOutageAlarm", "Arn"]}
-    shortest = min(
-        RESOURCES[f"JobSuccessBurn{w}Alarm"]["Properties"]["Metrics"][0]["MetricStat"]["Period"] for w in ("5m", "30m")
-    )
-    assert 0 < burn["ActionsSuppressorWaitPeriod"] < shortest
-    assert burn["ActionsSuppressorExtensionPeriod"] >= shortest
+    assert burn["AlarmRule"]["Fn::Sub"].endswith('OR ALARM("${ModelOutageAlarm.Arn}")')
+    assert burn["AlarmActions"] == [{"Ref": "AlarmTopic"}]
 
 
 def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path) -> None:

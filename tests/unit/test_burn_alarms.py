@@ -1,0 +1,69 @@
+"""The burn-rate alarms are declared once (``local/chuixiang_local/burn_alarms.py``): the template holds exactly
+what the table renders, and the dashboard's alarm widget lists every alarm, pages first. ``make alarms``
+rewrites both."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from chuixiang_local import burn_alarms
+from chuixiang_local.template import Template
+
+from ..support.template_doc import RESOURCES, TEMPLATE_TEXT
+
+
+def test_the_template_holds_what_the_table_renders() -> None:
+    assert burn_alarms.current(TEMPLATE_TEXT) == burn_alarms.render(), "stale: run `make alarms`"
+
+
+def test_every_alarm_the_table_declares_is_in_the_template_once() -> None:
+    names = burn_alarms.alarm_names()
+    assert len(names) == len(set(names)) == 3 * (2 + 2 * len(burn_alarms.TIERS))
+    for name in names:
+        assert RESOURCES[name]["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
+        assert TEMPLATE_TEXT.count(f"\n  {name}:\n") == 1
+
+
+def test_the_alarm_widget_lists_pages_then_tickets_then_parts() -> None:
+    template = Template()
+    doc = json.loads(template.resolve(RESOURCES["Dashboard"]["Properties"]["DashboardBody"]))
+    [widget] = [w for w in doc["widgets"] if w["type"] == "alarm"]
+    arn_to_name = {template.physical[name]["Arn"]: name for name in RESOURCES if "Alarm" in RESOURCES[name]["Type"]}
+    listed = [arn_to_name[arn] for arn in widget["properties"]["alarms"]]
+    assert listed == burn_alarms.widget_alarms(RESOURCES) + [n for n in listed if RESOURCES[n].get("Condition")]
+
+
+def test_pages_go_to_the_alarm_topic_and_slow_burns_to_tickets() -> None:
+    for objective in burn_alarms.OBJECTIVES:
+        page = RESOURCES[f"{objective.name}BurnAlarm"]["Properties"]
+        ticket = RESOURCES[f"{objective.name}SlowBurnAlarm"]["Properties"]
+        assert page["AlarmActions"] == [{"Ref": "AlarmTopic"}] and ticket["AlarmActions"] == [{"Ref": "TicketTopic"}]
+        # The ticket is held while the page is on, and while its short window still holds that incident.
+        assert ticket["ActionsSuppressor"] == {"Fn::GetAtt": [f"{objective.name}BurnAlarm", "Arn"]}
+        assert ticket["ActionsSuppressorExtensionPeriod"] == burn_alarms.TIERS[-1].short.seconds
+        for tier in burn_alarms.TIERS:
+            for window in (tier.long, tier.short):
+                props = RESOURCES[f"{objective.name}Burn{window.suffix}Alarm"]["Properties"]
+                assert "AlarmActions" not in props  # a part never notifies alone
+                assert {m["MetricStat"]["Period"] for m in props["Metrics"] if "MetricStat" in m} == {window.seconds}
+
+
+def test_no_alarm_looks_back_further_than_cloudwatch_allows() -> None:
+    """ "The number of evaluation periods for an alarm multiplied by the length of each evaluation period cannot
+    exceed one day" (CloudWatch user guide, *Using Amazon CloudWatch alarms*)."""
+    for name, resource in RESOURCES.items():
+        if resource["Type"] != "AWS::CloudWatch::Alarm":
+            continue
+        props = resource["Properties"]
+        periods = [props["Period"]] if "Period" in props else []
+        periods += [m["MetricStat"]["Period"] for m in props.get("Metrics", []) if "MetricStat" in m]
+        periods += [m["Period"] for m in props.get("Metrics", []) if "Period" in m]
+        assert max(periods) * int(props["EvaluationPeriods"]) <= 86400, name
+
+
+def test_a_model_outage_pages_as_part_of_the_success_burn() -> None:
+    rule = RESOURCES["JobSuccessBurnAlarm"]["Properties"]["AlarmRule"]["Fn::Sub"]
+    assert re.search(r'OR ALARM\("\$\{ModelOutageAlarm\.Arn\}"\)$', rule)
+    outage = RESOURCES["ModelOutageAlarm"]["Properties"]
+    assert "AlarmActions" not in outage and "ActionsSuppressor" not in RESOURCES["JobSuccessBurnAlarm"]["Properties"]
