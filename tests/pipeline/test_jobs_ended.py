@@ -1,12 +1,14 @@
 """``JobsEnded`` once per job, whoever ends it (issue: a crashed recipe function was never counted, a stopped
 job twice): a local mix of a served job, a crashed recipe function, an operator's stop and a failing model,
-read back from the functions' log as the dashboard reads it."""
+read back from the functions' log as the dashboard reads it; and the template's saved Logs Insights queries run
+over that log (:mod:`chuixiang_local.logs_insights`) say what happened, with the fields the functions log."""
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
 
+from chuixiang_local import logs_insights
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.commands.dashboard import read_points
 from chuixiang_local.gateway.api_client import LocalApi
@@ -44,7 +46,8 @@ def test_every_job_is_counted_once_with_the_code_it_ended_with(tmp_path: Path) -
         cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
         wait_until(lambda: cloud.reconciled(arn), timeout_s=30, what="the stop reconciled")
         fake.chat_by_model[cloud.template.parameters["RecipeModel"]] = ChatBehaviour(status=503)
-        assert cook("模型坏了的菜")["error"]["code"] == "RECIPE_UPSTREAM_ERROR"  # type: ignore[index]
+        broken = cook("模型坏了的菜")
+        assert broken["error"]["code"] == "RECIPE_UPSTREAM_ERROR"  # type: ignore[index]
         wait_until(lambda: not cloud.running_executions(), timeout_s=40, what="every execution ended")
         # The stopped job's recipe function goes on until its stall ends, then ends its stage (and loses the count).
         recipes = lambda: sum(lid == "RecipeFunction" for lid, _ in cloud.invocations)  # noqa: E731
@@ -58,3 +61,29 @@ def test_every_job_is_counted_once_with_the_code_it_ended_with(tmp_path: Path) -
         ("FAILED", "JOB_STOPPED"): 1,
         ("FAILED", "RECIPE_UPSTREAM_ERROR"): 1,
     }, ended
+    _the_saved_queries_say_what_happened(cloud, tmp_path / "log", str(broken["jobId"]))
+
+
+def _query(cloud: LocalCloud, logical_id: str, log: Path, job_id: str = "") -> list[dict[str, object]]:
+    query = cloud.template.resources[logical_id]["Properties"]["QueryString"].replace("PASTE-THE-JOB-ID", job_id)
+    return logs_insights.run(query, logs_insights.records(log))
+
+
+def _the_saved_queries_say_what_happened(cloud: LocalCloud, log: Path, broken_job: str) -> None:
+    model = cloud.template.parameters["RecipeModel"]
+    failures = {(r["code"], r["model"]): r["failures"] for r in _query(cloud, "FailuresByCodeQuery", log)}
+    # The crash is counted, the stop is the operator's (the reconciler ended both before any model reported),
+    # the model's failure is the model's.
+    assert failures.keys() == {("INTERNAL", None), ("JOB_STOPPED", None), ("RECIPE_UPSTREAM_ERROR", model)}, failures
+    assert set(failures.values()) == {1}
+    slowest = _query(cloud, "SlowestJobsQuery", log)
+    assert {r["recipeModel"] for r in slowest} == {model}  # not the image model of the job that drew a picture
+    assert [r["imageModel"] for r in slowest if r["imageModel"]] == [cloud.template.parameters["ImageModel"]]
+    [callers] = _query(cloud, "TopCallersQuery", log)  # one caller (no authorizer: one address), four POSTs
+    assert callers["message"] == "job started" and callers["requests"] == 4
+    assert len(str(callers["callerHash"])) == 16 and "127.0.0.1" not in log.read_text()
+    calls = _query(cloud, "UpstreamCallsOfJobQuery", log, broken_job)
+    assert calls and {(c["upstream"], c["model"], c["http_status"]) for c in calls} == {
+        ("chat.completions", model, 503)
+    }
+    assert all(c["decision"] and c["duration_ms"] is not None for c in calls)

@@ -41,7 +41,7 @@ from . import job_start
 from .errors import ErrorCode, HttpErrorCode, message_for
 from .job_start import AdmissionRefused, JobStartError, admitted_as, caller_of, start_job, start_job_once
 from .job_view import load_job_document
-from .observability import dimensioned_metric, logger
+from .observability import caller_hash, dimensioned_metric, logger
 from .schemas import CreateRecipeRequest, CreateRecipeResponse, ErrorBody, JobDocument
 from .settings import get_settings
 from .stores.images import ImageStore
@@ -334,7 +334,7 @@ def _start(job: dict[str, str], idempotency_key: str | None, lambda_context: Any
     except JobStartError:
         return error_response(503, ErrorCode.INTERNAL, "could not start the job")
     except AdmissionRefused as busy:
-        return _refused(busy)
+        return _refused(busy, job.get("admittedAs", ""))
     except IdempotencyAlreadyInProgressError:
         return error_response(409, HttpErrorCode.REQUEST_IN_PROGRESS, "the same Idempotency-Key is being processed")
     except IdempotencyValidationError:
@@ -343,12 +343,15 @@ def _start(job: dict[str, str], idempotency_key: str | None, lambda_context: Any
         )
 
 
-def _refused(busy: AdmissionRefused) -> Response[Any]:
+def _refused(busy: AdmissionRefused, admitted_as: str) -> Response[Any]:
     """The 429 of a request admission turned away, with when to come back and why."""
     seconds = str(math.ceil(busy.retry_after_s))
     # Clients turned away: the admission's saturation, as the on-call sees it (a metric and a line).
     dimensioned_metric("JobsRejected", MetricUnit.Count, 1, Reason=busy.reason)
-    logger.info("job refused", extra={"reason": busy.reason, "retryAfterS": int(seconds)})
+    logger.info(
+        "job refused",
+        extra={"reason": busy.reason, "retryAfterS": int(seconds), "callerHash": caller_hash(admitted_as)},
+    )
     return error_response(
         429,
         HttpErrorCode.TOO_MANY_JOBS,
@@ -414,6 +417,7 @@ def build_app(resolver_cls: type[R], *, swagger: bool = False, **kwargs: Any) ->
         if isinstance(created, Response):
             return created
         body = CreateRecipeResponse.model_validate(created)
+        logger.info("job started", extra={"jobId": body.jobId, "callerHash": caller_hash(job["admittedAs"])})
         return Response(
             status_code=202,
             content_type=content_types.APPLICATION_JSON,

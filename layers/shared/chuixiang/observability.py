@@ -10,6 +10,8 @@ logs say the rest.
 
 from __future__ import annotations
 
+import hashlib
+
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
@@ -29,3 +31,11 @@ def dimensioned_metric(name: str, unit: MetricUnit, value: float, **dimensions: 
 def model_metric(name: str, unit: MetricUnit, value: float, model: str, **dimensions: str) -> None:
     """A metric with the ``Model`` dimension (and any others)."""
     dimensioned_metric(name, unit, value, Model=model, **dimensions)
+
+
+def caller_hash(caller: str) -> str:
+    """A caller's pseudonym for the logs (``top-callers`` groups by it): the first 16 hex digits of the SHA-256
+    of its admission identity (``sub:…``, ``client:…``, ``ip:…``), so the functions' lines carry no raw subject or
+    address. A pseudonym, not anonymity: an address can be found again by hashing candidates (the HTTP API's
+    access log keeps the addresses anyway, under its own retention)."""
+    return hashlib.sha256(caller.encode()).hexdigest()[:16] if caller else "none"

@@ -152,6 +152,7 @@ def _log_stage_finished(stage: str, model: str | None, total_ms: int, error: Sta
         extra={
             "stage": stage,
             "model": model,
+            f"{stage}Model": model,  # so one ``stats`` over a job's two lines keeps the recipe's and the image's apart
             f"{stage}Ms": total_ms,
             "code": error.code.value if error else None,
             **figures,
@@ -378,9 +379,23 @@ def _job_ended(store: JobStore, job_id: str, code: str | None) -> None:
     else:
         status = JobStatus.FAILED if code else JobStatus.SUCCEEDED
     dimensioned_metric("JobsEnded", MetricUnit.Count, 1, Status=status.value, Code=code or "OK")
+    waited_ms = None
     if item.get("createdAt"):
         waited_ms = max(0.0, (now_utc() - parse_iso(str(item["createdAt"]))).total_seconds() * 1000)
         dimensioned_metric("JobLatencyMs", MetricUnit.Milliseconds, waited_ms, Status=status.value)
+    # The line the saved queries read (failures-by-code-and-model, slowest-jobs): one per job, whoever ended
+    # it, with the model that wrote its recipe (not the image model; none when the recipe stage never reported).
+    recipe = ((item.get("metrics") or {}).get(JobStage.RECIPE.value)) or {}
+    logger.info(
+        "job ended",
+        extra={
+            "jobId": job_id,
+            "status": status.value,
+            "code": code or "OK",
+            "waitedMs": None if waited_ms is None else int(waited_ms),
+            "model": recipe.get("model"),
+        },
+    )
 
 
 def run_image(

@@ -5,14 +5,16 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from chuixiang.job_status import is_terminal
+from chuixiang.observability import logger
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.template import REPO_ROOT
 from chuixiang_local.workers.context import LocalContext
@@ -37,6 +39,20 @@ def http_event(
     event["headers"].update({k.lower(): v for k, v in (headers or {}).items()})
     event["pathParameters"] = {"jobId": path.rsplit("/", 1)[-1]} if method == "GET" else {}
     return event
+
+
+@contextlib.contextmanager
+def _logs_to(stream: Any) -> Iterator[None]:
+    handler = logger.registered_handler
+    if not isinstance(handler, logging.StreamHandler):
+        yield
+        return
+    previous = handler.setStream(stream)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            handler.setStream(previous)
 
 
 class LocalApi:
@@ -78,9 +94,11 @@ class LocalApi:
             spec.name, spec.memory_mb, "local", int(time.time() * 1000) + spec.timeout_s * 1000, spec.arn
         )
         started = time.monotonic()
-        # Its stdout (the EMF of its metrics) goes where a Lambda's goes: the functions' log, not the caller's
-        # stdout (`cook --json` prints the job there).
-        with self._one_at_a_time, contextlib.redirect_stdout(self.cloud.log or sys.stderr):
+        # Its stdout (the EMF of its metrics, and its log lines: Powertools' handler holds the stdout it was
+        # made with) goes where a Lambda's goes: the functions' log, not the caller's stdout (`cook --json`
+        # prints the job there).
+        out = self.cloud.log or sys.stderr
+        with self._one_at_a_time, contextlib.redirect_stdout(out), _logs_to(out):
             answer = self.handler(event, context)
         if self.cloud.vended is not None:  # what API Gateway would count
             api_id = str(self.cloud.template.resolve({"Ref": "RecipeApi"}))
