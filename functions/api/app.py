@@ -4,11 +4,12 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from chuixiang.api import build_app, forget_clients, handle, warm_up
+from chuixiang.api import build_app, forget_clients, handle, mark_release, warm_up
 from chuixiang.observability import logger
 
 app = build_app(APIGatewayHttpResolver)
 warm_up(app)
+mark_release()
 
 try:  # the Lambda runtime ships it; SnapStart runs the hook in every sandbox restored from the snapshot
     from snapshot_restore_py import register_after_restore

@@ -160,6 +160,9 @@ class Template:
             elif rtype == "AWS::S3::Bucket":
                 bucket = name.lower()
                 out[lid] = {"Ref": bucket, "Arn": f"arn:aws:s3:::{bucket}"}
+            elif rtype == "AWS::SQS::Queue":  # Ref is the queue's URL; GetAtt QueueName its name
+                url = f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
+                out[lid] = {"Ref": url, "Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}", "QueueName": name}
             else:
                 out[lid] = {"Ref": name, "Arn": name}
         return out

@@ -470,6 +470,14 @@ def forget_clients() -> None:
     boto3.DEFAULT_SESSION = None  # it keeps the credentials it resolved: a new one resolves them again
 
 
+def mark_release() -> None:
+    """The dashboard's deploy marker: ``Release`` by ``Version``, once per init of the api function. Under SnapStart
+    the init runs when a version is published (the snapshot), so a release is one point on the day it shipped;
+    without it, one per cold start of the version, which shows when it took the traffic."""
+    version = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+    dimensioned_metric("Release", MetricUnit.Count, 1, Version=version)
+
+
 def warm_up(app: ApiGatewayResolver) -> None:
     """Create the AWS clients now, in the init phase, not in the first requests: created lazily by
     many requests at once, each would build its own (tens of ms of CPU apiece). Likewise each

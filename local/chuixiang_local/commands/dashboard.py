@@ -283,7 +283,10 @@ def _metric_rows(props: dict[str, Any], reader: Reader) -> list[Series]:
             p = int(found.groupdict().get("p") or period)
             arrays.add(opts.get("id", ""))
             for dims, buckets in reader.search(namespace, found["name"], frozenset(keys), p).items():
-                series = Series(_label(dims, found["name"]), buckets, found["stat"], opts.get("visible", True))
+                # An expression's label prefixes each of its series' own (CloudWatch's "combination of the
+                # expression label and the individual metric label"; "" keeps theirs alone).
+                label = f"{opts.get('label', '')} {_label(dims, found['name'])}".strip()
+                series = Series(label, buckets, found["stat"], opts.get("visible", True))
                 out.append(series)
                 named[opts.get("id", "")].append(series)
             continue

@@ -70,7 +70,8 @@ class LocalApi:
         loader_spec = importlib.util.spec_from_file_location("chuixiang_api_app", spec.code_dir / f"{module_name}.py")
         assert loader_spec and loader_spec.loader  # nosec B101 - local runner, type narrowing
         module = importlib.util.module_from_spec(loader_spec)
-        loader_spec.loader.exec_module(module)
+        with contextlib.redirect_stdout(cloud.log or sys.stderr):  # its init's output (the Release metric) too
+            loader_spec.loader.exec_module(module)
         self.handler: Callable[[dict[str, Any], Any], dict[str, Any]] = getattr(module, func)
         self._one_at_a_time = threading.Lock()
 
