@@ -4,24 +4,34 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DISH   ?= 番茄炒蛋
 STAMP  := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 SAM_CLI_VERSION := 1.170.0
+#: The translator aws-sam-cli $(SAM_CLI_VERSION) pins (tests/pipeline/test_layer_build.py keeps them in step).
+SAM_TRANSLATOR_VERSION := 1.115.0
+TRANSLATOR_STAMP := .venv-sam/.translator-$(SAM_TRANSLATOR_VERSION)
 SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 NODE_STAMP := node_modules/.installed
 BROWSER_STAMP := .chuixiang/.browser-installed
 
 .PHONY: alarms alarms-table run test test-python test-node test-fast dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
-$(STAMP): pyproject.toml
+# `make run` installs what running needs (RUN_STAMP: the runtime dependencies, and SAM's translator alone);
+# the tests and lint add the dev tools (STAMP) and aws-sam-cli (SAM_STAMP) on top.
+$(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e .
 	# Precompiled, as the layer Lambda gets is (build_layer.py): a fresh clone's first local cold start would
 	# otherwise compile every module on import, ~9 s on a busy 2-core machine, past the Submit state's timeout.
 	$(BIN)/python -m compileall -q layers/shared/chuixiang functions local
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# The local cloud reads the roles and versions from SAM's own transform: aws-sam-cli's venv comes first.
-run: $(STAMP) $(SAM_STAMP)
+# The local cloud reads the roles and versions from SAM's own transform, run by its translator's venv.
+run: $(RUN_STAMP) $(TRANSLATOR_STAMP)
 	$(BIN)/chuixiang cook "$(DISH)" --json
 
 # The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
@@ -35,7 +45,7 @@ test: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 test-python: $(STAMP) $(SAM_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
-test-node: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
+test-node: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	node_modules/.bin/tsc -p clients/js
 	node --test clients/js/test/*.test.js
 	node --test --test-concurrency=1 tests/browser/*.test.js
@@ -58,20 +68,20 @@ test-pipeline: $(STAMP) $(SAM_STAMP)
 	$(BIN)/python -m pytest tests/pipeline
 
 # The JavaScript client against `chuixiang serve`, with Node's own test runner (Node 20+; no dependencies).
-test-js: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
+test-js: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP)
 	node_modules/.bin/tsc -p clients/js
 	node --test clients/js/test/*.test.js
 
 # The demo page in headless Chromium (Debian's, driven by playwright-core from npm), against `serve --demo-port`.
-test-browser: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
+test-browser: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	node --test --test-concurrency=1 tests/browser/*.test.js
 
 # docs/demo.png: the finished demo page, as the browser tier sees it.
-screenshot: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
+screenshot: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	UPDATE_SCREENSHOT=1 node --test --test-concurrency=1 --test-name-pattern="end to end" tests/browser/*.test.js
 
 # docs/dashboard.png: the dashboard drawn from the scripted mix of the dashboard test.
-dashboard: $(STAMP) $(SAM_STAMP)
+dashboard: $(STAMP) $(TRANSLATOR_STAMP)
 	UPDATE_DASHBOARD=1 $(BIN)/python -m pytest -p no:randomly tests/pipeline/test_dashboard.py -k every_widget
 
 $(NODE_STAMP): package.json package-lock.json
@@ -117,7 +127,7 @@ alarms-table: $(STAMP)
 docs docs-ladder: $(STAMP)
 	$(BIN)/python -m chuixiang_local.commands.readme
 
-serve: $(STAMP) $(SAM_STAMP)
+serve: $(RUN_STAMP) $(TRANSLATOR_STAMP)
 	$(BIN)/chuixiang serve
 
 # python3.12 (the Lambda runtime's), as `sam build` needs it: on PATH, or one of pyenv's versions when pyenv is
@@ -137,8 +147,12 @@ bench: $(STAMP) bench-layer
 
 # aws-sam-cli is large and pins its own dependencies: it gets a venv of its own, only for validating and building.
 # PYENV_VERSION puts python3.12 on PATH, which `sam build` needs for the python3.12 runtime.
-$(SAM_STAMP):
+$(TRANSLATOR_STAMP):
 	test -x .venv-sam/bin/python || $(PYTHON) -m venv .venv-sam
+	.venv-sam/bin/python -m pip install --quiet aws-sam-translator==$(SAM_TRANSLATOR_VERSION) PyYAML
+	touch $(TRANSLATOR_STAMP)
+
+$(SAM_STAMP): $(TRANSLATOR_STAMP)
 	.venv-sam/bin/python -m pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
 	touch $(SAM_STAMP)
 

@@ -1,12 +1,15 @@
-"""Print ``template.yaml`` after SAM's transform, as JSON. Run by aws-sam-cli's own Python, not ours:
+"""Print ``template.yaml`` after SAM's transform, as JSON. Run by the translator's own Python, not ours:
 
     .venv-sam/bin/python local/chuixiang_local/sam_transform.py < REQUEST_JSON
 
 ``REQUEST_JSON``: ``{"template": PATH, "region": "cn-north-1", "params": {...}, "content": {URI: DIGEST}}``.
 
-Its translator pins a pydantic the app cannot use, so this file imports nothing of ours and the local cloud
-and the tests call it as a subprocess (:mod:`chuixiang_local.cloud.sam`). Local ``CodeUri``/``ContentUri``/
-``DefinitionUri`` are replaced by S3 URIs first, as ``sam package`` does: named by a digest of their content
+The translator (``aws-sam-translator``, the version aws-sam-cli pins; the Makefile installs it alone for
+``make run``) pins a pydantic the app cannot use, so the local cloud and the tests call this as a subprocess
+(:mod:`chuixiang_local.cloud.sam`), and it imports of ours only the template reader (PyYAML alone).
+
+Local ``CodeUri``/``ContentUri``/``DefinitionUri`` are replaced by S3 URIs first, as ``sam package`` does:
+named by a digest of their content
 (``content``), so a change of code or layer changes what SAM hashes into version ids, as on a real deploy.
 Nothing calls AWS (no managed policy is looked up by name).
 """
@@ -19,8 +22,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from samcli.yamlhelper import yaml_parse
+import yaml
 from samtranslator.translator.transform import transform
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from chuixiang_local.template import _CfnLoader  # after the path: this venv has not installed us
 
 
 class NoManagedPolicies:
@@ -48,7 +54,7 @@ def main() -> None:
     request = json.load(sys.stdin)
     region = request.get("region", "us-east-1")
     os.environ["AWS_DEFAULT_REGION"] = region  # the translator's boto session derives the partition from it
-    doc: dict[str, Any] = yaml_parse(Path(request["template"]).read_text())
+    doc: dict[str, Any] = yaml.load(Path(request["template"]).read_text(), Loader=_CfnLoader)  # nosec B506
     for name, value in request.get("params", {}).items():
         doc["Parameters"][name]["Default"] = value
     pseudo = {"AWS::Region": region, "AWS::Partition": partition_of(region), "AWS::AccountId": "123456789012"}

@@ -2,8 +2,8 @@
 
 The local cloud takes from it what SAM decides and a hand-written reading would guess: each function's and
 the state machine's role with every policy template expanded (what the IAM gate enforces), and the
-``AWS::Lambda::Version`` logical ids (a new id is a version SAM would publish). The translator is
-aws-sam-cli's, pinned in the Makefile and installed in ``.venv-sam``; it runs there as a subprocess
+``AWS::Lambda::Version`` logical ids (a new id is a version SAM would publish). The translator is the one
+aws-sam-cli pins (the Makefile's ``SAM_TRANSLATOR_VERSION``), installed in ``.venv-sam``; it runs there as a subprocess
 (:mod:`chuixiang_local.sam_transform`), ~1-4 s, so its answer is cached by everything it depends on.
 """
 
@@ -76,7 +76,7 @@ def transformed(
     if not SAM_PYTHON.exists():
         raise ConfigError(
             f"SAM's translator is not installed ({SAM_PYTHON} is missing): run `make run` or "
-            "`make test` once, which install aws-sam-cli's venv"
+            "`make test` once, which install its venv"
         )
     done = subprocess.run(
         [str(SAM_PYTHON), str(SCRIPT)],
