@@ -21,7 +21,7 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess  # nosec B404 - runs python3.12 with fixed arguments
+import subprocess  # nosec B404  # runs python3.12 with fixed arguments
 import sys
 import tempfile
 import zipfile
@@ -143,7 +143,7 @@ def main() -> None:
             row = []
             for name, paths in variants.items():
                 runs = [import_ms(args.python, spec.code_dir, paths, env) for _ in range(args.runs)]
-                if name == "shipped":  # nosec B101 - the runtime's botocore, not a copy in the layer
+                if name == "shipped":  # nosec B101  # the runtime's botocore, not a copy in the layer
                     assert str(runtime) in runs[0]["botocore"], runs[0]["botocore"]
                 row.append(statistics.median(r["ms"] for r in runs))
             print(f"  {spec.code_dir.name:<10}" + "".join(f"{ms:>15.0f}" for ms in row))

@@ -11,7 +11,7 @@ nobody reads (the daemon's place), with a sampled trace header.
 from __future__ import annotations
 
 import statistics
-import subprocess  # nosec B404 - this interpreter, fixed code
+import subprocess  # nosec B404  # this interpreter, fixed code
 import sys
 
 RUNS = 15
@@ -38,7 +38,7 @@ print((time.perf_counter() - t) * 1000)
 def median_ms(code: str) -> float:
     runs = []
     for _ in range(RUNS):
-        out = subprocess.run(  # nosec B603 - this interpreter
+        out = subprocess.run(  # nosec B603  # this interpreter
             [sys.executable, "-c", code],
             capture_output=True,
             text=True,

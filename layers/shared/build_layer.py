@@ -29,7 +29,7 @@ import argparse
 import compileall
 import py_compile
 import shutil
-import subprocess  # nosec B404 - runs pip with fixed arguments
+import subprocess  # nosec B404  # runs pip with fixed arguments
 import sys
 from pathlib import Path
 

@@ -332,7 +332,7 @@ def write() -> bool:
     """Rewrite the template's block, then the dashboard's alarm widget from the template; True when it changed."""
     text = TEMPLATE.read_text()
     new = text.replace(current(text), render())
-    resources = yaml.load(new, Loader=_CfnLoader)["Resources"]  # nosec B506 - SafeLoader + CFN tags
+    resources = yaml.load(new, Loader=_CfnLoader)["Resources"]  # nosec B506  # SafeLoader + CFN tags
     new = _WIDGET.sub(lambda m: m.group(1) + _widget_list(widget_alarms(resources)) + m.group(3), new, count=1)
     if new != text:
         TEMPLATE.write_text(new)

@@ -18,7 +18,7 @@ import ast
 import json
 import os
 import re
-import subprocess  # nosec B404 - the project's own CLI
+import subprocess  # nosec B404  # the project's own CLI
 import sys
 from collections.abc import Iterator
 from pathlib import Path

@@ -129,7 +129,7 @@ def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
             region_name="us-east-1",
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
-        )  # nosec B106 - moto
+        )  # nosec B106  # moto
         machine = sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
 
         def ended() -> bool:

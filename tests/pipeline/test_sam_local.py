@@ -135,7 +135,7 @@ def sam_invoke(logical_id: str, event: Path, env_file_values: dict[str, str], ar
         "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "defaultkey",
-        "AWS_SECRET_ACCESS_KEY": "defaultsecret",  # nosec B105 - SAM's own
+        "AWS_SECRET_ACCESS_KEY": "defaultsecret",  # nosec B105  # SAM's own
         "LAMBDA_TASK_ROOT": str(artifacts[logical_id]),
         "PATH": os.environ["PATH"],
         # /opt/python (the layer) on the path; boto3 comes from this interpreter, standing in for the runtime's.

@@ -99,7 +99,7 @@ def events(body: bytes) -> list[bytes]:
 
 def random_cuts(body: bytes, seed: str, pieces: int = 7) -> list[bytes]:
     """The body cut at random points (inside lines and UTF-8 characters too), reproducibly per ``seed``."""
-    rng = random.Random(seed)  # nosec B311 - test data
+    rng = random.Random(seed)  # nosec B311  # test data
     cuts = sorted(rng.sample(range(1, len(body)), min(pieces, len(body) - 1))) if len(body) > 1 else []
     return [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
 

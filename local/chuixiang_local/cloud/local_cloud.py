@@ -59,13 +59,13 @@ from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool,
 #: moto accepts any credentials; these are its documented dummies.
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",  # nosec B105
+    "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": REGION,
     "AWS_REGION": REGION,
 }  # nosec B105
 #: The api function's access key id (moto takes any): its AWS calls are the front door's.
-API_ACCESS_KEY_ID = "local-api-function"  # nosec B105 - an identifier, not a secret
+API_ACCESS_KEY_ID = "local-api-function"  # an identifier, not a secret
 
 
 def seed_job(store: JobStore, event: Any) -> bool:
@@ -202,7 +202,7 @@ class LocalCloud:
             region_name=REGION,
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
-        )  # nosec B106 - moto
+        )  # nosec B106  # moto
 
     # --- deployment ----------------------------------------------------------------------
 
@@ -427,7 +427,7 @@ class LocalCloud:
             region_name=REGION,
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
-        ).Table(self.table_name)  # nosec B106 - moto
+        ).Table(self.table_name)  # nosec B106  # moto
         return JobStore(Settings.model_validate({"JOBS_TABLE": self.table_name}), table)
 
     def recipe_cache(self) -> RecipeCache:

@@ -12,7 +12,7 @@ import json
 import os
 import signal
 import socket
-import subprocess  # nosec B404 - starts our own API process with fixed arguments
+import subprocess  # nosec B404  # starts our own API process with fixed arguments
 import sys
 import threading
 import time
@@ -155,10 +155,10 @@ def _file_name(log: Any) -> str | None:
 
 def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
     spec = cloud.template.function_by_dir("api")
-    host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host  # nosec B104 - a URL, not a bind
+    host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host  # a URL, not a bind
     extra_env = {**cloud.api_environment(), "LOCAL_IMAGE_BASE_URL": f"http://{host}:{args.port}{LOCAL_IMAGES_PATH}"}
     env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
-    api = subprocess.Popen(  # nosec B603 - sys.executable and our own module
+    api = subprocess.Popen(  # nosec B603  # sys.executable and our own module
         [
             sys.executable,
             "-m",
@@ -353,7 +353,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
         endpoint_url=state["endpoint"],
         region_name="us-east-1",
         aws_access_key_id="testing",
-        aws_secret_access_key="testing",  # nosec B106 - moto
+        aws_secret_access_key="testing",  # nosec B106  # moto
     ).Table(state["table"])
     created = seed_job(JobStore(Settings.model_validate({"JOBS_TABLE": state["table"]}), table), event)
     job = event.get("jobId") if isinstance(event, dict) else None

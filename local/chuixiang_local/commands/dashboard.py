@@ -184,14 +184,14 @@ def _combine(left: Operand, right: Operand, op: Callable[[float, float], float])
     if isinstance(left, list) and isinstance(right, list):
         raise ValueError("array with array")
     if isinstance(left, list):
-        assert not isinstance(right, list)  # nosec B101 - narrowed above
+        assert not isinstance(right, list)  # nosec B101  # narrowed above
         return [(label, _series(values, right, op)) for label, values in left]
     if isinstance(right, list):
         return [(label, _series(values, left, lambda a, b: op(b, a))) for label, values in right]
     if isinstance(left, float) and isinstance(right, float):
         return op(left, right)
     if isinstance(left, float):
-        assert isinstance(right, dict)  # nosec B101 - narrowed above
+        assert isinstance(right, dict)  # nosec B101  # narrowed above
         return _series(right, left, lambda a, b: op(b, a))
     return _series(left, right, op)
 

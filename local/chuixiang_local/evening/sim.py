@@ -222,7 +222,7 @@ class Evening:
         seed: int = 1,
     ) -> None:
         self.stack, self.provider, self.aws, self.jobs = stack, provider, aws, jobs
-        self.rng = random.Random(seed)  # nosec B311 - a simulation's arrivals, reproducible by its seed
+        self.rng = random.Random(seed)  # nosec B311  # a simulation's arrivals, reproducible by its seed
         self.users = [User(t) for t in arrivals(users, self.rng)]
         self.line = Line(users)
         self.slots = Slots(stack.mode, stack.streams, stack.max_streams)

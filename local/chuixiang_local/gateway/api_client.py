@@ -68,7 +68,7 @@ class LocalApi:
         spec = cloud.template.function_by_dir("api")
         module_name, func = spec.handler.rsplit(".", 1)
         loader_spec = importlib.util.spec_from_file_location("chuixiang_api_app", spec.code_dir / f"{module_name}.py")
-        assert loader_spec and loader_spec.loader  # nosec B101 - local runner, type narrowing
+        assert loader_spec and loader_spec.loader  # nosec B101  # local runner, type narrowing
         module = importlib.util.module_from_spec(loader_spec)
         with contextlib.redirect_stdout(cloud.log or sys.stderr):  # its init's output (the Release metric) too
             loader_spec.loader.exec_module(module)

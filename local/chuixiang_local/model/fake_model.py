@@ -18,7 +18,7 @@ import re
 import signal
 import socket
 import struct
-import subprocess  # nosec B404 - FakeModelProcess starts our own module
+import subprocess  # nosec B404  # FakeModelProcess starts our own module
 import sys
 import threading
 import time
@@ -58,7 +58,7 @@ def make_png(width: int = 64, height: int = 64, seed: int = 0, size_bytes: int |
     tail = chunk(b"IEND", b"")
     if size_bytes is not None:
         padding = size_bytes - len(head) - len(tail) - 12  # a chunk's length, tag and CRC
-        head += chunk(b"prVt", random.Random(seed).randbytes(max(0, padding)))  # nosec B311 - filler, not a secret
+        head += chunk(b"prVt", random.Random(seed).randbytes(max(0, padding)))  # nosec B311  # filler, not a secret
     return head + tail
 
 
@@ -177,7 +177,7 @@ class FakeModel:
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self.lock = threading.Lock()
-        self.rng = random.Random(self.seed)  # nosec B311 - a simulation's draws, not a secret
+        self.rng = random.Random(self.seed)  # nosec B311  # a simulation's draws, not a secret
         self._prompts: dict[str, deque[str]] = {}  #: per model, the prompts seen lately (its prefix cache)
         self._key_free_at: dict[str, float] = {}  #: per capped profile, when its key may send the next token
 
@@ -217,7 +217,7 @@ class FakeModel:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None  # nosec B101 - test double, type narrowing
+        assert self._server is not None  # nosec B101  # test double, type narrowing
         return f"http://{self.host}:{self._server.server_address[1]}/v1"
 
     def stop(self) -> None:
@@ -636,7 +636,7 @@ class FakeModelProcess:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> str:
-        self._proc = subprocess.Popen(  # nosec B603 - sys.executable and our own module
+        self._proc = subprocess.Popen(  # nosec B603  # sys.executable and our own module
             [
                 sys.executable,
                 "-m",
@@ -654,7 +654,7 @@ class FakeModelProcess:
             stdin=subprocess.PIPE,
             start_new_session=True,
         )
-        assert self._proc.stdout is not None  # nosec B101 - type narrowing (stdout=PIPE)
+        assert self._proc.stdout is not None  # nosec B101  # type narrowing (stdout=PIPE)
         line = self._proc.stdout.readline().decode().strip()
         if not line.startswith("http://"):
             self.stop()

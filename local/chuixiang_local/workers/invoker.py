@@ -20,7 +20,7 @@ import select
 import shutil
 import signal
 import socket
-import subprocess  # nosec B404 - starts the worker zygote with fixed arguments
+import subprocess  # nosec B404  # starts the worker zygote with fixed arguments
 import sys
 import tempfile
 import threading
@@ -144,7 +144,7 @@ class WorkerPool:
 
     def _start_zygote(self) -> subprocess.Popen[bytes]:
         self.zygotes_started += 1
-        return subprocess.Popen(  # nosec B603 - sys.executable and our own module
+        return subprocess.Popen(  # nosec B603  # sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.workers.zygote"],
             stdin=subprocess.PIPE,
             env=self._zygote_env,
@@ -167,7 +167,7 @@ class WorkerPool:
                         )
                     self._zygote = self._start_zygote()
                 try:
-                    assert self._zygote.stdin is not None  # nosec B101 - type narrowing (stdin=PIPE)
+                    assert self._zygote.stdin is not None  # nosec B101  # type narrowing (stdin=PIPE)
                     self._zygote.stdin.write(line)
                     self._zygote.stdin.flush()
                     return

@@ -36,7 +36,7 @@ class RetryPolicy:
     def backoff_s(self, attempt: int) -> float:
         """Full-jitter exponential back-off (AWS Architecture Blog): uniform in [0, base·2^n]."""
         cap = self.base_backoff_s * self.backoff_cap_factor
-        return random.uniform(0, min(cap, self.base_backoff_s * 2 ** (attempt - 1)))  # nosec B311 - jitter
+        return random.uniform(0, min(cap, self.base_backoff_s * 2 ** (attempt - 1)))  # nosec B311  # jitter
 
 
 @dataclass(frozen=True)

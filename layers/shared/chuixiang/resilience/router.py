@@ -298,7 +298,7 @@ class _Routing(Generic[T]):
         """``model``'s attempts, and ``partner``'s too once ``model`` is slow to write: (the model that
         answered, its reply, whether the partner was called)."""
         hedge = self.routes.hedge
-        assert hedge is not None  # nosec B101 - only called with a hedge
+        assert hedge is not None  # nosec B101  # only called with a hedge
         contest = HedgeRace()
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="hedge") as pool:
             first: Future[Reply[T]] = pool.submit(self._attempts, model, contest)

@@ -111,7 +111,7 @@ def request_image(
     datum = first_datum(body)
     if datum.b64_json:
         return decode_b64(datum.b64_json, max_bytes)
-    assert datum.url is not None  # nosec B101 - first_datum checked it
+    assert datum.url is not None  # nosec B101  # first_datum checked it
     return download_image(client, datum.url, endpoint_url=url, deadline=deadline, max_bytes=max_bytes)
 
 
