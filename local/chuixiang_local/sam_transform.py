@@ -54,7 +54,7 @@ def main() -> None:
     request = json.load(sys.stdin)
     region = request.get("region", "us-east-1")
     os.environ["AWS_DEFAULT_REGION"] = region  # the translator's boto session derives the partition from it
-    doc: dict[str, Any] = yaml.load(Path(request["template"]).read_text(), Loader=_CfnLoader)
+    doc: dict[str, Any] = yaml.load(Path(request["template"]).read_text(), Loader=_CfnLoader)  # nosec B506
     for name, value in request.get("params", {}).items():
         doc["Parameters"][name]["Default"] = value
     pseudo = {"AWS::Region": region, "AWS::Partition": partition_of(region), "AWS::AccountId": "123456789012"}

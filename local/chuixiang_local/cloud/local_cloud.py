@@ -59,13 +59,13 @@ from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool,
 #: moto accepts any credentials; these are its documented dummies.
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",  # nosec B105
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": REGION,
     "AWS_REGION": REGION,
 }  # nosec B105
 #: The api function's access key id (moto takes any): its AWS calls are the front door's.
-API_ACCESS_KEY_ID = "local-api-function"  # an identifier, not a secret
+API_ACCESS_KEY_ID = "local-api-function"  # nosec B105  # an identifier, not a secret
 
 
 def seed_job(store: JobStore, event: Any) -> bool:

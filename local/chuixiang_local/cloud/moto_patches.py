@@ -34,7 +34,7 @@ _PATCH_LOCK = threading.Lock()
 
 #: The state machine interpreter's access key id: its service integrations are judged against the state
 #: machine's role (the IAM gate, :mod:`chuixiang_local.cloud.iam.gate`), as the execution role's session is on AWS.
-STATE_MACHINE_ACCESS_KEY_ID = "local-state-machine"  # an identifier, not a secret
+STATE_MACHINE_ACCESS_KEY_ID = "local-state-machine"  # nosec B105  # an identifier, not a secret
 #: Alias ARN -> state machine ARN (the template's ``AutoPublishAlias``): an execution started on the alias
 #: runs the definition the alias points at, which in the local cloud is always the current one.
 STATE_MACHINE_ALIASES: dict[str, str] = {}

@@ -29,7 +29,7 @@ DEFAULT_HOST_ADDRESS = "host.docker.internal"
 def _from_container(url: str, host_address: str) -> str:
     """``url`` as a container reaches it: a loopback or wildcard host becomes ``host_address``."""
     parts = urlsplit(url)
-    if parts.hostname not in ("127.0.0.1", "localhost", "0.0.0.0"):  # compared, not bound
+    if parts.hostname not in ("127.0.0.1", "localhost", "0.0.0.0"):  # nosec B104  # compared, not bound
         return url
     netloc = f"{host_address}:{parts.port}" if parts.port else host_address
     return urlunsplit(parts._replace(netloc=netloc))
