@@ -23,7 +23,7 @@ from chuixiang_local.template import Template
 from .support.scaled import SCALED
 
 #: Each folder is a tier; its marker is set from the folder, so ``-m`` and the folder always agree.
-TIERS = ("unit", "sockets", "pipeline")
+TIERS = ("unit", "runner", "sockets", "pipeline")
 
 os.environ.pop("MODEL_API_KEY", None)
 
@@ -86,7 +86,19 @@ def in_process_aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     }.items():
         monkeypatch.setenv(key, value)
     with mock_aws():
+        # moto sets boto3's default session aside for the test (a new one per test: ~60-150 ms of loading
+        # service models whenever code makes its first client); one made under the same environment serves all.
+        boto3.DEFAULT_SESSION = _session()
         yield
+
+
+_SESSIONS: list[boto3.Session] = []
+
+
+def _session() -> boto3.Session:
+    if not _SESSIONS:
+        _SESSIONS.append(boto3.Session())
+    return _SESSIONS[0]
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ the two paging tiers, and a ticket composite over the slow tier. CloudFormation 
 the template holds the rendered copies between two marker lines and a test (``tests/unit/test_burn_alarms.py``)
 fails when they drift from this table; edit here, then ``make alarms``.
 
-Why each choice, measured with :mod:`chuixiang_local.alarm_timeline` (``tests/unit/test_alarm_timeline.py``):
+Why each choice, measured with :mod:`chuixiang_local.alarm_timeline` (``tests/runner/test_alarm_timeline.py``):
 
 * **Long windows count at least ``min_bad`` bad events** (1.5: two), so one failure in a quiet hour does not page
   however few jobs ran. Gates are half-integers: a latency count is jobs × a percentile share, a float.

@@ -1,53 +1,5 @@
-"""The unit tier: in-process only. A test here that opens a network socket or starts a process fails (its
-fixtures too, whatever their scope), so a slow test cannot drift into the fast tier (``make test-fast``
-runs this folder alone)."""
+"""The product's unit tier (``make test-fast``): in-process only (:mod:`tests.support.in_process`)."""
 
-from __future__ import annotations
+from ..support.in_process import pytest_runtest_call, pytest_runtest_setup, pytest_runtest_teardown
 
-import subprocess
-from collections.abc import Iterator
-from typing import NoReturn
-
-import pytest
-from pytest_socket import disable_socket, enable_socket
-
-_POPEN_INIT = subprocess.Popen.__init__
-
-
-def _refuse(*args: object, **kwargs: object) -> NoReturn:
-    raise RuntimeError("a unit test starts no process: it belongs in tests/pipeline/")
-
-
-def _guarded() -> Iterator[None]:
-    subprocess.Popen.__init__ = _refuse  # type: ignore[assignment,method-assign]
-    disable_socket(allow_unix_socket=True)  # asyncio's event loop wakes itself through a Unix socketpair
-    try:
-        yield
-    finally:
-        enable_socket()
-        subprocess.Popen.__init__ = _POPEN_INIT  # type: ignore[method-assign]
-
-
-# The runtest hooks of a folder's conftest run only for its items; fixture setup happens inside them.
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
-    yield from _wrap()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    yield from _wrap()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    yield from _wrap()
-
-
-def _wrap() -> Iterator[None]:
-    guard = _guarded()
-    next(guard)
-    try:
-        return (yield)
-    finally:
-        guard.close()
+__all__ = ["pytest_runtest_call", "pytest_runtest_setup", "pytest_runtest_teardown"]

@@ -5,7 +5,7 @@ the patches below: one routes moto's Lambda ``invoke`` to our worker processes, 
 item operations atomic as DynamoDB's are, the rest remove costs that serialised the server under load
 (each measured where it is defined). A patch is a :class:`Patch`: what it replaces, why, and the
 third-party code it was written against (``relies_on``: the replaced functions and their call sites).
-``tests/unit/test_patches.py`` hashes that code and fails when it changes under a patch (a new moto or
+``tests/runner/test_patches.py`` hashes that code and fails when it changes under a patch (a new moto or
 werkzeug), and :func:`replace` refuses a target that is gone, so no patch can go silently stale: no
 ``setattr`` that would only add an attribute, no ``hasattr`` that would skip one.
 """

@@ -5,7 +5,7 @@ reaches the ASGI app: uvicorn answers it itself with ``400 Invalid HTTP request 
 text. API Gateway answers those too, but a client of this API should only ever have to read
 ``{"error": {"code", "message", "reason"}}``; so the one method that writes that answer is overridden
 here (a subclass passed as uvicorn's ``http`` protocol, not a patch of uvicorn's module), and its
-drift test (``tests/unit/test_patches.py``) fails if uvicorn changes it or its caller.
+drift test (``tests/runner/test_patches.py``) fails if uvicorn changes it or its caller.
 """
 
 from __future__ import annotations
