@@ -207,8 +207,7 @@ def test_a_recipe_worker_killed_mid_stream_leaves_the_tokens_it_streamed(
     import signal
 
     def busy_recipe_workers() -> list[Any]:
-        idle = {id(w) for ws in cloud.pool._idle.values() for w in ws}
-        return [w for w in cloud.pool._all.values() if w.key[0] == "RecipeFunction" and id(w) not in idle]
+        return cloud.pool.busy("RecipeFunction")
 
     # An earlier test's stopped job may still be in its recipe function (a stop does not end the task): the
     # worker to kill must be this job's, the only one busy.

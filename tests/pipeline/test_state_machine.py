@@ -12,6 +12,13 @@ from ..support.waiting import wait_until
 
 
 def test_state_machine_runs_our_handlers_in_order(cloud: LocalCloud, api: LocalApi) -> None:
+    """Each task once. Seen once in a fresh clone: ``[Submit, Recipe, Recipe, Image]`` for the second job. Not a
+    retry: the ASL retries Recipe only on Lambda's service errors (a throttle among them), and a throttled call
+    is never recorded as an invocation, nor does any recorded one carry those errors. It was another test's
+    job: a stopped execution's recipe function goes on until its stall ends (a stop does not end a task) and
+    ended inside this test's window. So this test starts with no function running, and a repeat names its
+    error."""
+    wait_until(lambda: not cloud.pool.busy(), timeout_s=60, what="no other test's invocation still running")
     before = len(cloud.invocations)
     doc = api.wait(api.post_dish("引擎自检菜")[1]["jobId"], give_up_s=30)
     assert doc["status"] == "SUCCEEDED"
@@ -26,7 +33,9 @@ def test_state_machine_runs_our_handlers_in_order(cloud: LocalCloud, api: LocalA
     again = api.wait(api.post_dish("引擎自检菜二")[1]["jobId"], give_up_s=30)
     assert again["status"] == "SUCCEEDED"
     warm = cloud.invocations[before + 3 :]
-    assert [lid for lid, _ in warm] == ["SubmitFunction", "RecipeFunction", "ImageFunction"]
+    assert [lid for lid, _ in warm] == ["SubmitFunction", "RecipeFunction", "ImageFunction"], [
+        (lid, inv.error_type) for lid, inv in warm
+    ]
     assert all(inv.init_ms is None for _, inv in warm)
 
 

@@ -142,6 +142,12 @@ class WorkerPool:
         self._closed = False
         threading.Thread(target=self._accept, name="worker-accept", daemon=True).start()
 
+    def busy(self, function: str | None = None) -> list[Worker]:
+        """The workers running an invocation now (of ``function``, a logical id, or of any function)."""
+        with self._lock:
+            idle = {id(w) for ws in self._idle.values() for w in ws}
+            return [w for w in self._all.values() if id(w) not in idle and function in (None, w.key[0])]
+
     def _start_zygote(self) -> subprocess.Popen[bytes]:
         self.zygotes_started += 1
         return subprocess.Popen(  # nosec B603  # sys.executable and our own module
