@@ -113,7 +113,7 @@ $(LINT_STAMP): requirements-lint.txt
 lint: $(STAMP) $(LINT_STAMP)
 	$(BIN)/ruff format --check layers functions local tests bench
 	$(BIN)/ruff check layers functions local tests bench
-	$(BIN)/mypy layers/shared/chuixiang local/chuixiang_local
+	$(BIN)/mypy layers/shared/chuixiang local/chuixiang_local tests
 	.venv-lint/bin/bandit -q -r layers/shared/chuixiang functions local/chuixiang_local
 	.venv-lint/bin/checkov -f template.yaml --framework cloudformation --quiet --compact --skip-download
 

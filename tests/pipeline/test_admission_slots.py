@@ -83,7 +83,7 @@ def test_failed_jobs_free_their_slots_without_a_poll(small_cloud: LocalCloud, mo
         _ended_unpolled(small_cloud, jobs)
     finally:
         module_fake.chat_by_model.clear()
-    assert all(small_cloud.job_store().get(j)["error"]["code"] == "RECIPE_UPSTREAM_ERROR" for j in jobs)
+    assert all((small_cloud.job_store().get(j) or {})["error"]["code"] == "RECIPE_UPSTREAM_ERROR" for j in jobs)
     assert _slots_held(small_cloud) == []
     status, doc = api.post_dish("第四个菜")
     assert status == 202, doc
@@ -101,7 +101,7 @@ def test_a_job_the_workflow_finds_invalid_frees_its_slot(small_cloud: LocalCloud
         stateMachineArn=small_cloud.state_machine_arn, name=job_id, input=json.dumps({"jobId": job_id, "dish": "\x00"})
     )
     _ended_unpolled(small_cloud, [job_id])
-    assert store.get(job_id)["error"]["code"] == "INVALID_DISH"
+    assert (store.get(job_id) or {})["error"]["code"] == "INVALID_DISH"
     assert job_id not in _slots_held(small_cloud)
 
 

@@ -251,7 +251,9 @@ def _turned_away(cloud: LocalCloud, api: LocalApi) -> None:
 
 def covers(wanted: Metric, emitted_metrics: set[Metric]) -> bool:
     name, keys, fixed = wanted
-    return any(n == name and k == keys and (fixed is None or fixed <= f) for n, k, f in emitted_metrics)
+    return any(
+        n == name and k == keys and (fixed is None or (f is not None and fixed <= f)) for n, k, f in emitted_metrics
+    )
 
 
 def test_every_metric_on_the_dashboard_and_in_alarms_is_emitted(emitted_metrics: set[Metric]) -> None:

@@ -173,7 +173,7 @@ def _release_mid_job(
     from chuixiang_local.cloud.local_cloud import LocalCloud
     from chuixiang_local.model.fake_model import ChatBehaviour
 
-    from .conftest import SCALED
+    from ..support.scaled import SCALED
 
     with (
         open(tmp_path / "log", "w") as log,

@@ -123,7 +123,9 @@ def _actions(statement: dict[str, Any]) -> list[str]:
 def used(iam_cloud: LocalCloud, module_fake: FakeModel) -> dict[tuple[str, int], str]:
     """(role, statement index) -> the first scenario whose calls it allowed, every role as written."""
     gate, api = iam_cloud.server.gate, LocalApi(iam_cloud)
-    gate.recording, outcomes, out = True, {}, {}
+    gate.recording = True
+    outcomes: dict[str, str] = {}
+    out: dict[tuple[str, int], str] = {}
     try:
         for name, scenario in SCENARIOS.items():
             start = len(gate.allowed)
@@ -162,7 +164,8 @@ def test_removing_any_statement_refuses_the_call_it_allowed(
     iam_cloud: LocalCloud, module_fake: FakeModel, used: dict[tuple[str, int], str]
 ) -> None:
     gate, api = iam_cloud.server.gate, LocalApi(iam_cloud)
-    seen, missed = [], []
+    seen: list[tuple[str, str, str]] = []
+    missed: list[tuple[str, str, str]] = []
     for role, index, principal in _statements(iam_cloud):
         statement = principal.statements[index]
         if set(_actions(statement)) <= set(LOG_DELIVERY_ACTIONS):  # checked when the state machine is created

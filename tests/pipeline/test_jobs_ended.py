@@ -49,8 +49,11 @@ def test_every_job_is_counted_once_with_the_code_it_ended_with(tmp_path: Path) -
         broken = cook("模型坏了的菜")
         assert broken["error"]["code"] == "RECIPE_UPSTREAM_ERROR"  # type: ignore[index]
         wait_until(lambda: not cloud.running_executions(), timeout_s=40, what="every execution ended")
+
         # The stopped job's recipe function goes on until its stall ends, then ends its stage (and loses the count).
-        recipes = lambda: sum(lid == "RecipeFunction" for lid, _ in cloud.invocations)  # noqa: E731
+        def recipes() -> int:
+            return sum(lid == "RecipeFunction" for lid, _ in cloud.invocations)
+
         wait_until(lambda: recipes() >= 4, timeout_s=40, what="every recipe invocation ended")
     ended = Counter(
         (dict(p.dims)["Status"], dict(p.dims)["Code"]) for p in read_points([tmp_path / "log"]) if p.name == "JobsEnded"

@@ -32,7 +32,10 @@ ENCODED = [base64.b64encode(b"key=" + KEY.encode()).decode()[8:-4], quote(KEY, s
 
 def escaped(text: str, *, upper: bool) -> str:
     """``text`` with the key's '.' and '-' as JSON \\u escapes and '/' as '\\/' (all valid JSON)."""
-    h = (lambda c: f"\\u{ord(c):04X}") if upper else (lambda c: f"\\u{ord(c):04x}")
+
+    def h(c: str) -> str:
+        return f"\\u{ord(c):04X}" if upper else f"\\u{ord(c):04x}"
+
     return text.replace(KEY, KEY.replace(".", h(".")).replace("-", h("-")).replace("/", "\\/"))
 
 

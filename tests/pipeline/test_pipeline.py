@@ -53,7 +53,7 @@ def test_image_failure_degrades_the_job(
         assert doc["image"] is None and doc["imageError"]["code"] == code and doc["imageError"]["message"]
 
 
-def _execution(cloud: LocalCloud, job_id: str) -> dict:
+def _execution(cloud: LocalCloud, job_id: str) -> dict[str, Any]:
     return cloud.describe_execution(cloud.execution_arn(job_id))
 
 

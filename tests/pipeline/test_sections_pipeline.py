@@ -92,6 +92,7 @@ def test_the_outline_is_readable_while_the_steps_are_written(api: LocalApi, modu
         return doc if started and partial.get("stepTitles") and not partial.get("steps") else None
 
     seen = wait_until(outline_shown, timeout_s=10, what="the outline shown before any step", interval_s=0.05)
+    assert seen is not None
     assert seen["partial"]["name"] == "葱爆羊肉" and seen["partial"]["ingredients"]["main"]
     assert seen["progress"]["sections"]["outline"] == "done"
     ranges = [s for s in seen["progress"]["sections"] if s.startswith("steps:")]

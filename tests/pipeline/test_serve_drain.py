@@ -125,8 +125,8 @@ def _read_until_closed(conns: list[socket.socket]) -> tuple[dict[socket.socket, 
             selector.register(conn, selectors.EVENT_READ)
         while len(closed_at) < len(conns):
             for key, _ in selector.select(timeout=30):
+                assert isinstance(key.fileobj, socket.socket)
                 conn = key.fileobj
-                assert isinstance(conn, socket.socket)
                 chunk = conn.recv(65536)
                 if chunk:
                     answers[conn] += chunk

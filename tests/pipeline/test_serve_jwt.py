@@ -93,7 +93,7 @@ def test_only_a_valid_token_reaches_the_recipe_routes(serve: Serve, issuer: Issu
         "forged signature": {"authorization": f"Bearer {issuer.token(key=forged)}"},
         "alg none": {
             "authorization": "Bearer "
-            + jwt.encode({"iss": issuer.url, "aud": AUDIENCE, "exp": now + 600}, None, algorithm="none")
+            + jwt.encode({"iss": issuer.url, "aud": AUDIENCE, "exp": now + 600}, "", algorithm="none")
         },
     }
     for case, headers in refused.items():

@@ -14,7 +14,12 @@ from ..support.waiting import wait_until
 
 def _held_in_thread(gate: FrontDoorPriority) -> tuple[threading.Thread, list[float]]:
     released: list[float] = []
-    waiter = threading.Thread(target=lambda: (gate.wait_quiet(), released.append(time.monotonic())))
+
+    def wait() -> None:
+        gate.wait_quiet()
+        released.append(time.monotonic())
+
+    waiter = threading.Thread(target=wait)
     waiter.start()
     return waiter, released
 

@@ -241,7 +241,8 @@ def test_a_refusal_is_the_error_botocore_parses_from_aws(service: str, model: st
     op = botocore.session.get_session().get_service_model(model).operation_model(operation)
     parser = botocore.parsers.create_parser(op.metadata["protocol"])
     parsed = parser.parse(
-        {"status_code": int(status.split()[0]), "headers": HTTPHeaderDict(headers), "body": body}, op.output_shape
+        {"status_code": int(status.split()[0]), "headers": HTTPHeaderDict(headers), "body": body},
+        op.output_shape,  # type: ignore[arg-type]  # an error answer: botocore parses it without the shape
     )
     assert parsed["Error"]["Code"] == code and "not authorized" in parsed["Error"]["Message"]
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from chuixiang_local.cloud.iam.key_policy import decrypt_refusal
 from chuixiang_local.cloud.iam.policy import Request
 from chuixiang_local.commands.key_policy import key_policy_problems
@@ -12,15 +14,15 @@ ROLE = "arn:aws:iam::123456789012:role/chuixiang-RecipeFunctionRole-X"
 ADMIN = "arn:aws:iam::123456789012:user/admin"
 
 
-def policy(*statements: dict) -> dict:
+def policy(*statements: dict[str, Any]) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": list(statements)}
 
 
-def allow(principal: str, action: str | list[str] = "kms:*") -> dict:
+def allow(principal: str, action: str | list[str] = "kms:*") -> dict[str, Any]:
     return {"Effect": "Allow", "Principal": {"AWS": principal}, "Action": action, "Resource": "*"}
 
 
-def problems(doc: dict, roles: list[str]) -> list[str]:
+def problems(doc: dict[str, Any], roles: list[str]) -> list[str]:
     return key_policy_problems(doc, KEY, "123456789012", "aws", roles)
 
 
@@ -75,7 +77,7 @@ def test_the_preflight_reads_the_secret_readers_roles_from_the_stack() -> None:
 
 
 VIA = {"kms:viaservice": ["secretsmanager.us-east-1.amazonaws.com"]}
-IDENTITY_ALLOWS = [
+IDENTITY_ALLOWS: list[dict[str, Any]] = [
     {
         "Effect": "Allow",
         "Action": "kms:Decrypt",
@@ -85,7 +87,7 @@ IDENTITY_ALLOWS = [
 ]
 
 
-def refusal(doc: dict, identity: list[dict], context: dict[str, list[str]] = VIA) -> str | None:
+def refusal(doc: dict[str, Any], identity: list[dict[str, Any]], context: dict[str, list[str]] = VIA) -> str | None:
     return decrypt_refusal(
         doc,
         Request("kms:Decrypt", KEY, context),
@@ -108,5 +110,5 @@ def test_kms_needs_the_key_policy_and_the_role_policy_together() -> None:
 def test_an_explicit_deny_in_either_policy_wins() -> None:
     deny = {"Effect": "Deny", "Principal": {"AWS": ROLE}, "Action": "kms:Decrypt", "Resource": "*"}
     assert refusal(policy(allow(ROLE, "kms:Decrypt"), deny), IDENTITY_ALLOWS) == "an explicit deny in the key policy"
-    own_deny = [*IDENTITY_ALLOWS, {"Effect": "Deny", "Action": "kms:*", "Resource": "*"}]
+    own_deny: list[dict[str, Any]] = [*IDENTITY_ALLOWS, {"Effect": "Deny", "Action": "kms:*", "Resource": "*"}]
     assert refusal(policy(allow(ROLE, "kms:Decrypt")), own_deny) == "an explicit deny in an identity-based policy"

@@ -76,7 +76,7 @@ def _dynamodb(client: Client, action: str, body: dict[str, Any]) -> Any:
 
 def test_items_are_answered_as_moto_itself_answers_them(monkeypatch: pytest.MonkeyPatch) -> None:
     from moto.core.serialize import BaseJSONSerializer
-    from moto.server import DomainDispatcherApplication, create_backend_app
+    from moto.server import DomainDispatcherApplication, create_backend_app  # type: ignore[attr-defined]
 
     client = Client(DomainDispatcherApplication(create_backend_app))
     _dynamodb(
@@ -90,7 +90,7 @@ def test_items_are_answered_as_moto_itself_answers_them(monkeypatch: pytest.Monk
         },
     )
     _dynamodb(client, "PutItem", {"TableName": "speedups", "Item": _wire(ITEM)})
-    reads = [
+    reads: list[tuple[str, dict[str, Any]]] = [
         ("GetItem", {"TableName": "speedups", "Key": {"pk": {"S": "JOB#1"}}, "ConsistentRead": True}),
         ("Scan", {"TableName": "speedups"}),
         (
@@ -114,6 +114,7 @@ def test_items_are_answered_as_moto_itself_answers_them(monkeypatch: pytest.Monk
 def test_only_what_is_held_as_the_wire_has_it_is_written_directly() -> None:
     assert wire_attribute_value(ITEM["recipe"]) == ITEM["recipe"]
     assert wire_attribute_value({"SS": ["a"]}) == {"SS": ["a"]}
+    walked: Any
     for walked in (
         {"B": b"x"},
         {"BS": [b"x"]},
@@ -169,7 +170,7 @@ def _queue(gate: PriorityGate, first: bool, name: str, order: list[str]) -> thre
 
 
 def test_the_front_door_goes_first_and_each_class_in_arrival_order() -> None:
-    gate, order = PriorityGate(), []
+    gate, order = PriorityGate(), list[str]()
     gate.enter(first=False)  # a function's call is being served
     threads = [
         _queue(gate, first, name, order)
@@ -183,7 +184,7 @@ def test_the_front_door_goes_first_and_each_class_in_arrival_order() -> None:
 
 def test_a_function_call_that_has_waited_max_wait_goes_before_the_front_door() -> None:
     clock = FakeClock()
-    gate, order = PriorityGate(max_wait_s=2.0, clock=clock), []
+    gate, order = PriorityGate(max_wait_s=2.0, clock=clock), list[str]()
     gate.enter(first=True)
     threads = [_queue(gate, False, "f1", order)]
     clock.now = 1.9
@@ -200,7 +201,7 @@ def test_a_function_call_that_has_waited_max_wait_goes_before_the_front_door() -
 def test_the_functions_keep_one_turn_in_four_however_many_api_calls_wait() -> None:
     # Clients that POST again at once on a 429 keep API calls waiting all the time; with the API's
     # calls strictly first, the running jobs' calls waited out their functions' Timeouts.
-    gate, order = PriorityGate(max_wait_s=3600, first_turns=3), []
+    gate, order = PriorityGate(max_wait_s=3600, first_turns=3), list[str]()
     gate.enter(first=True)
     threads = [_queue(gate, False, "f1", order), _queue(gate, False, "f2", order)]
     threads += [_queue(gate, True, f"api{i}", order) for i in range(1, 8)]
@@ -250,7 +251,12 @@ def test_the_api_functions_calls_are_told_apart_by_its_access_key() -> None:
 
 def test_a_lambda_invoke_is_not_gated_while_its_functions_calls_are() -> None:
     seen: list[str] = []
-    gated = FrontDoorCallsFirst(lambda environ, start: seen.append(environ["PATH_INFO"]) or [b""], API_ACCESS_KEY_ID)
+
+    def app(environ: dict[str, Any], start: Any) -> list[bytes]:
+        seen.append(environ["PATH_INFO"])
+        return [b""]
+
+    gated = FrontDoorCallsFirst(app, API_ACCESS_KEY_ID)
     gated.gate.enter(first=False)  # a call is being served: every gated call waits
     invoke = "/2015-03-31/functions/cx-recipe/invocations"
     assert gated(_signed_environ("testing", invoke), lambda *a: None) == [b""]

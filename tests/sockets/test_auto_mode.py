@@ -58,7 +58,7 @@ def job(base_url: str, model: str, health: MemoryHealth) -> RecipeOutcome:
 
 def modes_until(base_url: str, model: str, wanted: str, jobs: int = 4) -> list[str]:
     """The mode of each job of a fresh stack until one is ``wanted`` (at most ``jobs``), then one more."""
-    health, modes = MemoryHealth(SCALE), []
+    health, modes = MemoryHealth(SCALE), list[str]()
     while len(modes) < jobs and wanted not in modes:
         outcome = job(base_url, model, health)
         assert outcome.error is None, outcome.error

@@ -55,7 +55,7 @@ def test_sections_overlap_and_the_stage_takes_the_outline_plus_the_slowest(fake:
     outcome, elapsed = run_recipe(parallel, fake.base_url, budget_ms(parallel))
     assert outcome.error is None and outcome.result is not None, outcome.error
     assert fake.sections[0] == "outline"
-    assert sorted(fake.sections[1:]) == ["extras", "imagePrompt", "steps:1-4", "steps:5-6"]
+    assert sorted(str(s) for s in fake.sections[1:]) == ["extras", "imagePrompt", "steps:1-4", "steps:5-6"]
     assert fake.most_open >= 3  # in flight at the same time, as the model saw them
     assert OUTLINE_S + STEPS_S <= elapsed < OUTLINE_S + STEPS_S + 2 * LATE_S
     m = outcome.metrics

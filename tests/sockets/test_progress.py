@@ -64,7 +64,7 @@ def _recipe_step(
     monkeypatch.setattr(steps, "get_settings", lambda: settings)
     pieces = len(TEXT) // ChatBehaviour().chunk_chars
     fake.chat_script.append(ChatBehaviour(chunk_delay_s=stream_s / pieces, **chat))
-    store = JobStore(settings, table=CountingTable(table))
+    store = JobStore(settings, table=CountingTable(table))  # type: ignore[arg-type]  # the table, counting
     job_id = f"job-{time.monotonic_ns()}"
     store.create(job_id, "番茄炒蛋")
     store.update(job_id, status=JobStatus.RUNNING, stage=JobStage.RECIPE, dish="番茄炒蛋")
@@ -87,7 +87,7 @@ def test_progress_writes_are_bounded_and_increasing(
         return record(job, progress, partial)
 
     monkeypatch.setattr(store, "record_progress", spy)
-    counter: CountingTable = store.table
+    counter: CountingTable = store.table  # type: ignore[assignment]
     before = len(counter.writes)
     started = time.monotonic()
     result = steps.run_recipe(RecipeEvent(jobId=job_id, dish="番茄炒蛋"), lambda: _budget(scaled_template), store)

@@ -145,9 +145,14 @@ def test_the_reader_sees_text_as_it_arrives_not_at_the_end(server: ReplayServer)
     seen: list[float] = []
 
     def watch(reader: SSEReader) -> None:
-        reader.on_text = (lambda original: lambda: (seen.append(time.monotonic()), original and original()))(
-            reader.on_text
-        )
+        original = reader.on_text
+
+        def on_text() -> None:
+            seen.append(time.monotonic())
+            if original is not None:
+                original()
+
+        reader.on_text = on_text
 
     server.replay = Replay(recording.body, slow, "application/json")
     with httpx.Client() as client:

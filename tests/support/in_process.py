@@ -5,7 +5,7 @@ cannot drift into a fast tier. Each tier's ``conftest.py`` imports these hooks."
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import NoReturn
 
 import pytest
@@ -18,8 +18,8 @@ def _refuse(*args: object, **kwargs: object) -> NoReturn:
     raise RuntimeError("a unit test starts no process: it belongs in tests/pipeline/")
 
 
-def _guarded() -> Iterator[None]:
-    subprocess.Popen.__init__ = _refuse  # type: ignore[assignment,method-assign]
+def _guarded() -> Generator[None]:
+    subprocess.Popen.__init__ = _refuse  # type: ignore[method-assign]
     disable_socket(allow_unix_socket=True)  # asyncio's event loop wakes itself through a Unix socketpair
     try:
         yield

@@ -44,7 +44,7 @@ def test_the_clients_by_jobs_table_is_the_benchs() -> None:
 def test_the_cost_in_words_is_the_benchs() -> None:
     def fewer(temperature: str) -> int:
         before, after = RUNS[f"before, {temperature}"], RUNS[f"after, {temperature}"]
-        return round(100 * (1 - after["jobsFinished"] / before["jobsFinished"]))
+        return round(100 * (1 - float(after["jobsFinished"]) / float(before["jobsFinished"])))
 
     assert f"{fewer('warm')} % fewer warm, {fewer('cold')} % cold" in DOC
     share = RUNS["after, warm"]["refused429"] / RUNS["before, warm"]["refused429"]

@@ -5,6 +5,7 @@ item operations, transactions among them, are atomic as DynamoDB's are)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from chuixiang.stores.admission import Admission, Refused, is_wide
@@ -17,7 +18,7 @@ def auto(table: Any) -> Admission:
     return Admission(table, LIMIT, passes=LIMIT // WIDTH, width=WIDTH)
 
 
-def streams(slots: list[int | Refused]) -> int:
+def streams(slots: Sequence[int | Refused]) -> int:
     return sum(WIDTH if is_wide(s) else 1 for s in slots if not isinstance(s, Refused))
 
 
@@ -33,6 +34,7 @@ def test_while_others_wait_in_line_a_caller_is_admitted_with_one_stream(table: A
     a = auto(table)
     wide = [a.admit(f"job-{n}", f"caller-{n}", DEADLINE) for n in range(3)]
     assert all(isinstance(a.admit(f"w{n}", f"waiter-{n}", DEADLINE), Refused) for n in range(2))  # two in line
+    assert not isinstance(wide[0], Refused)
     a.release("job-0", wide[0])  # a pass frees: four streams
     first = a.admit("w0-again", "waiter-0", DEADLINE)
     assert isinstance(first, int) and not is_wide(first)  # waiter-1 still waits: one stream

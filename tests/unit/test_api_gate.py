@@ -49,8 +49,8 @@ def test_a_wide_body_is_refused_before_it_is_decoded_or_parsed(encoded: bool, mo
     def parsed(*_a: Any, **_k: Any) -> Any:
         raise AssertionError("the body was parsed")
 
-    monkeypatch.setattr(api.json, "loads", parsed)
-    monkeypatch.setattr(api.base64, "b64decode", parsed)
+    monkeypatch.setattr("chuixiang.api.json.loads", parsed)
+    monkeypatch.setattr("chuixiang.api.base64.b64decode", parsed)
     assert _refusal(event) == (413, "PAYLOAD_TOO_LARGE")
 
 

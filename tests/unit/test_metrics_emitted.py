@@ -12,6 +12,7 @@ import pytest
 from chuixiang import steps
 from chuixiang.clock import iso, now_utc
 from chuixiang.job_status import JobStage
+from chuixiang.observability import metrics
 from chuixiang.schemas import RecipeMetrics, UpstreamCall
 from chuixiang.settings import Settings
 
@@ -41,7 +42,7 @@ def test_a_recipe_stage_emits_one_recipe_calls_per_call(capsys: pytest.CaptureFi
     )
     steps._recipe_model_metrics(m, valid=True)  # what run_recipe does once its generation ended…
     steps._record_stage_outcome(_Store(), "job", JobStage.RECIPE, "Recipe", m, None)  # type: ignore[arg-type]
-    steps.metrics.flush_metrics()
+    metrics.flush_metrics()
     calls = _named(_emf(capsys.readouterr().out), "RecipeCalls")
     assert [(d["Model"], d["Outcome"]) for d in calls] == [("primary", "http_error"), ("primary", "ok")]
 

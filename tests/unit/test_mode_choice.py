@@ -171,9 +171,9 @@ def test_key_streams_from_one_job() -> None:
     clock = iter([1.0, 3.0])
     sharing = StreamSharing(started=0.0, clock=lambda: next(clock))
     reader = _Reader(first_text_at=1.0)
-    sharing.outline_at(reader)
+    sharing.outline_at(reader)  # type: ignore[arg-type]  # what outline_at reads of a stream's state
     reader.content_chars = 120
-    sharing.outline_at(reader)
+    sharing.outline_at(reader)  # type: ignore[arg-type]
     capped = sharing.observation([(4.0, 20.0, 7.5)] * 8)
     own = sharing.observation([(4.0, 6.0, 60.0)] * 8)
     assert capped is not None and capped.key_streams == 1.0 and capped.tokens_per_s == pytest.approx(50.0)

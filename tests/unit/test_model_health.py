@@ -41,10 +41,10 @@ def test_the_store_adds_each_call_in_one_write_and_reads_this_hour_and_the_last(
             return table.update_item(**kw)
 
     store = DynamoHealthStore(
-        Counting(),
+        Counting(),  # type: ignore[arg-type]  # the table, counting its calls
         "https://m.example/v1",
         "m",
-        max_age_s=HOUR,  # type: ignore[arg-type]
+        max_age_s=HOUR,
         clock=lambda: now[0],
     )
     assert not store.read().known  # nothing measured yet

@@ -37,7 +37,7 @@ def test_partial_recipe_never_shows_what_is_still_being_written(prefix: str) -> 
         partial = partial_recipe(text[:n]) or {}
         for key in ("name", "summary", "ingredients"):
             if key in partial:
-                assert partial[key] == FINAL[key], (n, key)  # type: ignore[literal-required]
+                assert partial[key] == FINAL[key], (n, key)
                 seen.add(key)
         steps_now = partial.get("steps", [])
         assert steps_now == FINAL["steps"][: len(steps_now)], n  # finished steps only, in order

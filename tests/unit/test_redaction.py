@@ -117,7 +117,7 @@ def _fully_escaped(text: str) -> str:
     return "".join(f"\\u{ord(c):04x}" for c in text)
 
 
-def _pieces(text: str) -> list[str]:
+def _key_pieces_in(text: str) -> list[str]:
     return [KEY[i : i + 8] for i in range(len(KEY) - 7) if KEY[i : i + 8] in text]
 
 
@@ -150,12 +150,12 @@ def test_bytes_are_decoded_before_they_are_redacted_never_repr_d() -> None:
         f"<html><body>key {escaped}</body></html>".encode(),
     ):
         detail = _snippet(raw)
-        assert not _pieces(detail.replace("\\\\", "\\")) and REDACTED in detail, detail
+        assert not _key_pieces_in(detail.replace("\\\\", "\\")) and REDACTED in detail, detail
         assert "\\" + "\\".join(KEY[:4]) not in detail
-    assert not _pieces(_snippet(f"undecodable {escaped}"))
+    assert not _key_pieces_in(_snippet(f"undecodable {escaped}"))
     with pytest.raises(InvalidAnswer) as raised:
         first_datum(f'{{"data": [], "note": "{escaped}"}}'.encode())
-    assert not _pieces(str(raised.value)) and REDACTED in str(raised.value)
+    assert not _key_pieces_in(str(raised.value)) and REDACTED in str(raised.value)
 
 
 def test_the_key_in_base64_or_percent_encoded_is_removed_too() -> None:

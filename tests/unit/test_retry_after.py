@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from chuixiang.deadline import Budget
-from chuixiang.resilience import router
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import ModelHealth
 from chuixiang.resilience.retry import RetryPolicy
@@ -24,7 +23,7 @@ PRIMARY, FALLBACK = "primary", "fallback"
 @pytest.fixture
 def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     waits: list[float] = []
-    monkeypatch.setattr(router.time, "sleep", waits.append)
+    monkeypatch.setattr("chuixiang.resilience.router.time.sleep", waits.append)
     return waits
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import pytest
 
 from chuixiang.deadline import Budget
-from chuixiang.resilience import router as router_module
 from chuixiang.resilience.breaker import Permit
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import ModelHealth, Observation
@@ -125,7 +124,7 @@ class FakeHealth:
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     slept: list[float] = []
-    monkeypatch.setattr(router_module.time, "sleep", slept.append)
+    monkeypatch.setattr("chuixiang.resilience.router.time.sleep", slept.append)
     return slept
 
 

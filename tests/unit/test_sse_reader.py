@@ -138,7 +138,7 @@ def test_usage_wherever_a_provider_puts_it() -> None:
 
 def test_preludes_choices_without_delta_and_finish_with_content() -> None:
     prelude = {"choices": [], "prompt_filter_results": [{"prompt_index": 0}]}  # Azure's content-filter prelude
-    no_delta = {"choices": [{"index": 0, "finish_reason": None, "content_filter_offsets": {}}]}
+    no_delta: dict[str, Any] = {"choices": [{"index": 0, "finish_reason": None, "content_filter_offsets": {}}]}
     out = read(sse(prelude, chunk({"content": "甲"}), no_delta, chunk({"content": "乙"}, "stop"))).out
     assert (out.parts, out.finish_reason) == (["甲", "乙"], "stop")
 
@@ -283,7 +283,7 @@ def test_a_stream_that_ends_with_neither_a_finish_reason_nor_done_was_cut() -> N
 
 def test_only_candidate_zero_is_the_answer() -> None:
     """``n`` > 1: a provider interleaves the candidates' chunks by ``choices[].index``; the answer is candidate 0."""
-    events = [
+    events: list[dict[str, Any]] = [
         {"choices": [{"index": i, "delta": {"content": f"<{i}:{part}>"}, "finish_reason": None}]}
         for part in ("a", "b")
         for i in (0, 1, 2)

@@ -1,7 +1,8 @@
 """Test double: answers with its own process id, so a test can tell which worker served it."""
 
 import os
+from typing import Any
 
 
-def lambda_handler(event: dict, context: object) -> dict:
+def lambda_handler(event: dict[str, Any], context: object) -> dict[str, Any]:
     return {"pid": os.getpid(), "event": event}
