@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chuixiang import steps
+from chuixiang import stage_report
 from chuixiang.clock import iso, now_utc
 from chuixiang.job_status import JobStage
 from chuixiang.observability import metrics
@@ -40,8 +40,8 @@ def test_a_recipe_stage_emits_one_recipe_calls_per_call(capsys: pytest.CaptureFi
         ],
         totalMs=81_000,
     )
-    steps._recipe_model_metrics(m, valid=True)  # what run_recipe does once its generation ended…
-    steps._record_stage_outcome(_Store(), "job", JobStage.RECIPE, "Recipe", m, None)  # type: ignore[arg-type]
+    stage_report.recipe_model_metrics(m, valid=True)  # what run_recipe does once its generation ended…
+    stage_report.record_stage_outcome(_Store(), "job", JobStage.RECIPE, "Recipe", m, None)  # type: ignore[arg-type]
     metrics.flush_metrics()
     calls = _named(_emf(capsys.readouterr().out), "RecipeCalls")
     assert [(d["Model"], d["Outcome"]) for d in calls] == [("primary", "http_error"), ("primary", "ok")]
@@ -58,22 +58,22 @@ def test_a_jobs_end_is_counted_once_by_status_and_code_with_what_the_user_waited
 
     store = JobStore(Settings.model_validate({}), table)
     store.create("timed-out", "菜", createdAt=iso(now_utc() - timedelta(seconds=42)))
-    steps._job_ended(store, "timed-out", "RECIPE_TIMEOUT")
+    stage_report.count_job_end(store, "timed-out", "RECIPE_TIMEOUT")
     docs = _emf(capsys.readouterr().out)
     ended, waited = _named(docs, "JobsEnded"), _named(docs, "JobLatencyMs")
     assert [(d["Status"], d["Code"]) for d in ended] == [("FAILED", "RECIPE_TIMEOUT")]
     assert waited[0]["Status"] == "FAILED" and waited[0]["JobLatencyMs"][0] == pytest.approx(42_000, abs=2000)
-    steps._job_ended(store, "timed-out", "RECIPE_TIMEOUT")  # the same end seen twice: counted once
-    steps._job_ended(store, "timed-out", None)
+    stage_report.count_job_end(store, "timed-out", "RECIPE_TIMEOUT")  # the same end seen twice: counted once
+    stage_report.count_job_end(store, "timed-out", None)
     assert _named(_emf(capsys.readouterr().out), "JobsEnded") == []
     store.create("stopped", "菜")
     store.fail("stopped", ErrorCode.JOB_STOPPED, "execution ABORTED")
-    steps._job_ended(store, "stopped", "RECIPE_TIMEOUT")  # the stage, cancelled by the stop, ends after it
+    stage_report.count_job_end(store, "stopped", "RECIPE_TIMEOUT")  # the stage, cancelled by the stop, ends after it
     assert [(d["Status"], d["Code"]) for d in _named(_emf(capsys.readouterr().out), "JobsEnded")] == [
         ("FAILED", "JOB_STOPPED")
     ]
     store.create("served", "菜")
-    steps._job_ended(store, "served", None)  # the image stage: Finalize makes it SUCCEEDED next
+    stage_report.count_job_end(store, "served", None)  # the image stage: Finalize makes it SUCCEEDED next
     assert [(d["Status"], d["Code"]) for d in _named(_emf(capsys.readouterr().out), "JobsEnded")] == [
         ("SUCCEEDED", "OK")
     ]
@@ -92,6 +92,6 @@ def test_first_content_that_never_came_is_counted_at_the_time_waited(capsys: pyt
         firstContentMs=4_000,
         totalMs=90_000,
     )
-    steps._recipe_model_metrics(m, valid=True)
+    stage_report.recipe_model_metrics(m, valid=True)
     first = _named(_emf(capsys.readouterr().out), "RecipeFirstContentMs")
     assert sorted((d["Model"], d["RecipeFirstContentMs"][0]) for d in first) == [("fallback", 4000), ("primary", 60000)]

@@ -20,49 +20,39 @@ from botocore.exceptions import BotoCoreError, ClientError
 from .clock import iso, now_utc, parse_iso
 from .deadline import Budget
 from .dish import InvalidDish, normalize_dish
-from .errors import ErrorCode, StageError, clip_detail
+from .errors import ErrorCode, StageError
 from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
 from .generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
 from .generation.recipe_modes import write_recipe
-from .job_status import JobStage, JobStatus, is_terminal
-from .observability import dimensioned_metric, logger, metrics, model_metric
+from .job_status import JobStage, JobStatus
+from .observability import dimensioned_metric, logger, metrics
 from .redaction import register_secret
-from .resilience.breaker import BreakerConfig, CircuitBreaker
-from .resilience.fastest import FastestFirst
-from .resilience.hedge import Hedge, hedge_budget
 from .resilience.router import Routes
+from .route_wiring import health_lookup, image_routes, recipe_routes
 from .schemas import (
     CanaryEvent,
     CanaryProbe,
     CanaryResult,
     ImageEvent,
-    ImageMetrics,
     ImageResult,
     RecipeEvent,
-    RecipeMetrics,
     RecipeResult,
-    StageFailure,
     SubmitEvent,
     SubmitResult,
-    UpstreamCall,
 )
 from .settings import Settings, get_settings
+from .stage_report import call_metrics, count_job_end, recipe_model_metrics, record_stage_outcome, stage_failure
 from .stores.admission import Admission, is_wide
-from .stores.breaker_store import DynamoBreakerStore
-from .stores.health_store import DynamoHealthStore
 from .stores.images import ImageStore, image_key
 from .stores.job_times import JobTimes
 from .stores.jobs import JobStore
 from .stores.recipe_cache import RecipeCache
 from .stores.secrets import model_api_key
 from .timeouts import (
-    BREAKER_RECOVERY,
-    BREAKER_THRESHOLD,
     IMAGE_FUNCTION,
     PROGRESS_INTERVAL,
     RECIPE_FUNCTION,
-    RECIPE_HEDGE_AFTER,
     STATE_MACHINE,
     state_timeout_seconds,
 )
@@ -93,121 +83,6 @@ def job_store(settings: Settings | None = None) -> JobStore:
     return JobStore(settings or get_settings())
 
 
-def _failure(error: StageError) -> StageFailure:
-    return StageFailure(code=error.code, detail=clip_detail(error.detail), retryable=error.retryable)
-
-
-def _breaker_lookup(settings: Settings, store: JobStore) -> Callable[[str], CircuitBreaker]:
-    """Each model's breaker, its state in the jobs table (shared by every invocation)."""
-    config = BreakerConfig(failure_threshold=BREAKER_THRESHOLD.of(settings), recovery_s=BREAKER_RECOVERY.of(settings))
-    return lambda model: CircuitBreaker(DynamoBreakerStore(store.table, settings.model_base_url, model), model, config)
-
-
-def _health_lookup(settings: Settings, store: JobStore) -> Callable[[str], DynamoHealthStore]:
-    """Each model's measured health, in the jobs table (added to by every call, read by ``fastest``)."""
-    return lambda model: DynamoHealthStore(
-        store.table, settings.model_base_url, model, max_age_s=settings.model_health_max_age_s
-    )
-
-
-def fastest_first(settings: Settings, health_for: Callable[[str], DynamoHealthStore]) -> FastestFirst | None:
-    """``RecipeRouting=fastest``: the candidates' health, read once per job (two reads each)."""
-    if settings.recipe_routing != "fastest":
-        return None
-    return FastestFirst({m: health_for(m).read() for m in settings.recipe_models}, settings.recipe_expected_tokens)
-
-
-def recipe_routes(settings: Settings, store: JobStore) -> Routes:
-    """Where this job's recipe calls may go: the recipe model and its fallbacks, each behind its breaker and
-    adding to its measured health, ordered by speed under ``RecipeRouting=fastest``, and hedged once when
-    ``RecipeHedgeAfterMs`` is set."""
-    health_for = _health_lookup(settings, store)
-    fastest = fastest_first(settings, health_for)
-    after_ms = RECIPE_HEDGE_AFTER.of(settings)
-    budget = hedge_budget(settings.model_base_url)
-    return Routes(
-        settings.recipe_models,
-        breaker_for=_breaker_lookup(settings, store),
-        health_for=health_for,
-        fastest=fastest,
-        hedge=Hedge(after_ms, budget, fastest.health if fastest else {}) if after_ms else None,
-    )
-
-
-def image_routes(settings: Settings, store: JobStore) -> Routes:
-    """Where this job's picture calls may go: the image model and its fallbacks, each behind its breaker."""
-    return Routes(settings.image_models, breaker_for=_breaker_lookup(settings, store))
-
-
-def _call_metrics(prefix: str, calls: list[UpstreamCall], **dimensions: str) -> None:
-    for c in calls:
-        model_metric(f"{prefix}Calls", MetricUnit.Count, 1, c.model, Outcome=c.outcome, **dimensions)
-
-
-def _log_stage_finished(stage: str, model: str | None, total_ms: int, error: StageError | None, **figures: Any) -> None:
-    """One line per stage and job, what the saved Logs Insights queries read (slowest jobs and where
-    their time went, failures by code and model): ``recipeMs``/``imageMs`` so one ``stats`` sums each."""
-    logger.info(
-        "stage finished",
-        extra={
-            "stage": stage,
-            "model": model,
-            f"{stage}Model": model,  # so one ``stats`` over a job's two lines keeps the recipe's and the image's apart
-            f"{stage}Ms": total_ms,
-            "code": error.code.value if error else None,
-            **figures,
-        },
-    )
-
-
-def _recipe_model_metrics(m: RecipeMetrics, valid: bool, **dimensions: str) -> None:
-    """Per-model figures of one recipe generation, the same from real traffic and from the canary:
-    for the model that answered its total, first content, writing rate and whether the recipe was valid
-    (``RecipeValid`` averages to the valid rate). (Every call by outcome: :func:`_call_metrics`, once.)
-    ``dimensions``: the canary's figures carry ``Source=canary``, apart from what users got."""
-    for c in m.calls:  # tokens are the model bill: every call's, and those that wrote no recipe
-        if c.tokens:
-            model_metric("RecipeTokensUsed", MetricUnit.Count, c.tokens, c.model, **dimensions)
-            if c.outcome != "ok":
-                model_metric("RecipeTokensWasted", MetricUnit.Count, c.tokens, c.model, **dimensions)
-    for c in m.calls:  # first content that never came, counted at the time waited for it: it came no sooner
-        if c.outcome == "first_content_timeout":  # (else the p90 alarm sees only the calls that were fast enough)
-            model_metric("RecipeFirstContentMs", MetricUnit.Milliseconds, c.ms, c.model, **dimensions)
-    if not (m.model and m.calls) or m.calls[-1].outcome == "breaker_open":
-        return
-    model_metric("RecipeTotalMs", MetricUnit.Milliseconds, m.totalMs, m.model, **dimensions)
-    model_metric("RecipeValid", MetricUnit.Count, 1 if valid else 0, m.model, **dimensions)
-    if m.firstContentMs is not None:
-        model_metric("RecipeFirstContentMs", MetricUnit.Milliseconds, m.firstContentMs, m.model, **dimensions)
-    rate = tokens_per_second(m)
-    if rate is not None:
-        model_metric("RecipeTokensPerSecond", MetricUnit.CountPerSecond, rate, m.model, **dimensions)
-
-
-def _record_stage_outcome(
-    store: JobStore,
-    job_id: str,
-    stage: JobStage,
-    prefix: str,
-    m: RecipeMetrics | ImageMetrics,
-    error: StageError | None,
-    **figures: Any,
-) -> StageFailure | None:
-    """What run_recipe and run_image do alike once their generation ended: keep its measurements on the job,
-    emit its metrics and its one log line; the failure to return, if it failed."""
-    store.set_metrics(job_id, stage, m.model_dump(exclude_none=True))
-    _call_metrics(prefix, m.calls)
-    metrics.add_metric(name=f"{prefix}Attempts", unit=MetricUnit.Count, value=m.attempts)
-    metrics.add_metric(name=f"{prefix}TotalMs", unit=MetricUnit.Milliseconds, value=m.totalMs)
-    _log_stage_finished(stage.value, m.model, m.totalMs, error, attempts=m.attempts, calls=len(m.calls), **figures)
-    if error is None:
-        return None
-    metrics.add_metric(name=f"{prefix}Failed", unit=MetricUnit.Count, value=1)
-    metrics.add_metadata(key="errorCode", value=error.code.value)
-    logger.warning(f"{stage.value} failed", extra={"code": error.code.value, "detail": error.detail})
-    return _failure(error)
-
-
 def _budget(remaining_ms: Callable[[], float], deadline_at: str | None) -> Budget:
     return Budget(remaining_ms(), parse_iso(deadline_at) if deadline_at else None)
 
@@ -226,7 +101,7 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
     try:
         dish = normalize_dish(event.dish)
     except InvalidDish as exc:
-        failure = _failure(StageError(ErrorCode.INVALID_DISH, str(exc), retryable=False))
+        failure = stage_failure(StageError(ErrorCode.INVALID_DISH, str(exc), retryable=False))
         return SubmitResult(
             jobId=event.jobId, valid=False, error=failure.model_dump(), stateTimeouts=timeouts, slot=slot
         )
@@ -247,7 +122,7 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
     store.update(event.jobId, **fields)
     metrics.add_metric(name="RecipeCacheHit" if cached else "RecipeCacheMiss", unit=MetricUnit.Count, value=1)
     if cached:
-        _job_ended(store, event.jobId, None)  # the state machine finalizes it now
+        count_job_end(store, event.jobId, None)  # the state machine finalizes it now
     return SubmitResult(
         jobId=event.jobId,
         dish=dish,
@@ -288,14 +163,14 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
     m = outcome.metrics
     if m.mode:  # which mode ran (RecipeSections=auto chose it): the reason is in the stage's log line
         dimensioned_metric("RecipeMode", MetricUnit.Count, 1, Mode=m.mode)
-    _recipe_model_metrics(m, valid=outcome.result is not None)
+    recipe_model_metrics(m, valid=outcome.result is not None)
     if m.firstContentMs is not None:
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
     for waited in (c.ms for c in m.calls if c.outcome == "first_content_timeout"):
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=waited)
     if m.maxGapMs is not None:
         metrics.add_metric(name="RecipeMaxGapMs", unit=MetricUnit.Milliseconds, value=m.maxGapMs)
-    failure = _record_stage_outcome(
+    failure = record_stage_outcome(
         store,
         event.jobId,
         JobStage.RECIPE,
@@ -311,7 +186,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
         mergeFailure=m.mergeFailure,
     )
     if failure is not None:
-        _job_ended(store, event.jobId, failure.code)
+        count_job_end(store, event.jobId, failure.code)
         return RecipeResult(ok=False, error=failure)
     if outcome.result is None:  # generate_recipe returns a recipe or an error, never neither
         raise RuntimeError("recipe generation returned neither a recipe nor an error")
@@ -359,45 +234,6 @@ def _record_job_time(store: JobStore, settings: Settings, deadline_at: str | Non
         logger.warning("job time not recorded", exc_info=True)  # Retry-After falls back to the typical job
 
 
-def _job_ended(store: JobStore, job_id: str, code: str | None) -> None:
-    """A job is ending: the golden signals, ``JobsEnded`` by ``Status`` and ``Code`` (the stable error codes,
-    or ``OK``: few values) and ``JobLatencyMs``, from its POST to now (what a user waited), exactly once per
-    job whoever ends it (:meth:`~chuixiang.stores.jobs.JobStore.claim_end_count`): a stage that ends it, a cached
-    dish's submit, or the reconciler after a crash, a stop or a timeout. A job already terminal is counted as it
-    was ended (an operator's stop stays JOB_STOPPED, whatever the stage still running says after); one not yet
-    terminal as its ending stage says (``code``; None: it succeeds, Finalize writes it next)."""
-    try:
-        item = store.claim_end_count(job_id)
-    except (ClientError, BotoCoreError):
-        logger.warning("job end not counted", exc_info=True)
-        return
-    if item is None:
-        return  # counted by whoever ended it first
-    if is_terminal(str(item.get("status", ""))):
-        status = JobStatus(str(item["status"]))
-        code = ((item.get("error") or {}).get("code") if status == JobStatus.FAILED else None) or code
-    else:
-        status = JobStatus.FAILED if code else JobStatus.SUCCEEDED
-    dimensioned_metric("JobsEnded", MetricUnit.Count, 1, Status=status.value, Code=code or "OK")
-    waited_ms = None
-    if item.get("createdAt"):
-        waited_ms = max(0.0, (now_utc() - parse_iso(str(item["createdAt"]))).total_seconds() * 1000)
-        dimensioned_metric("JobLatencyMs", MetricUnit.Milliseconds, waited_ms, Status=status.value)
-    # The line the saved queries read (failures-by-code-and-model, slowest-jobs): one per job, whoever ended
-    # it, with the model that wrote its recipe (not the image model; none when the recipe stage never reported).
-    recipe = ((item.get("metrics") or {}).get(JobStage.RECIPE.value)) or {}
-    logger.info(
-        "job ended",
-        extra={
-            "jobId": job_id,
-            "status": status.value,
-            "code": code or "OK",
-            "waitedMs": None if waited_ms is None else int(waited_ms),
-            "model": recipe.get("model"),
-        },
-    )
-
-
 def run_image(
     event: ImageEvent,
     remaining_ms: Callable[[], float],
@@ -411,9 +247,9 @@ def run_image(
     limits = ImageLimits.from_settings(settings)
     budget = _budget(remaining_ms, event.deadlineAt)
     outcome = generate_image(http_client(), endpoint, limits, event.imagePrompt, budget, image_routes(settings, store))
-    failure = _record_stage_outcome(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
+    failure = record_stage_outcome(store, event.jobId, JobStage.IMAGE, "Image", outcome.metrics, outcome.error)
     _record_job_time(store, settings, event.deadlineAt)
-    _job_ended(store, event.jobId, None)  # SUCCEEDED, with or without its picture
+    count_job_end(store, event.jobId, None)  # SUCCEEDED, with or without its picture
     if failure is not None:
         store.update(event.jobId, imageError={"code": failure.code, "detail": failure.detail})
         return ImageResult(ok=False, error=failure)
@@ -437,15 +273,15 @@ def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryR
     limits = RecipeLimits.from_settings(settings)
     key = model_api_key(settings)
     budget = _budget(remaining_ms, None)
-    health_for = _health_lookup(settings, job_store(settings))
+    health_for = health_lookup(settings, job_store(settings))
 
     def probe(model: str) -> CanaryProbe:
         endpoint = ModelEndpoint(settings.model_base_url, model, key)
         routes = Routes((model,), health_for=health_for)
         outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, routes)
         m = outcome.metrics
-        _call_metrics("Recipe", m.calls, Source="canary")
-        _recipe_model_metrics(m, valid=outcome.result is not None, Source="canary")
+        call_metrics("Recipe", m.calls, Source="canary")
+        recipe_model_metrics(m, valid=outcome.result is not None, Source="canary")
         return CanaryProbe(
             model=model,
             valid=outcome.result is not None,
@@ -477,5 +313,5 @@ def reconcile(job_id: str, status: str, store: JobStore | None = None) -> bool:
     if changed:  # the state machine did not finish this job: an alarm (JobsReconciled) pages for it
         metrics.add_metric(name="JobsReconciled", unit=MetricUnit.Count, value=1)
     # Counted here unless a stage counted it: a crash (MarkFailed wrote it; no function counted it), a stop.
-    _job_ended(store, job_id, code.value)
+    count_job_end(store, job_id, code.value)
     return changed
