@@ -4,7 +4,8 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from chuixiang.api import build_app, forget_clients, handle, mark_release, warm_up
+from chuixiang.api import build_app, forget_clients, mark_release, warm_up
+from chuixiang.api_gate import handle
 from chuixiang.observability import logger
 
 app = build_app(APIGatewayHttpResolver)

@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chuixiang import api
+from chuixiang import api_gate
 from chuixiang_local.gateway.api_client import http_event
 
 from ..support.api_on_moto import api_on_moto
@@ -125,7 +125,7 @@ def test_no_input_reaches_a_500(
     key: str | None,
     odd_header: str,
 ) -> None:
-    response = api.handle(app, event_for(method, path, body, content_type, key, odd_header), None)
+    response = api_gate.handle(app, event_for(method, path, body, content_type, key, odd_header), None)
     status = response["statusCode"]
     assert status < 500, response
     if status >= 400 and method != "HEAD":  # HEAD answers as GET without a body
@@ -147,4 +147,4 @@ def test_the_documents_state_the_fuzz_runs_figures() -> None:
     text = " ".join((REPO_ROOT / "docs" / "api.md").read_text().split())
     figures = f"sends {EXAMPLES:,} generated requests per run, bodies up to {WIDEST_KEYS:,} keys"
     assert figures.replace(",0", " 0") in text
-    assert f"over {api.MAX_POST_BODY_BYTES // 1024} KiB is refused unread" in text
+    assert f"over {api_gate.MAX_POST_BODY_BYTES // 1024} KiB is refused unread" in text

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chuixiang.api import cors_config, vary_on_origin
+from chuixiang.api_gate import cors_config, vary_on_origin
 from chuixiang_local.gateway.api_server import LOCAL_IMAGES_PATH, local_images
 from chuixiang_local.gateway.asgi import MAX_BODY_BYTES, LambdaAsgi
 

@@ -1,4 +1,4 @@
-"""The gate before the resolver (``chuixiang.api.gate``): what a hostile client sends is refused in the API's
+"""The gate before the resolver (``chuixiang.api_gate.gate``): what a hostile client sends is refused in the API's
 error shape before any work proportional to its size is done."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from chuixiang import api
+from chuixiang import api_gate
 from chuixiang_local.gateway.api_client import http_event
 
 _LOADS = json.loads  # kept: a test below makes the module's json.loads fail
 
 
 def _refusal(event: dict[str, Any]) -> tuple[int, str] | None:
-    answer = api.gate(event)
+    answer = api_gate.gate(event)
     if answer is None:
         return None
     return answer["statusCode"], _LOADS(answer["body"])["error"]["code"]
@@ -49,16 +49,16 @@ def test_a_wide_body_is_refused_before_it_is_decoded_or_parsed(encoded: bool, mo
     def parsed(*_a: Any, **_k: Any) -> Any:
         raise AssertionError("the body was parsed")
 
-    monkeypatch.setattr("chuixiang.api.json.loads", parsed)
-    monkeypatch.setattr("chuixiang.api.base64.b64decode", parsed)
+    monkeypatch.setattr("chuixiang.api_gate.json.loads", parsed)
+    monkeypatch.setattr("chuixiang.api_gate.base64.b64decode", parsed)
     assert _refusal(event) == (413, "PAYLOAD_TOO_LARGE")
 
 
 def test_the_body_bound_is_far_above_any_dish_request() -> None:
     longest = json.dumps({"dish": "\U0001f35c" * 400})  # 400 characters of 4 UTF-8 bytes, escaped
-    assert len(longest) < api.MAX_POST_BODY_BYTES
+    assert len(longest) < api_gate.MAX_POST_BODY_BYTES
     assert _refusal(http_event("POST", "/recipes", longest)) is None
-    assert _refusal(http_event("POST", "/recipes", json.dumps({"dish": "x" * api.MAX_POST_BODY_BYTES}))) == (
+    assert _refusal(http_event("POST", "/recipes", json.dumps({"dish": "x" * api_gate.MAX_POST_BODY_BYTES}))) == (
         413,
         "PAYLOAD_TOO_LARGE",
     )

@@ -146,7 +146,8 @@ def main() -> None:
     import uvicorn
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-    from chuixiang.api import build_app, cors_config, handle
+    from chuixiang.api import build_app
+    from chuixiang.api_gate import cors_config, handle
     from chuixiang_local.gateway.asgi import LambdaAsgi
     from chuixiang_local.gateway.http_protocol import JsonErrorH11Protocol
     from chuixiang_local.gateway.jwt_authorizer import JwtAuthorizer

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from chuixiang.api import error_body
+from chuixiang.api_gate import error_body
 from chuixiang.errors import HttpErrorCode
 from chuixiang_local.gateway.jwt_authorizer import UNAUTHORIZED_BODY, UNAUTHORIZED_HEADERS, JwtAuthorizer
 

@@ -15,7 +15,7 @@ import asyncio
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from chuixiang.api import error_body
+from chuixiang.api_gate import error_body
 from chuixiang.errors import HttpErrorCode
 from chuixiang_local.cloud.moto_patches import Patch
 
