@@ -55,7 +55,7 @@ test-node: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	node --test --test-concurrency=1 tests/browser/*.test.js
 
 #: pytest workers: one per core. One more was faster on a quiet machine but failed jobs on a busy one
-#: (measured in docs/local-runs.md): CI must hold beside other work.
+#: (measured in docs/local-runner.md#run-it): CI must hold beside other work.
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # The tiers are the folders of tests/ (a unit or runner test that opens a socket or starts a process fails).

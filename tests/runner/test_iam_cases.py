@@ -1,7 +1,7 @@
 """The local IAM judge against IAM, case by case: each case quotes or names the AWS documentation sentence it
 encodes (IAM User Guide: "Policy evaluation logic", "IAM JSON policy elements: Condition operators",
 "Multivalued context keys"; the DynamoDB, Lambda and Step Functions guides for what each service authorises).
-``docs/local-cloud.md`` states the count."""
+``docs/local-runner.md#strict-where-aws-is-strict`` states the count."""
 
 from __future__ import annotations
 
@@ -443,4 +443,4 @@ def test_the_table_is_at_least_forty_cases_and_local_cloud_md_says_how_many() ->
 
     count = len(CASES) + len(CALL_CASES)
     assert count >= 40
-    assert f"{count} cases" in (REPO_ROOT / "docs" / "local-cloud.md").read_text()
+    assert f"{count} cases" in (REPO_ROOT / "docs" / "local-runner.md").read_text()
