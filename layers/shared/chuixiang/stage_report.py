@@ -93,6 +93,37 @@ def record_stage_outcome(
     return stage_failure(error)
 
 
+def record_recipe_outcome(
+    store: JobStore, job_id: str, m: RecipeMetrics, error: StageError | None, *, valid: bool
+) -> StageFailure | None:
+    """The recipe stage's figures once its generation ended (which mode ran, the per-model figures, first content
+    and the longest gap), then :func:`record_stage_outcome`; the failure to return, if it failed."""
+    if m.mode:  # which mode ran (RecipeSections=auto chose it): the reason is in the stage's log line
+        dimensioned_metric("RecipeMode", MetricUnit.Count, 1, Mode=m.mode)
+    recipe_model_metrics(m, valid=valid)
+    if m.firstContentMs is not None:
+        metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
+    for waited in (c.ms for c in m.calls if c.outcome == "first_content_timeout"):
+        metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=waited)
+    if m.maxGapMs is not None:
+        metrics.add_metric(name="RecipeMaxGapMs", unit=MetricUnit.Milliseconds, value=m.maxGapMs)
+    return record_stage_outcome(
+        store,
+        job_id,
+        JobStage.RECIPE,
+        "Recipe",
+        m,
+        error,
+        firstContentMs=m.firstContentMs,
+        maxGapMs=m.maxGapMs,
+        boundBy=m.boundBy,
+        degraded=m.degraded,
+        mode=m.mode,
+        modeReason=m.modeReason,
+        mergeFailure=m.mergeFailure,
+    )
+
+
 def count_job_end(store: JobStore, job_id: str, code: str | None) -> None:
     """A job is ending: the golden signals, ``JobsEnded`` by ``Status`` and ``Code`` (the stable error codes,
     or ``OK``: few values) and ``JobLatencyMs``, from its POST to now (what a user waited), exactly once per

@@ -42,7 +42,14 @@ from .schemas import (
     SubmitResult,
 )
 from .settings import Settings, get_settings
-from .stage_report import call_metrics, count_job_end, recipe_model_metrics, record_stage_outcome, stage_failure
+from .stage_report import (
+    call_metrics,
+    count_job_end,
+    recipe_model_metrics,
+    record_recipe_outcome,
+    record_stage_outcome,
+    stage_failure,
+)
 from .stores.admission import Admission, is_wide
 from .stores.images import ImageStore, image_key
 from .stores.job_times import JobTimes
@@ -161,30 +168,7 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
             max_streams=_streams_granted(settings, store, event.jobId),
         )
     m = outcome.metrics
-    if m.mode:  # which mode ran (RecipeSections=auto chose it): the reason is in the stage's log line
-        dimensioned_metric("RecipeMode", MetricUnit.Count, 1, Mode=m.mode)
-    recipe_model_metrics(m, valid=outcome.result is not None)
-    if m.firstContentMs is not None:
-        metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
-    for waited in (c.ms for c in m.calls if c.outcome == "first_content_timeout"):
-        metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=waited)
-    if m.maxGapMs is not None:
-        metrics.add_metric(name="RecipeMaxGapMs", unit=MetricUnit.Milliseconds, value=m.maxGapMs)
-    failure = record_stage_outcome(
-        store,
-        event.jobId,
-        JobStage.RECIPE,
-        "Recipe",
-        m,
-        outcome.error,
-        firstContentMs=m.firstContentMs,
-        maxGapMs=m.maxGapMs,
-        boundBy=m.boundBy,
-        degraded=m.degraded,
-        mode=m.mode,
-        modeReason=m.modeReason,
-        mergeFailure=m.mergeFailure,
-    )
+    failure = record_recipe_outcome(store, event.jobId, m, outcome.error, valid=outcome.result is not None)
     if failure is not None:
         count_job_end(store, event.jobId, failure.code)
         return RecipeResult(ok=False, error=failure)

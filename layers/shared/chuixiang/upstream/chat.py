@@ -341,6 +341,30 @@ def _flatten(value: Any) -> str:
     return ""
 
 
+def _read_answer_body(call: GuardedPost, reader: SSEReader, started: float) -> None:
+    """Feed the answer's chunks to the reader as they arrive, timing the gaps between them. A body not
+    announced as an event stream may be one JSON document, which has nothing to send before it is whole:
+    only the deadline bounds it until its first byte says what it is."""
+    out = reader.out
+    announced = "text/event-stream" in call.response.headers.get("content-type", "")
+    if not announced:
+        call.suspend_text_limits()
+    last = time.monotonic()
+    for data in call.chunks():
+        now = time.monotonic()
+        out.max_gap_ms = max(out.max_gap_ms, int((now - last) * 1000))
+        out.last_byte_ms = (now - started) * 1000
+        last = now
+        reader.feed(data)
+        if not announced and reader.is_stream:
+            announced = True  # a stream after all (relabelled): its text limits hold again
+            call.resume_text_limits()
+        if reader.done:
+            break
+    reader.finish()
+    out.streamed = reader.is_stream is not False
+
+
 def read_chat_completion(
     client: httpx.Client,
     url: str,
@@ -389,25 +413,7 @@ def read_chat_completion(
             out.first_byte_ms = call.first_byte_ms
             if call.status != 200:
                 raise call.status_error()
-            # A body not announced as an event stream may be one JSON document, which has nothing to
-            # send before it is whole: only the deadline bounds it until its first byte says what it is.
-            announced = "text/event-stream" in call.response.headers.get("content-type", "")
-            if not announced:
-                call.suspend_text_limits()
-            last = time.monotonic()
-            for data in call.chunks():
-                now = time.monotonic()
-                out.max_gap_ms = max(out.max_gap_ms, int((now - last) * 1000))
-                out.last_byte_ms = (now - started) * 1000
-                last = now
-                reader.feed(data)
-                if not announced and reader.is_stream:
-                    announced = True  # a stream after all (relabelled): its text limits hold again
-                    call.resume_text_limits()
-                if reader.done:
-                    break
-            reader.finish()
-            out.streamed = reader.is_stream is not False
+            _read_answer_body(call, reader, started)
     except UpstreamError as failure:
         if reader.content_chars > 0 and not failure.content_started:  # the transport cannot know about text
             raise failure.evolve(content_started=True) from failure
