@@ -51,7 +51,7 @@ def test_the_preflight_reads_the_secret_readers_roles_from_the_stack() -> None:
     import boto3
     from botocore.stub import Stubber
 
-    from chuixiang_local.commands.cli import _stack_role_arns
+    from chuixiang_local.commands.ladder_cmd import _stack_role_arns
 
     cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     resources = [

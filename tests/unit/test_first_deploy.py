@@ -461,7 +461,7 @@ def test_first_deploy_states_the_peak_the_ladder_computes() -> None:
 
 
 def test_a_stack_name_the_canarys_schedule_cannot_carry_is_refused_before_the_deploy() -> None:
-    from chuixiang_local.commands.cli import stack_name_problems
+    from chuixiang_local.commands.ladder_cmd import stack_name_problems
 
     canary = Template({"CanaryModels": "m"})
     assert stack_name_problems(canary, "c" * 57) == []  # 57 + "-canary" = 64
