@@ -188,5 +188,6 @@ def test_removing_any_statement_refuses_the_call_it_allowed(
         ]
         (seen if refused else missed).append((role, scenario, outcome))
     assert missed == [], missed
-    assert len(seen) == 19  # docs/local-runner.md#strict-where-aws-is-strict: "removes each of the 19 statements in turn"
+    # docs/local-runner.md#strict-where-aws-is-strict: "removes each of the 19 statements in turn"
+    assert len(seen) == 19
     print("\n".join(f"{role:28} {scenario:12} {outcome}" for role, scenario, outcome in seen))
