@@ -42,16 +42,19 @@ def http_event(
 
 
 @contextlib.contextmanager
-def _logs_to(stream: Any) -> Iterator[None]:
+def _logs_to(stream: Any, level: str) -> Iterator[None]:
+    """The product's logger as the api function's sandbox has it: writing to ``stream``, at the level its
+    environment says (``POWERTOOLS_LOG_LEVEL``), whatever this process set it to before (a bench run in the same
+    process sets it to WARNING)."""
     handler = logger.registered_handler
-    if not isinstance(handler, logging.StreamHandler):
-        yield
-        return
-    previous = handler.setStream(stream)
+    was = logger.log_level
+    logger.setLevel(level)
+    previous = handler.setStream(stream) if isinstance(handler, logging.StreamHandler) else None
     try:
         yield
     finally:
-        if previous is not None:
+        logger.setLevel(was)
+        if previous is not None and isinstance(handler, logging.StreamHandler):
             handler.setStream(previous)
 
 
@@ -99,7 +102,8 @@ class LocalApi:
         # made with) goes where a Lambda's goes: the functions' log, not the caller's stdout (`cook --json`
         # prints the job there).
         out = self.cloud.log or sys.stderr
-        with self._one_at_a_time, contextlib.redirect_stdout(out), _logs_to(out):
+        level = spec.env.get("POWERTOOLS_LOG_LEVEL") or "INFO"
+        with self._one_at_a_time, contextlib.redirect_stdout(out), _logs_to(out, level):
             answer = self.handler(event, context)
         if self.cloud.vended is not None:  # what API Gateway would count
             api_id = str(self.cloud.template.resolve({"Ref": "RecipeApi"}))
