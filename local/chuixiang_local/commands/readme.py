@@ -1,12 +1,13 @@
 """Rewrite the documents' generated blocks (``make docs``): the ladder table of ``docs/ladder.md``, the module
-table of ``docs/architecture.md``, and the sections bench's tables (``docs/sections.md``, ``docs/capacity.md``,
-``docs/ladder.md``) from ``docs/bench/sections.json``, and the simulated evening's (``docs/capacity.md``)."""
+table and the state machine's flow of ``docs/architecture.md``, the sections bench's tables
+(``docs/sections.md``, ``docs/capacity.md``, ``docs/ladder.md``) from ``docs/bench/sections.json``, and the
+simulated evening's (``docs/capacity.md``)."""
 
 from __future__ import annotations
 
 import re
 
-from chuixiang_local.commands import layout, sections_bench
+from chuixiang_local.commands import flow, layout, sections_bench
 from chuixiang_local.commands.ladder import markdown_table
 from chuixiang_local.evening.report import tables as evening_tables
 from chuixiang_local.template import REPO_ROOT, Template
@@ -22,6 +23,7 @@ def rewrite(page: str, block: str, content: str) -> None:
 def main() -> None:
     rewrite("ladder.md", "ladder", markdown_table(Template()))
     rewrite("architecture.md", "layout", layout.markdown_table())
+    rewrite("architecture.md", "flow", flow.markdown_table())
     for page, block, content in sections_blocks():
         rewrite(page, block, content)
     rewrite("capacity.md", "evening", evening_tables())
