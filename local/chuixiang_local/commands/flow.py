@@ -17,6 +17,8 @@ _COMPARATORS = {
     "NumericGreaterThan": ">",
     "NumericLessThan": "<",
 }
+#: What a state that runs nothing is, in the table.
+_KINDS = {"Pass": "pass", "Choice": "choice", "Succeed": "**succeeds**", "Fail": "**fails**"}  # nosec B105  # ASL state types
 #: The type tests, as a phrase of their own.
 _TESTS = {"IsPresent": "is present", "IsNumeric": "is a number", "IsNull": "is null", "IsString": "is a string"}
 
@@ -41,7 +43,7 @@ def _rule(rule: Mapping[str, Any]) -> str:
 def _what(state: Mapping[str, Any], functions: Mapping[str, str]) -> str:
     kind = state["Type"]
     if kind != "Task":
-        return {"Pass": "pass", "Choice": "choice", "Succeed": "**succeeds**", "Fail": "**fails**"}.get(kind, str(kind))
+        return _KINDS.get(kind, str(kind))
     resource = str(state.get("Resource", ""))
     parameters = state.get("Parameters") or {}
     if resource.endswith(":lambda:invoke"):
