@@ -135,8 +135,8 @@ def test_a_late_progress_write_never_touches_a_finished_job(
     release.set()
     assert landed.wait(10)
     assert applied == [False]
-    item = store.get(job_id)
-    assert item and item["status"] == terminal
+    item = store.read(job_id)
+    assert item and item.status == terminal
     doc = render_job(item, None)
     if terminal is JobStatus.SUCCEEDED:
         assert doc.progress and doc.progress.percent == 100 and doc.partial is None

@@ -51,3 +51,21 @@ def _wrap() -> Iterator[None]:
         return (yield)
     finally:
         guard.close()
+
+
+def _settings_variables() -> set[str]:
+    from chuixiang.settings import Settings
+
+    names = set()
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        names.add(alias if isinstance(alias, str) else name.upper())
+    return names
+
+
+@pytest.fixture(autouse=True)
+def _settings_from_the_test_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An in-process test reads the settings it builds, never what ran before it in this worker exported: a local
+    cloud's api environment (``RECIPE_SECTIONS=whole`` from a pipeline module) made ``auto``'s passes read 0 once."""
+    for name in _settings_variables():
+        monkeypatch.delenv(name, raising=False)

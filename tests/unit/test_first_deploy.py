@@ -381,12 +381,13 @@ def test_the_ladder_before_a_deploy_checks_what_will_be_deployed(tmp_path: Path)
 def test_poll_after_follows_the_job(item: dict[str, Any], after: int | None) -> None:
     from chuixiang.job_view import render_job
     from chuixiang.polling import poll_after_ms
+    from chuixiang.stores.job_item import JobItem
 
-    assert poll_after_ms(item) == after
+    assert poll_after_ms(item.get("status"), item.get("stage"), item.get("progress")) == after
     stored = {"jobId": "j", "dish": "d", "createdAt": "2026-12-01T00:00:00.000Z", **item}
     if "progress" in item:  # a whole progress record, as the reporter writes it
         stored["progress"] = {"chars": 1, "tokens": 1, "expectedTokens": 1600, "updatedAt": "x", **item["progress"]}
-    doc = render_job(stored, None)
+    doc = render_job(JobItem.model_validate(stored), None)
     assert doc.pollAfterMs == after
 
 

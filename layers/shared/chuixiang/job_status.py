@@ -7,10 +7,8 @@ spells the same values in its DynamoDB updates, since JSON cannot import them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any
 
 from .clock import now_utc, parse_iso
 
@@ -37,15 +35,17 @@ class JobStage(StrEnum):
 TERMINAL: frozenset[JobStatus] = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED})
 
 
-def past_deadline(item: Mapping[str, Any], job_timeout_s: int | None) -> bool:
+def past_deadline(
+    status: str | None, deadline_at: str | None, created_at: str | None, job_timeout_s: int | None
+) -> bool:
     """The deadline rule: a non-terminal job whose time is up: its ``deadlineAt``, or, never started, its
     creation + ``job_timeout_s`` (None: a job never started is never past it)."""
-    if is_terminal(item.get("status")):
+    if is_terminal(status):
         return False
-    if item.get("deadlineAt"):
-        deadline = parse_iso(item["deadlineAt"])
-    elif job_timeout_s is not None:
-        deadline = parse_iso(item["createdAt"]) + timedelta(seconds=job_timeout_s)
+    if deadline_at:
+        deadline = parse_iso(deadline_at)
+    elif job_timeout_s is not None and created_at:
+        deadline = parse_iso(created_at) + timedelta(seconds=job_timeout_s)
     else:
         return False
     return now_utc() > deadline

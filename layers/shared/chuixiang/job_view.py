@@ -3,25 +3,24 @@ and the public document rendered from the stored item."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from .clock import iso, parse_iso
 from .errors import ErrorCode, message_for, retryable_default
 from .job_start import CALLER_NAMESPACES
-from .job_status import JobStage, JobStatus, is_terminal, past_deadline
+from .job_status import JobStatus, is_terminal, past_deadline
 from .polling import poll_after_ms
 from .schemas import ErrorInfo, ImageErrorInfo, ImageRef, JobDocument, JobMetrics
 from .settings import get_settings
 from .stores.admission import Admission
 from .stores.images import ImageStore
+from .stores.job_item import JobItem
 from .stores.jobs import JobStore
 from .timeouts import STATE_MACHINE
 
 
-def readable_by(item: dict[str, Any], caller: str) -> bool:
+def readable_by(item: JobItem, caller: str) -> bool:
     """A job is its owners' (who created or joined it); one made without a caller (no authorizer, or
     before owners were kept) is readable by whoever holds its id."""
-    owners = item.get("owners")
+    owners = item.owners
     return not caller or not owners or caller in owners or _legacy_owner(caller) in owners
 
 
@@ -37,30 +36,29 @@ def load_job_document(job_id: str, caller: str = "") -> JobDocument | None:
     no such job, or not the caller's (the same answer: a job id says nothing about another caller)."""
     settings = get_settings()
     store = JobStore(settings)
-    item = store.get(job_id)
+    item = store.read(job_id)
     if item is None or not readable_by(item, caller):
         return None
-    if past_deadline(item, STATE_MACHINE.of(settings)):
+    if past_deadline(item.status, item.deadlineAt, item.createdAt, STATE_MACHINE.of(settings)):
         store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled by GET after deadlineAt")
-        item = store.get(job_id) or item
-    if is_terminal(item.get("status")):
+        item = store.read(job_id) or item
+    if is_terminal(item.status):
         # its admission slot (the client stops polling now)
-        Admission(store.table, settings.admission_jobs).release(job_id, item.get("slot"))
-    url = ImageStore(settings).stable_url(item["imageKey"])[0] if item.get("imageKey") else None
+        Admission(store.table, settings.admission_jobs).release(job_id, item.slot)
+    url = ImageStore(settings).stable_url(item.imageKey)[0] if item.imageKey else None
     return render_job(item, url)
 
 
-def render_job(item: dict[str, Any], image_url: str | None) -> JobDocument:
+def render_job(item: JobItem, image_url: str | None) -> JobDocument:
     """The public job document (``GET /recipes/{jobId}``) from a stored item (internals dropped)."""
-    error = item.get("error")
-    image_error = item.get("imageError")
-    key = item.get("imageKey")
+    error, image_error, key = item.error, item.imageError, item.imageKey
+    failed = item.status == JobStatus.FAILED
     return JobDocument(
-        jobId=item["jobId"],
-        dish=item["dish"],
-        status=item["status"],
-        stage=item.get("stage", JobStage.SUBMIT),
-        recipe=item.get("recipe"),
+        jobId=item.jobId,
+        dish=item.dish,
+        status=item.status,
+        stage=item.stage,
+        recipe=item.recipe,
         image=ImageRef(url=image_url, key=key) if key and image_url else None,
         imageError=(
             ImageErrorInfo(code=image_error["code"], message=message_for(image_error["code"])) if image_error else None
@@ -74,13 +72,13 @@ def render_job(item: dict[str, Any], image_url: str | None) -> JobDocument:
             if error
             else None
         ),
-        createdAt=item["createdAt"],
-        updatedAt=iso(parse_iso(item.get("updatedAt") or item["createdAt"])),
-        deadlineAt=item.get("deadlineAt"),
+        createdAt=item.createdAt,
+        updatedAt=iso(parse_iso(item.updatedAt or item.createdAt)),
+        deadlineAt=item.deadlineAt,
         # A failed job shows its error, not how far it got; a written recipe supersedes the partial one.
-        progress=item.get("progress") if item["status"] != JobStatus.FAILED else None,
-        partial=item.get("partial") if item["status"] != JobStatus.FAILED and not item.get("recipe") else None,
-        degraded=item.get("degraded") or None,
-        pollAfterMs=poll_after_ms(item),
-        metrics=JobMetrics.model_validate(item.get("metrics") or {}),
+        progress=item.progress if not failed else None,
+        partial=item.partial if not failed and not item.recipe else None,
+        degraded=item.degraded or None,
+        pollAfterMs=poll_after_ms(item.status, item.stage, item.progress),
+        metrics=JobMetrics.model_validate(item.metrics),
     )

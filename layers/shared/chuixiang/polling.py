@@ -9,6 +9,7 @@ while the picture is drawn (~30 s) the recipe is already on screen. At the peak 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .job_status import JobStage, JobStatus, is_terminal
@@ -28,13 +29,12 @@ DRAWING_MS = 5000
 FINALIZING_MS = 1000
 
 
-def poll_after_ms(item: dict[str, Any]) -> int | None:
+def poll_after_ms(status: str | None, stage: str | None, progress: Mapping[str, Any] | None) -> int | None:
     """``None`` once the job is terminal (stop polling); else when the next poll is worth it."""
-    status = item.get("status")
     if is_terminal(status):
         return None
-    stage = item.get("stage", JobStage.SUBMIT)
-    progress = item.get("progress") or {}
+    stage = stage or JobStage.SUBMIT
+    progress = progress or {}
     if status != JobStatus.RUNNING or stage == JobStage.SUBMIT:
         return WAITING_MS
     if stage == JobStage.RECIPE:

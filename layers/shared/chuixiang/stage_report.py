@@ -138,19 +138,18 @@ def count_job_end(store: JobStore, job_id: str, code: str | None) -> None:
         return
     if item is None:
         return  # counted by whoever ended it first
-    if is_terminal(str(item.get("status", ""))):
-        status = JobStatus(str(item["status"]))
-        code = ((item.get("error") or {}).get("code") if status == JobStatus.FAILED else None) or code
+    if is_terminal(item.status):
+        status = item.status
+        code = (item.error_code if status == JobStatus.FAILED else None) or code
     else:
         status = JobStatus.FAILED if code else JobStatus.SUCCEEDED
     dimensioned_metric("JobsEnded", MetricUnit.Count, 1, Status=status.value, Code=code or "OK")
     waited_ms = None
-    if item.get("createdAt"):
-        waited_ms = max(0.0, (now_utc() - parse_iso(str(item["createdAt"]))).total_seconds() * 1000)
+    if item.createdAt:
+        waited_ms = max(0.0, (now_utc() - parse_iso(item.createdAt)).total_seconds() * 1000)
         dimensioned_metric("JobLatencyMs", MetricUnit.Milliseconds, waited_ms, Status=status.value)
     # The line the saved queries read (failures-by-code-and-model, slowest-jobs): one per job, whoever ended
     # it, with the model that wrote its recipe (not the image model; none when the recipe stage never reported).
-    recipe = ((item.get("metrics") or {}).get(JobStage.RECIPE.value)) or {}
     logger.info(
         "job ended",
         extra={
@@ -158,6 +157,6 @@ def count_job_end(store: JobStore, job_id: str, code: str | None) -> None:
             "status": status.value,
             "code": code or "OK",
             "waitedMs": None if waited_ms is None else int(waited_ms),
-            "model": recipe.get("model"),
+            "model": item.recipe_model,
         },
     )

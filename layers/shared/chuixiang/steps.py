@@ -52,6 +52,7 @@ from .stage_report import (
 )
 from .stores.admission import Admission, is_wide
 from .stores.images import ImageStore, image_key
+from .stores.job_item import JobItem
 from .stores.job_times import JobTimes
 from .stores.jobs import JobStore
 from .stores.recipe_cache import RecipeCache
@@ -104,7 +105,7 @@ def submit(event: SubmitEvent, store: JobStore | None = None) -> SubmitResult:
     item = store.get(event.jobId)
     if item is None:  # started without the API (console, replay)
         store.create(event.jobId, str(event.dish)[:200])
-    slot = int(item["slot"]) if item is not None and item.get("slot") is not None else None
+    slot = JobItem.model_validate(item).slot if item is not None else None
     try:
         dish = normalize_dish(event.dish)
     except InvalidDish as exc:
@@ -290,9 +291,9 @@ def reconcile(job_id: str, status: str, store: JobStore | None = None) -> bool:
     store = store or job_store()
     code = {"TIMED_OUT": ErrorCode.JOB_TIMED_OUT, "ABORTED": ErrorCode.JOB_STOPPED}.get(status, ErrorCode.INTERNAL)
     changed = store.fail(job_id, code, f"execution {status}")
-    item = store.get(job_id) or {}
+    item = store.read(job_id)
     # The workflow's FreeSlot states never ran: free the slot (or pass) now, not at its lease end.
-    Admission(store.table, 0).release(job_id, item.get("slot"))
+    Admission(store.table, 0).release(job_id, item.slot if item is not None else None)
     logger.info("reconciled", extra={"jobId": job_id, "execution_status": status, "changed": changed})
     if changed:  # the state machine did not finish this job: an alarm (JobsReconciled) pages for it
         metrics.add_metric(name="JobsReconciled", unit=MetricUnit.Count, value=1)

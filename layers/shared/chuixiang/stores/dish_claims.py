@@ -29,8 +29,12 @@ class DishClaims:
         return str(item["jobId"])
 
     def _generating(self, job_id: str) -> bool:
-        job = self.jobs.get(job_id)
-        return job is not None and not is_terminal(job.get("status")) and not past_deadline(job, None)
+        job = self.jobs.read(job_id)
+        return (
+            job is not None
+            and not is_terminal(job.status)
+            and not past_deadline(job.status, job.deadlineAt, job.createdAt, None)
+        )
 
     def claim(self, dish: str, job_id: str, until: int) -> str:
         """Make ``job_id`` (its item written) the job generating ``dish``, unless another live job

@@ -21,6 +21,7 @@ from ..job_status import JobStage, JobStatus
 from ..schemas import Progress, RecipeMetrics
 from ..settings import Settings
 from .conditional import applied, condition_failed
+from .job_item import JobItem
 from .table import from_dynamo, job_key, jobs_table, set_expression, to_dynamo
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ class JobStore:
         """Drop a job that was never started (it joined another)."""
         self.table.delete_item(Key=job_key(job_id))
 
-    def claim_end_count(self, job_id: str) -> dict[str, Any] | None:
+    def claim_end_count(self, job_id: str) -> JobItem | None:
         """The job as it is now, if this caller is the first to count its end (``JobsEnded``): one conditional
         write, so a job is counted once whoever ends it (a stage, the reconciler after a crash or a stop).
         None: it was counted already, or there is no such job."""
@@ -165,8 +166,7 @@ class JobStore:
             if condition_failed(exc):
                 return None
             raise
-        item: dict[str, Any] = from_dynamo(answer["Attributes"])
-        return item
+        return JobItem.model_validate(from_dynamo(answer["Attributes"]))
 
     def fail(self, job_id: str, code: ErrorCode, detail: str) -> bool:
         """Make a non-terminal job FAILED; a terminal one is left as it is."""
@@ -179,3 +179,8 @@ class JobStore:
     def get(self, job_id: str) -> dict[str, Any] | None:
         item = self.table.get_item(Key=job_key(job_id), ConsistentRead=True).get("Item")
         return from_dynamo(item) if item else None
+
+    def read(self, job_id: str) -> JobItem | None:
+        """The job, typed (:class:`JobItem`); None: no such job."""
+        item = self.get(job_id)
+        return JobItem.model_validate(item) if item is not None else None
