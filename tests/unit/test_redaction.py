@@ -138,7 +138,7 @@ def test_bytes_are_decoded_before_they_are_redacted_never_repr_d() -> None:
     or an images answer: the detail keeps no piece of it (before: ``\\s\\k\\-…``, the key with a backslash before
     each character, because the repr's doubled backslashes hid the escapes)."""
     from chuixiang.redaction import register_secret
-    from chuixiang.upstream.chat import _snippet
+    from chuixiang.upstream.chat_events import _snippet
     from chuixiang.upstream.failures import InvalidAnswer
     from chuixiang.upstream.images import first_datum
 
