@@ -138,7 +138,7 @@ def test_bytes_are_decoded_before_they_are_redacted_never_repr_d() -> None:
     or an images answer: the detail keeps no piece of it (before: ``\\s\\k\\-…``, the key with a backslash before
     each character, because the repr's doubled backslashes hid the escapes)."""
     from chuixiang.redaction import register_secret
-    from chuixiang.upstream.chat_events import _snippet
+    from chuixiang.upstream.chat_events import snippet
     from chuixiang.upstream.failures import InvalidAnswer
     from chuixiang.upstream.images import first_datum
 
@@ -149,10 +149,10 @@ def test_bytes_are_decoded_before_they_are_redacted_never_repr_d() -> None:
         f'{{"broken": "{escaped}'.encode() + b"\xff\xfe",
         f"<html><body>key {escaped}</body></html>".encode(),
     ):
-        detail = _snippet(raw)
+        detail = snippet(raw)
         assert not _key_pieces_in(detail.replace("\\\\", "\\")) and REDACTED in detail, detail
         assert "\\" + "\\".join(KEY[:4]) not in detail
-    assert not _key_pieces_in(_snippet(f"undecodable {escaped}"))
+    assert not _key_pieces_in(snippet(f"undecodable {escaped}"))
     with pytest.raises(InvalidAnswer) as raised:
         first_datum(f'{{"data": [], "note": "{escaped}"}}'.encode())
     assert not _key_pieces_in(str(raised.value)) and REDACTED in str(raised.value)

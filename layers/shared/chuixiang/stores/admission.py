@@ -49,10 +49,10 @@ from .admission_state import (
     Place,
     Refused,
     Seen,
-    _bucket,
     caller_digest,
     is_wide,
     lane_key,
+    line_bucket,
     line_key,
     pass_slot,
     slot_key,
@@ -243,7 +243,7 @@ class Admission:
 
     def _wait(self, seen: Seen, me: str, retry_after: float) -> None:
         """Take (or keep) a place in line, until a client that obeys ``retry_after`` is back."""
-        bucket = _bucket(me)
+        bucket = line_bucket(me)
         places, mine = seen.line.get(bucket, {}), seen.place_of(me)
         if mine is None and len(seen.kept(bucket)) >= LINE_BUCKET_MAX:
             return
@@ -273,7 +273,7 @@ class Admission:
     def _leave(self, me: str) -> None:
         applied(
             self.table.update_item,
-            Key=line_key(_bucket(me)),
+            Key=line_key(line_bucket(me)),
             UpdateExpression="REMOVE #w.#me",
             ConditionExpression="attribute_exists(#w)",
             ExpressionAttributeNames={"#w": "w", "#me": me},

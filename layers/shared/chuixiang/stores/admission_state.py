@@ -106,7 +106,7 @@ class Seen:
         return {c: p for c, p in self.line.get(bucket, {}).items() if p.until >= self.now}
 
     def place_of(self, caller: str) -> Place | None:
-        return self.kept(_bucket(caller)).get(caller)
+        return self.kept(line_bucket(caller)).get(caller)
 
     def waiting(self, caller: str) -> bool:
         """Whether anyone but ``caller`` keeps a place in line."""
@@ -121,7 +121,7 @@ class Seen:
         return sum(1 for p in places if (p.since_ms, p.caller) < (mine.since_ms, mine.caller))
 
 
-def _bucket(digest: str) -> int:
+def line_bucket(digest: str) -> int:
     return int(digest, 16) % LINE_BUCKETS
 
 

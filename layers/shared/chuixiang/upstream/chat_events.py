@@ -9,7 +9,7 @@ from typing import Any
 from ..redaction import redact, redact_bytes, redact_tree
 
 
-def _first_candidate(choices: Any) -> dict[str, Any] | None:
+def first_candidate(choices: Any) -> dict[str, Any] | None:
     """The answer's choice: candidate 0 (``index`` 0, or no index as some gateways send). A stream of several
     candidates (``n`` > 1) interleaves their chunks: the others are not this answer's text."""
     if not isinstance(choices, list):
@@ -20,7 +20,7 @@ def _first_candidate(choices: Any) -> dict[str, Any] | None:
     return None
 
 
-def _error_in(event: dict[str, Any]) -> Any:
+def error_in(event: dict[str, Any]) -> Any:
     """What says this chunk (or document) is an error, in each dialect: OpenAI's ``{"error": …}`` (also with
     choices, as OpenRouter sends it mid-stream), vLLM's ``{"object": "error", "message": …}``, MiniMax's
     ``base_resp`` with a non-zero ``status_code`` (its errors come with HTTP 200)."""
@@ -49,7 +49,7 @@ def token_count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _snippet(value: Any) -> str:
+def snippet(value: Any) -> str:
     """The start of something an upstream sent, for a failure's detail: decoded, then redacted, then formatted
     (never a ``repr`` redacted) and cut last, so a key the cut would halve is still recognised whole."""
     if isinstance(value, bytes | bytearray):
@@ -62,7 +62,7 @@ def _snippet(value: Any) -> str:
         return redact(str(value))[:300]
 
 
-def _usage(event: dict[str, Any], choice: dict[str, Any] | None) -> dict[str, Any] | None:
+def usage_of(event: dict[str, Any], choice: dict[str, Any] | None) -> dict[str, Any] | None:
     """Token usage: top level (OpenAI), inside the choice (Moonshot), or a provider's extension (Groq's ``x_groq``)."""
     for holder in (event, choice, event.get("x_groq")):
         if isinstance(holder, dict):
@@ -72,7 +72,7 @@ def _usage(event: dict[str, Any], choice: dict[str, Any] | None) -> dict[str, An
     return None
 
 
-def _texts(delta: dict[str, Any]) -> tuple[str, str]:
+def texts_of(delta: dict[str, Any]) -> tuple[str, str]:
     """(content, reasoning) of a delta or message: content as a string or a list of typed parts
     (text parts are content, thinking/reasoning parts are reasoning); reasoning as ``reasoning_content``
     (DeepSeek, Qwen) or ``reasoning`` (OpenRouter, vLLM)."""

@@ -12,12 +12,12 @@ from typing import Any
 
 from ..redaction import redact
 from .chat_events import (
-    _error_in,
-    _first_candidate,
-    _snippet,
-    _texts,
-    _usage,
+    error_in,
+    first_candidate,
+    snippet,
+    texts_of,
     token_count,
+    usage_of,
 )
 from .failures import AnswerTooLarge, ConnectionDropped, InvalidAnswer, StreamError
 from .sse import BOM, SSEFramer
@@ -135,7 +135,7 @@ class SSEReader:
             if not self.done:
                 self._framer.close()
             if not self._framer.recognized:  # a proxy's HTML error page with status 200, say
-                raise StreamError(f"answer is neither an event stream nor JSON: {_snippet(self._head)}")
+                raise StreamError(f"answer is neither an event stream nor JSON: {snippet(self._head)}")
             if not self.done and self.out.finish_reason is None:  # a proxy or a network cut it: not an answer
                 raise ConnectionDropped(
                     "the stream ended with neither a finish reason nor [DONE]: cut on its way",
@@ -149,7 +149,7 @@ class SSEReader:
         if self.done:
             return
         if event_type == b"error":
-            raise StreamError(f"error event in stream: {_snippet(data)}", content_started=self.content_chars > 0)
+            raise StreamError(f"error event in stream: {snippet(data)}", content_started=self.content_chars > 0)
         data = data.strip()
         if data == b"[DONE]":
             self.done = True
@@ -159,9 +159,7 @@ class SSEReader:
         try:
             event = json.loads(data)
         except ValueError as exc:
-            raise StreamError(
-                f"undecodable SSE data: {_snippet(data)}", content_started=self.content_chars > 0
-            ) from exc
+            raise StreamError(f"undecodable SSE data: {snippet(data)}", content_started=self.content_chars > 0) from exc
         self.event(event)
 
     def _parse_document(self, body: bytes) -> None:
@@ -170,7 +168,7 @@ class SSEReader:
         try:
             doc = json.loads(body[len(BOM) :] if body.startswith(BOM) else body)
         except ValueError as exc:
-            raise InvalidAnswer(f"non-stream answer is not JSON: {_snippet(body)}") from exc
+            raise InvalidAnswer(f"non-stream answer is not JSON: {snippet(body)}") from exc
         self.event(doc)
 
     def event(self, event: Any) -> None:
@@ -188,14 +186,14 @@ class SSEReader:
 
     def _count(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """Refuse an error chunk or one too many; keep the usage; the first choice, if there is one."""
-        error = _error_in(event)
+        error = error_in(event)
         if error is not None:
-            raise StreamError(f"error in stream: {_snippet(error)}", content_started=self.content_chars > 0)
+            raise StreamError(f"error in stream: {snippet(error)}", content_started=self.content_chars > 0)
         self.out.chunks += 1
         if self.out.chunks > self.limits.max_chunks:
             raise AnswerTooLarge(f"more than {self.limits.max_chunks} chunks", content_started=True)
-        choice = _first_candidate(event.get("choices"))
-        usage = _usage(event, choice)
+        choice = first_candidate(event.get("choices"))
+        usage = usage_of(event, choice)
         if usage:
             self.out.usage = usage
         return choice
@@ -205,9 +203,9 @@ class SSEReader:
         frame that repeats what it streamed (its usage counted; its text must not be appended twice)."""
         delta = choice.get("delta")
         if isinstance(delta, dict):
-            return _texts(delta)
+            return texts_of(delta)
         message = choice.get("message")
-        text, reasoning = _texts(message) if isinstance(message, dict) else ("", "")
+        text, reasoning = texts_of(message) if isinstance(message, dict) else ("", "")
         return ("" if self.content_chars else text), ("" if self.out.reasoning_chars else reasoning)
 
     def _add(self, text: str, reasoning: str) -> None:
