@@ -7,11 +7,17 @@ A job publishes what the functions and Step Functions publish for it: ``Executio
 breaker opens after ``BreakerFailureThreshold`` failures in a row (``BreakerOpened``), refuses calls for
 ``BreakerRecoverySeconds``, then lets one probe through. Every run starts after a day of background traffic,
 so the windows hold a history as they would in production.
+
+With the synthetic job on (``SyntheticSchedule``), a run every period (at a random phase) cooks a dish as users'
+jobs end; a failed one is confirmed by a second job at once, and the run publishes ``SyntheticFailures`` (1 when
+both failed). A job fails after :data:`FAIL_S` (a model that is down fails its call within the retry window) and
+succeeds after :data:`COOK_S`.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +37,10 @@ ALARMS = (
     "BreakerOpenAlarm",
     "RecipeFailureRateAlarm",
     "ModelOutageAlarm",
+    "SyntheticFailingAlarm",
 )
+#: How long a synthetic job takes to fail (the retry window, 20 s, and the polls) and to succeed (a dish at peak).
+FAIL_S, COOK_S = 30.0, 90.0
 
 #: A job's ending at time t: None (succeeded), "failed" (any cause) or "down" (its model is down).
 Outcome = Callable[[float, random.Random], str | None]
@@ -70,22 +79,62 @@ class Breaker:
     recovery_s: float
 
 
-def traffic(per_hour: float, scenario: Scenario, seed: int, breaker: Breaker) -> Series:
-    """The metrics a run publishes: a day of background before 0, then the scenario."""
-    rng, series = random.Random(seed), Series()  # nosec B311
-    t, streak, open_until = -24.0 * HOUR, 0, -float("inf")
-    while (t := t + rng.expovariate(per_hour / HOUR)) <= scenario.hours * HOUR:
-        outcome = scenario.outcome(t, rng) if t >= 0 else _background(t, rng)
-        succeeded = outcome is None
-        series.add(t, "ExecutionsSucceeded" if succeeded else "ExecutionsFailed")
-        series.add(t, "RecipeSucceeded" if succeeded else "RecipeFailed")
+class _Model:
+    """The model's breaker as the jobs' calls see it."""
+
+    def __init__(self, breaker: Breaker, series: Series) -> None:
+        self.breaker, self.series = breaker, series
+        self.streak, self.open_until = 0, -float("inf")
+
+    def job(self, t: float, outcome: str | None, ends: float | None = None) -> bool:
+        """A job started at ``t`` (ending at ``ends``, else at once) with ``outcome``: publish it; True if it succeeded."""
+        succeeded, end = outcome is None, t if ends is None else ends
+        self.series.add(end, "ExecutionsSucceeded" if succeeded else "ExecutionsFailed")
+        self.series.add(end, "RecipeSucceeded" if succeeded else "RecipeFailed")
         if outcome != "down":
-            streak = 0
-        elif t >= open_until:  # a call (or the probe) reached the model, and failed
-            streak += 1
-            if streak >= breaker.threshold:
-                series.add(t, "BreakerOpened")
-                open_until = t + breaker.recovery_s
+            self.streak = 0
+        elif t >= self.open_until:  # a call (or the probe) reached the model, and failed
+            self.streak += 1
+            if self.streak >= self.breaker.threshold:
+                self.series.add(t, "BreakerOpened")
+                self.open_until = t + self.breaker.recovery_s
+        return succeeded
+
+
+def _arrivals(per_hour: float, synthetic_s: float | None, end: float, rng: random.Random) -> list[tuple[float, bool]]:
+    """When jobs start, and which are the synthetic runs', from a day before 0 to ``end``."""
+    found, t = [], -24.0 * HOUR
+    while (t := t + rng.expovariate(per_hour / HOUR)) <= end:
+        found.append((t, False))
+    if synthetic_s:
+        t = -24.0 * HOUR + rng.uniform(0, synthetic_s)
+        while (t := t + synthetic_s) <= end:
+            found.append((t, True))
+    return sorted(found)
+
+
+def traffic(
+    per_hour: float, scenario: Scenario, seed: int, breaker: Breaker, synthetic_s: float | None = None
+) -> Series:
+    """The metrics a run publishes: a day of background before 0, then the scenario (and the synthetic job's
+    runs every ``synthetic_s``)."""
+    rng, series = random.Random(seed), Series()  # nosec B311
+    model = _Model(breaker, series)
+
+    def outcome(t: float) -> str | None:
+        return scenario.outcome(t, rng) if t >= 0 else _background(t, rng)
+
+    for t, synthetic in _arrivals(per_hour, synthetic_s, scenario.hours * HOUR, rng):
+        if not synthetic:
+            model.job(t, outcome(t))
+            continue
+        first = outcome(t)
+        if model.job(t, first, t + (COOK_S if first is None else FAIL_S)):
+            series.add(t + COOK_S, "SyntheticFailures", 0)
+            continue
+        again, confirmed_at = outcome(t + FAIL_S), t + FAIL_S
+        ends = confirmed_at + (COOK_S if again is None else FAIL_S)
+        series.add(ends, "SyntheticFailures", 0 if model.job(confirmed_at, again, ends) else 1)
     return series
 
 
@@ -98,9 +147,11 @@ class Run:
     oks: list[Notification]
 
 
-def run(template: Template, per_hour: float, scenario: Scenario, seed: int) -> Run:
+def run(template: Template, per_hour: float, scenario: Scenario, seed: int, synthetic: bool = False) -> Run:
+    """``synthetic``: with the synthetic job on its default schedule."""
     rules = AlarmRules(template)
-    series = traffic(per_hour, scenario, seed, _breaker(template))
+    every = schedule_seconds(template.parameters["SyntheticSchedule"]) if synthetic else None
+    series = traffic(per_hour, scenario, seed, _breaker(template), every)
     timeline = Timeline(rules, ALARMS)
     timeline.run(series, -3 * HOUR, 0)  # settle on the background first
     timeline.notifications.clear()
@@ -112,6 +163,17 @@ def run(template: Template, per_hour: float, scenario: Scenario, seed: int) -> R
     )
 
 
+_RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours)\)")
+
+
+def schedule_seconds(expression: str) -> float:
+    """A ``rate(…)`` schedule's period."""
+    found = _RATE.fullmatch(expression)
+    if not found:
+        raise ValueError(f"not a rate expression in minutes or hours: {expression!r}")
+    return int(found[1]) * (60 if found[2].startswith("minute") else HOUR)
+
+
 def _breaker(template: Template) -> Breaker:
     parameters = template.parameters
     return Breaker(int(parameters["BreakerFailureThreshold"]), float(parameters["BreakerRecoverySeconds"]))
@@ -121,6 +183,7 @@ def _breaker(template: Template) -> Breaker:
 class Summary:
     per_hour: float
     scenario: str
+    synthetic: bool
     runs: int
     pages: tuple[float, int]  #: median and most
     tickets: tuple[float, int]
@@ -130,14 +193,15 @@ class Summary:
     def row(self) -> str:
         first = "-" if self.first_page_min is None else f"{self.first_page_min:.0f}"
         return (
-            f"| {self.scenario} | {self.per_hour:g} | {self.runs} | {self.pages[0]:g} / {self.pages[1]} | "
+            f"| {self.scenario} | {self.per_hour:g} | {'on' if self.synthetic else 'off'} | {self.runs} | "
+            f"{self.pages[0]:g} / {self.pages[1]} | "
             f"{self.tickets[0]:g} / {self.tickets[1]} | {self.oks_during} | {first} |"
         )
 
 
 HEADER = (
-    "| scenario | jobs/h | runs | pages (median / most) | tickets (median / most) | OKs while it lasts (most) "
-    "| first page (median min after the start) |\n|---|---|---|---|---|---|---|"
+    "| scenario | jobs/h | synthetic job | runs | pages (median / most) | tickets (median / most) "
+    "| OKs while it lasts (most) | first page (median min after the start) |\n|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -145,13 +209,14 @@ def _spread(counts: list[int]) -> tuple[float, int]:
     return statistics.median(counts), max(counts)
 
 
-def summarise(template: Template, per_hour: float, scenario: Scenario, seeds: range) -> Summary:
-    runs = [run(template, per_hour, scenario, seed) for seed in seeds]
+def summarise(template: Template, per_hour: float, scenario: Scenario, seeds: range, synthetic: bool) -> Summary:
+    runs = [run(template, per_hour, scenario, seed, synthetic) for seed in seeds]
     start, end = scenario.incident or (0.0, 0.0)
     firsts = [(r.pages[0].t - start) / 60 for r in runs if r.pages and scenario.incident is not None]
     return Summary(
         per_hour=per_hour,
         scenario=scenario.name,
+        synthetic=synthetic,
         runs=len(runs),
         pages=_spread([len(r.pages) for r in runs]),
         tickets=_spread([len(r.tickets) for r in runs]),
@@ -160,17 +225,25 @@ def summarise(template: Template, per_hour: float, scenario: Scenario, seeds: ra
     )
 
 
-#: The table's runs: traffic levels (jobs an hour) and seeds per scenario (a week is 10,080 evaluations).
+#: The table's runs: traffic levels (jobs an hour) and seeds per scenario (a week is 10,080 evaluations); the
+#: synthetic job at the lowest level, where it matters.
 RATES = (4, 12, 60)
+SYNTHETIC_RATES = (4,)
 SEEDS = {"quiet week": range(3), "model down 2 h": range(10), "5 % failing 8 h": range(10)}
 
+Key = tuple[str, float, bool]
 
-def summaries(template: Template) -> dict[tuple[str, float], Summary]:
-    """Every scenario at every traffic level, by (scenario, jobs an hour)."""
+
+def summaries(template: Template) -> dict[Key, Summary]:
+    """Every scenario at every traffic level, without and with the synthetic job, by (scenario, jobs an hour,
+    synthetic)."""
+    cases = [(rate, False) for rate in RATES] + [(rate, True) for rate in SYNTHETIC_RATES]
     return {
-        (name, rate): summarise(template, rate, SCENARIOS[name], SEEDS[name]) for name in SCENARIOS for rate in RATES
+        (name, rate, synthetic): summarise(template, rate, SCENARIOS[name], SEEDS[name], synthetic)
+        for name in SCENARIOS
+        for rate, synthetic in cases
     }
 
 
-def table(found: dict[tuple[str, float], Summary]) -> str:
+def table(found: dict[Key, Summary]) -> str:
     return "\n".join([HEADER, *(summary.row() for summary in found.values())])

@@ -14,7 +14,9 @@ Why each choice, measured with :mod:`chuixiang_local.alarm_timeline` (``tests/ru
   "no failures" they reset the page every few minutes of an outage (5 pages and 4.5 OKs in 4 hours), read as
   "still failing" they page again after the outage, while the hour still holds its failures. So an empty short
   window has no data point (``IF`` without a false value) and ``TreatMissingData: ignore``: CloudWatch looks back
-  to the last period that had one, then keeps the alarm's state. Jobs without failures end it at once.
+  to the last period that had one, then keeps the alarm's state. Jobs without failures end it at once. A window
+  with more than one job counts its failures one standard deviation low, as a long window does: after an outage
+  the long windows hold it for hours, and one background failure among five jobs re-paged at 60 jobs an hour.
 * **The tiers** are the SRE workbook's (14.4x over 1 h, 6x over 6 h pages). Its ticket tier, 1x over 3 days,
   is longer than CloudWatch allows an alarm to look back (periods x evaluation periods <= 1 day): here 1x over
   24 h with 2 h, as a ticket, held while the page is on (it would repeat the page's news).
@@ -69,7 +71,7 @@ class Objective:
     total: str  #: metric math: the period's events (``bad`` is defined)
     what: str  #: what a bad event is, for the descriptions
     page: str  #: the paging composite's description, before the tiers
-    also_pages: str = ""  #: another alarm whose ALARM is this page's too (the cause, named)
+    also_pages: tuple[str, ...] = ()  #: other alarms whose ALARM is this page's too (a cause, or what users see)
 
 
 STATES = "[{Name: StateMachineArn, Value: !Ref RecipeStateMachine}]"
@@ -84,8 +86,6 @@ TIERS = (
 )
 #: Long windows need this many bad events (a half-integer: three) before their burn counts.
 MIN_BAD = 2.5
-#: A short window's threshold: the budget still burns faster than it refills.
-SHORT_BURN = 1
 
 OBJECTIVES = (
     Objective(
@@ -102,7 +102,7 @@ OBJECTIVES = (
         total="bad + FILL(succeeded, 0)",
         what="jobs ended FAILED (any cause - a model, a Lambda timeout or crash, the state machine timeout, an abort)",
         page="Jobs are failing fast enough to spend the month's error budget (1 - SuccessObjective) early",
-        also_pages="ModelOutageAlarm",
+        also_pages=("ModelOutageAlarm", "SyntheticFailingAlarm"),
     ),
     Objective(
         name="Admission",
@@ -167,9 +167,10 @@ def window_alarm(objective: Objective, tier: Tier, window: Window) -> str:
         burn = f"IF(bad >= {MIN_BAD}, (bad - bad ^ 0.5) / total / {budget}, 0)"
         gate = "at least three of them, counted one standard deviation low"
     else:
-        burn = f"IF(total >= 0.5, IF(bad >= 0.5, {rate}, 0))"
+        burn = f"IF(total >= 0.5, IF(bad >= 0.5, IF(total < 1.5, bad, bad - bad ^ 0.5) / total / {budget}, 0))"
         gate = (
-            "a window without a single event has no data point, and the alarm keeps the state of the last one that had"
+            "a window without a single event has no data point, and the alarm keeps the state of the last one that had;"
+            " with more than one event, its bad ones are counted one standard deviation low"
         )
     threshold = tier.burn
     lines = [
@@ -236,11 +237,12 @@ def page_alarm(objective: Objective) -> str:
     rule = " OR ".join(_pair(objective, t) for t in tiers)
     name = f"{objective.name}BurnAlarm"
     description = f"{objective.page} - {', or '.join(_tier_words(t) for t in tiers)}."
+    for alarm in objective.also_pages:
+        rule += f' OR ALARM("${{{alarm}.Arn}}")'
     if objective.also_pages:
-        rule += f' OR ALARM("${{{objective.also_pages}.Arn}}")'
         description += (
-            f" Also in ALARM while {objective.also_pages} is (the cause, named - check it first) - one page whichever"
-            " is seen first, not one each."
+            f" Also in ALARM while {' or '.join(objective.also_pages)} is (check it first - it names the cause, or"
+            " what users see) - one page whichever is seen first, not one each."
         )
     return "\n".join(
         [

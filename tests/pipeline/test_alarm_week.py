@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from chuixiang_local import burn_alarms
-from chuixiang_local.alarm_scenarios import RATES, Summary, summaries, table
+from chuixiang_local.alarm_scenarios import RATES, SYNTHETIC_RATES, Key, Summary, summaries, table
 from chuixiang_local.template import Template
 
-Found = dict[tuple[str, float], Summary]
+Found = dict[Key, Summary]
 
 
 @pytest.fixture(scope="module")
@@ -24,22 +24,35 @@ def test_the_runbooks_table_is_the_simulations(found: Found) -> None:
 
 @pytest.mark.parametrize("rate", RATES)
 def test_a_quiet_week_pages_nobody(found: Found, rate: int) -> None:
-    quiet = found[("quiet week", rate)]
+    quiet = found[("quiet week", rate, False)]
     assert quiet.pages == (0, 0) and quiet.tickets == (0, 0)
 
 
 @pytest.mark.parametrize("rate", RATES)
 def test_a_model_down_pages_once(found: Found, rate: int) -> None:
-    down = found[("model down 2 h", rate)]
-    assert down.pages[0] == 1 and down.pages[1] <= 2 and down.tickets == (0, 0)
+    down = found[("model down 2 h", rate, False)]
+    # after it ends, the long windows hold it for hours: a lone background failure may page again (runbook)
+    assert down.pages[0] == 1 and down.pages[1] <= 3 and down.tickets == (0, 0)
 
 
 def test_at_sixty_jobs_an_hour_it_pages_within_minutes_and_stays(found: Found) -> None:
-    fast = found[("model down 2 h", 60)]
+    fast = found[("model down 2 h", 60, False)]
     assert fast.pages == (1, 1) and fast.oks_during == 0
     assert fast.first_page_min is not None and fast.first_page_min <= 15
 
 
 @pytest.mark.parametrize("rate", RATES)
 def test_a_five_times_burn_usually_pages_nobody(found: Found, rate: int) -> None:
-    assert found[("5 % failing 8 h", rate)].pages[0] == 0
+    assert found[("5 % failing 8 h", rate, False)].pages[0] == 0
+
+
+@pytest.mark.parametrize("rate", SYNTHETIC_RATES)
+def test_with_the_synthetic_job_a_quiet_night_outage_pages_within_minutes_and_stays(found: Found, rate: int) -> None:
+    """At 4 jobs an hour an outage looks like the background for an hour; the synthetic job's runs (every
+    5 minutes, a failure confirmed by a second job) page within 15 minutes and hold the page while it lasts,
+    and still page nobody in a quiet week."""
+    down = found[("model down 2 h", rate, True)]
+    assert down.pages[0] == 1 and down.oks_during == 0
+    assert down.first_page_min is not None and down.first_page_min <= 15
+    assert found[("quiet week", rate, True)].pages == (0, 0)
+    assert found[("5 % failing 8 h", rate, True)].pages[0] == 0

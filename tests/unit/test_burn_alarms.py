@@ -62,8 +62,9 @@ def test_no_alarm_looks_back_further_than_cloudwatch_allows() -> None:
         assert max(periods) * int(props["EvaluationPeriods"]) <= 86400, name
 
 
-def test_a_model_outage_pages_as_part_of_the_success_burn() -> None:
+def test_a_model_outage_and_a_failing_synthetic_job_page_as_part_of_the_success_burn() -> None:
     rule = RESOURCES["JobSuccessBurnAlarm"]["Properties"]["AlarmRule"]["Fn::Sub"]
-    assert re.search(r'OR ALARM\("\$\{ModelOutageAlarm\.Arn\}"\)$', rule)
-    outage = RESOURCES["ModelOutageAlarm"]["Properties"]
-    assert "AlarmActions" not in outage and "ActionsSuppressor" not in RESOURCES["JobSuccessBurnAlarm"]["Properties"]
+    assert re.search(r'OR ALARM\("\$\{ModelOutageAlarm\.Arn\}"\) OR ALARM\("\$\{SyntheticFailingAlarm\.Arn\}"\)$', rule)
+    for part in ("ModelOutageAlarm", "SyntheticFailingAlarm"):
+        assert "AlarmActions" not in RESOURCES[part]["Properties"], part
+    assert "ActionsSuppressor" not in RESOURCES["JobSuccessBurnAlarm"]["Properties"]

@@ -36,6 +36,10 @@ class _Config(BaseSettings):
     #: Comma-separated models the canary probes (the function only exists when this is set).
     canary_models: str = Field("", validation_alias="CANARY_MODELS")
     model_api_key_secret_arn: str = Field("", validation_alias="MODEL_API_KEY_SECRET_ARN")
+    #: The public API's base URL (the synthetic job calls it as a client does).
+    api_url: str = Field("", validation_alias="API_URL")
+    #: With ``JwtIssuer`` set: the secret holding the bearer token the synthetic job sends.
+    synthetic_token_secret_arn: str = Field("", validation_alias="SYNTHETIC_TOKEN_SECRET_ARN")
     #: ``ordered`` (the configured order) or ``fastest`` (by measured speed, skipping who cannot finish in time).
     recipe_routing: Literal["ordered", "fastest"] = Field("fastest", validation_alias="RECIPE_ROUTING")
     #: ``auto`` (per job, whichever is predicted faster), ``whole`` (one streamed answer) or ``parallel`` (an

@@ -209,6 +209,17 @@ CANARY_FUNCTION = Limit(
     timeout_of="canary",
     minimum=2,
 )
+SYNTHETIC_FUNCTION = Limit(
+    "SyntheticFunctionTimeout",
+    Unit.S,
+    600,
+    "synthetic Lambda",
+    "the synthetic job's `Timeout`: it waits for its job as the client does (until `deadlineAt` and the safety "
+    "margin), then confirms a failure with a second job if time is left",
+    scaled=70,
+    timeout_of="synthetic",
+    minimum=2,
+)
 IMAGE_RETRY_WINDOW = Limit(
     "ImageRetryWindowMs",
     Unit.MS,
@@ -234,7 +245,7 @@ STATE_MACHINE = Limit(
     attr="job_timeout_s",
     functions=("*",),
     scaled=60,
-    inside=("ClientGiveUpSeconds",),
+    inside=("ClientGiveUpSeconds", "SyntheticFunctionTimeout"),
     margin=Margin.SAFETY,
     minimum=10,
 )
@@ -276,6 +287,7 @@ LIMITS: tuple[Limit, ...] = (
     IMAGE_FUNCTION,
     IMAGE_RETRY_WINDOW,
     CANARY_FUNCTION,
+    SYNTHETIC_FUNCTION,
     STATE_MACHINE,
     CLIENT_GIVE_UP,
     BREAKER_THRESHOLD,

@@ -1,0 +1,192 @@
+"""The synthetic job: every few minutes, one job through the public API exactly as a client cooks it.
+
+Why: at 4 jobs an hour an outage looks like the background for the better part of an hour (a burn alarm needs
+several failures before one in two hundred stops being noise), and at night there are no jobs at all. A run POSTs
+a dish (a fresh name each time: no cached recipe and no job in flight answers it), polls as the client does until
+the job ends or its deadline has passed, and publishes what a user would have seen:
+
+* ``SyntheticJobs`` by ``Outcome`` (:class:`Outcome`), ``SyntheticLatencyMs`` from the POST to the recipe and
+  picture (a status page's "how long does a dish take now");
+* ``SyntheticFailures``, 0 or 1 for every run: 1 when the run's job failed and a second job started at once did
+  not succeed (one background failure in two hundred is not an outage; two in a row are, and a total outage
+  fails both in seconds). ``SyntheticFailingAlarm`` pages on it.
+
+A refusal (429) is admission's business (``AdmissionBurnAlarm``), not a failure here.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from enum import StrEnum
+
+import httpx
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel
+
+from .clock import now_utc, parse_iso
+from .job_status import JobStatus
+from .observability import dimensioned_metric, logger, metrics
+from .timeouts import SAFETY_MARGIN_S, finish_margin_ms
+
+#: Dishes the synthetic job cooks in turn; each run's name gets the minute it started.
+DISHES = ("番茄炒蛋", "宫保鸡丁", "麻婆豆腐", "红烧肉", "清蒸鲈鱼", "酸辣土豆丝")
+#: A confirming job starts only with at least this much of the invocation left.
+CONFIRM_MIN_MS = 10_000
+#: Poll pacing when an answer names none, and its bounds when one does.
+POLL_DEFAULT_MS, POLL_MIN_MS, POLL_MAX_MS = 2_000, 250, 10_000
+#: One request's own limit (connect, read): the API answers in well under a second.
+REQUEST_TIMEOUT_S = 10.0
+
+
+class Outcome(StrEnum):
+    OK = "ok"  #: SUCCEEDED
+    FAILED = "failed"  #: the job ended FAILED (the code says why)
+    LATE = "late"  #: still not ended once its deadline and the safety margin had passed
+    API_ERROR = "api_error"  #: the API could not be reached, or answered 5xx or an unexpected status
+    REFUSED = "refused"  #: 429, no slot now
+    UNFINISHED = "unfinished"  #: this invocation's own time ran out first (a confirming job only)
+
+    @property
+    def failing(self) -> bool:
+        return self in (Outcome.FAILED, Outcome.LATE, Outcome.API_ERROR)
+
+
+class SyntheticEvent(BaseModel):
+    """The schedule's input (``{}``); a dish only when an operator invokes it by hand."""
+
+    dish: str | None = None
+
+
+class SyntheticJob(BaseModel):
+    dish: str
+    outcome: Outcome
+    jobId: str | None = None
+    code: str | None = None  #: the job's error code, or the API's
+    httpStatus: int | None = None  #: the answer that ended it, when one did
+    ms: int  #: from the POST to the end as seen by polling
+
+
+class SyntheticResult(BaseModel):
+    jobs: list[SyntheticJob]
+    failing: bool  #: the run's failure stands (``SyntheticFailures`` 1)
+
+
+Clock = Callable[[], float]
+
+
+class _Give(Exception):
+    """The job's end as far as this run can tell (raised out of the polling loop)."""
+
+    def __init__(self, outcome: Outcome, status: int | None = None, code: str | None = None) -> None:
+        super().__init__(outcome.value)
+        self.outcome, self.status, self.code = outcome, status, code
+
+
+def _error_code(answer: httpx.Response) -> str | None:
+    try:
+        body = answer.json()
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    return error.get("code") if isinstance(error, dict) else None
+
+
+def _pause_ms(answer: httpx.Response) -> float:
+    """What the API asks for: ``Retry-After`` (seconds) on a throttled poll, else ``pollAfterMs``."""
+    if answer.headers.get("retry-after", "").isdigit():
+        return int(answer.headers["retry-after"]) * 1000
+    try:
+        asked = answer.json().get("pollAfterMs")
+    except (ValueError, AttributeError):
+        asked = None
+    return min(POLL_MAX_MS, max(POLL_MIN_MS, asked if isinstance(asked, int) else POLL_DEFAULT_MS))
+
+
+class Cook:
+    """One dish through the API as the client cooks it: POST, then polls until the job ends or may no longer."""
+
+    def __init__(self, client: httpx.Client, ends_at: float, clock: Clock = time.time) -> None:
+        """``ends_at``: when this invocation must stop waiting (epoch seconds)."""
+        self.client, self.ends_at, self.clock = client, ends_at, clock
+
+    def __call__(self, dish: str) -> SyntheticJob:
+        started, job_id = self.clock(), None
+        try:
+            job_id, give_up_at = self._post(dish)
+            self._poll(job_id, give_up_at)
+        except _Give as end:
+            outcome, status, code = end.outcome, end.status, end.code
+        except httpx.HTTPError as exc:
+            outcome, status, code = Outcome.API_ERROR, None, type(exc).__name__
+        return SyntheticJob(
+            dish=dish,
+            outcome=outcome,
+            jobId=job_id,
+            code=code,
+            httpStatus=status,
+            ms=round((self.clock() - started) * 1000),
+        )
+
+    def _post(self, dish: str) -> tuple[str, float]:
+        answer = self.client.post("/recipes", json={"dish": dish}, headers={"Idempotency-Key": str(uuid.uuid4())})
+        if answer.status_code == 429:
+            raise _Give(Outcome.REFUSED, 429, _error_code(answer))
+        if answer.status_code != 202:
+            raise _Give(Outcome.API_ERROR, answer.status_code, _error_code(answer))
+        body = answer.json()
+        deadline = body.get("deadlineAt")
+        # The client's rule: wait until the job's deadline and the safety margin (the state machine ends it by then).
+        give_up = parse_iso(deadline).timestamp() if deadline else now_utc().timestamp()
+        return str(body["jobId"]), give_up + SAFETY_MARGIN_S
+
+    def _poll(self, job_id: str, give_up_at: float) -> None:
+        last: httpx.Response | None = None
+        while True:
+            if self.clock() >= self.ends_at:
+                raise _Give(Outcome.UNFINISHED)
+            if self.clock() >= give_up_at:  # a 5xx poll to the end is the API's failure; else the job is late
+                failing_api = last is not None and last.status_code >= 500
+                raise _Give(Outcome.API_ERROR if failing_api else Outcome.LATE, last.status_code if last else None)
+            last = self.client.get(f"/recipes/{job_id}")
+            if last.status_code == 200:
+                self._ended(last)
+            elif last.status_code not in (429,) and last.status_code < 500:
+                raise _Give(Outcome.API_ERROR, last.status_code, _error_code(last))
+            time.sleep(max(0.0, min(_pause_ms(last) / 1000, self.ends_at - self.clock(), give_up_at - self.clock())))
+
+    @staticmethod
+    def _ended(answer: httpx.Response) -> None:
+        body = answer.json()
+        if body.get("status") == JobStatus.SUCCEEDED:
+            raise _Give(Outcome.OK, 200)
+        if body.get("status") == JobStatus.FAILED:
+            raise _Give(Outcome.FAILED, 200, (body.get("error") or {}).get("code"))
+
+
+def dish_of_the_minute(clock: Clock = time.time) -> str:
+    """A dish no run before has cooked (the minute it starts), so neither the recipe cache nor a job in flight
+    answers it; the dishes take turns."""
+    minute = int(clock() // 60)
+    return f"{DISHES[minute % len(DISHES)]} {time.strftime('%m%d%H%M', time.gmtime(minute * 60))}"
+
+
+def run_synthetic(
+    event: SyntheticEvent, client: httpx.Client, remaining_ms: Callable[[], float], clock: Clock = time.time
+) -> SyntheticResult:
+    """One run: a job, and a second one at once if the first failed; publish what a user saw."""
+    budget_ms = remaining_ms()
+    cook = Cook(client, clock() + (budget_ms - finish_margin_ms(budget_ms)) / 1000, clock)
+    dish = event.dish or dish_of_the_minute(clock)
+    jobs = [cook(dish)]
+    if jobs[0].outcome.failing and remaining_ms() >= CONFIRM_MIN_MS:
+        jobs.append(cook(f"{dish} 2"))
+    failing = jobs[0].outcome.failing and not any(job.outcome is Outcome.OK for job in jobs)
+    for job in jobs:
+        logger.info("synthetic job", extra=job.model_dump())
+        dimensioned_metric("SyntheticJobs", MetricUnit.Count, 1, Outcome=job.outcome.value)
+        if job.outcome is Outcome.OK:
+            metrics.add_metric(name="SyntheticLatencyMs", unit=MetricUnit.Milliseconds, value=job.ms)
+    metrics.add_metric(name="SyntheticFailures", unit=MetricUnit.Count, value=int(failing))
+    return SyntheticResult(jobs=jobs, failing=failing)
