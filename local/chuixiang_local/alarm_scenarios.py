@@ -87,7 +87,7 @@ class _Model:
         self.streak, self.open_until = 0, -float("inf")
 
     def job(self, t: float, outcome: str | None, ends: float | None = None) -> bool:
-        """A job started at ``t`` (ending at ``ends``, else at once) with ``outcome``: publish it; True if it succeeded."""
+        """Publish a job started at ``t`` (ending at ``ends``, else at once) with ``outcome``; True if it succeeded."""
         succeeded, end = outcome is None, t if ends is None else ends
         self.series.add(end, "ExecutionsSucceeded" if succeeded else "ExecutionsFailed")
         self.series.add(end, "RecipeSucceeded" if succeeded else "RecipeFailed")
@@ -188,6 +188,7 @@ class Summary:
     pages: tuple[float, int]  #: median and most
     tickets: tuple[float, int]
     oks_during: int  #: the most OK notifications of the page while its incident lasted (a page that came and went)
+    pages_during: int  #: the most pages while the incident lasted (the rest came after it, from windows holding it)
     first_page_min: float | None  #: median minutes from the incident's start to the first page
 
     def row(self) -> str:
@@ -221,6 +222,7 @@ def summarise(template: Template, per_hour: float, scenario: Scenario, seeds: ra
         pages=_spread([len(r.pages) for r in runs]),
         tickets=_spread([len(r.tickets) for r in runs]),
         oks_during=max(sum(1 for n in r.oks if "AlarmTopic" in n.topics and start <= n.t < end) for r in runs),
+        pages_during=max(sum(1 for n in r.pages if start <= n.t < end) for r in runs),
         first_page_min=statistics.median(firsts) if firsts else None,
     )
 

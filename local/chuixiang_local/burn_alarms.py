@@ -14,9 +14,10 @@ Why each choice, measured with :mod:`chuixiang_local.alarm_timeline` (``tests/ru
   "no failures" they reset the page every few minutes of an outage (5 pages and 4.5 OKs in 4 hours), read as
   "still failing" they page again after the outage, while the hour still holds its failures. So an empty short
   window has no data point (``IF`` without a false value) and ``TreatMissingData: ignore``: CloudWatch looks back
-  to the last period that had one, then keeps the alarm's state. Jobs without failures end it at once. A window
-  with more than one job counts its failures one standard deviation low, as a long window does: after an outage
-  the long windows hold it for hours, and one background failure among five jobs re-paged at 60 jobs an hour.
+  to the last period that had one, then keeps the alarm's state. Jobs without failures end it at once. The
+  5-minute window, with more than one job, counts its failures one standard deviation low, as a long window
+  does: after an outage the hour holds it, and one background failure among five jobs re-paged at 60 jobs an
+  hour. The 30-minute window does not: it would hide a steady 7x burn.
 * **The tiers** are the SRE workbook's (14.4x over 1 h, 6x over 6 h pages). Its ticket tier, 1x over 3 days,
   is longer than CloudWatch allows an alarm to look back (periods x evaluation periods <= 1 day): here 1x over
   24 h with 2 h, as a ticket, held while the page is on (it would repeat the page's news).
@@ -50,6 +51,7 @@ class Tier:
     short: Window
     burn: float  #: the long window's threshold
     route: str  #: AlarmTopic (a page) or TicketTopic
+    short_low: bool = False  #: the short window counts its bad events one standard deviation low, as a long one
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ class Objective:
     total: str  #: metric math: the period's events (``bad`` is defined)
     what: str  #: what a bad event is, for the descriptions
     page: str  #: the paging composite's description, before the tiers
+    #: The 5-minute window counts its bad events one standard deviation low (:attr:`Tier.short_low`). Not with a
+    #: wide budget: at 5 %, fewer than 13 jobs all bad would read under 14.4x, and the hour's tier could not fire.
+    short_low: bool = True
     also_pages: tuple[str, ...] = ()  #: other alarms whose ALARM is this page's too (a cause, or what users see)
 
 
@@ -79,13 +84,13 @@ SERVICE = "[{Name: service, Value: chuixiang}]"
 HOUR, FIVE_MINUTES = Window("1h", 3600, "the last hour"), Window("5m", 300, "the last 5 minutes")
 SIX_HOURS, HALF_HOUR = Window("6h", 21600, "the last 6 hours"), Window("30m", 1800, "the last 30 minutes")
 DAY, TWO_HOURS = Window("24h", 86400, "the last 24 hours"), Window("2h", 7200, "the last 2 hours")
+#: Long windows need this many bad events (a half-integer: three) before their burn counts.
+MIN_BAD = 2.5
 TIERS = (
-    Tier(HOUR, FIVE_MINUTES, 14.4, "AlarmTopic"),
+    Tier(HOUR, FIVE_MINUTES, 14.4, "AlarmTopic", short_low=True),
     Tier(SIX_HOURS, HALF_HOUR, 6, "AlarmTopic"),
     Tier(DAY, TWO_HOURS, 2, "TicketTopic"),
 )
-#: Long windows need this many bad events (a half-integer: three) before their burn counts.
-MIN_BAD = 2.5
 
 OBJECTIVES = (
     Objective(
@@ -149,6 +154,7 @@ OBJECTIVES = (
         bad="FILL(jobs, 0) * (1 - FILL(within, 100) / 100)",
         total="FILL(jobs, 0)",
         what="SUCCEEDED jobs took longer than LatencyObjectiveMs from their POST",
+        short_low=False,
         page=(
             "Jobs are slow (over LatencyObjectiveMs, POST to SUCCEEDED) often enough to spend the month's latency "
             "budget (1 - LatencyObjective) early"
@@ -162,16 +168,18 @@ def window_alarm(objective: Objective, tier: Tier, window: Window) -> str:
     name = f"{objective.name}Burn{window.suffix}Alarm"
     parent = _composite(objective, tier)
     budget = f"(1 - ${{{objective.parameter}}})"
-    rate = f"bad / total / {budget}"
     if window is tier.long:
         burn = f"IF(bad >= {MIN_BAD}, (bad - bad ^ 0.5) / total / {budget}, 0)"
         gate = "at least three of them, counted one standard deviation low"
     else:
-        burn = f"IF(total >= 0.5, IF(bad >= 0.5, IF(total < 1.5, bad, bad - bad ^ 0.5) / total / {budget}, 0))"
+        low = tier.short_low and objective.short_low
+        counted = "IF(total < 1.5, bad, bad - bad ^ 0.5)" if low else "bad"
+        burn = f"IF(total >= 0.5, IF(bad >= 0.5, {counted} / total / {budget}, 0))"
         gate = (
-            "a window without a single event has no data point, and the alarm keeps the state of the last one that had;"
-            " with more than one event, its bad ones are counted one standard deviation low"
+            "a window without a single event has no data point, and the alarm keeps the state of the last one that had"
         )
+        if low:
+            gate += "; with more than one event, its bad ones are counted one standard deviation low"
     threshold = tier.burn
     lines = [
         f"  {name}:",

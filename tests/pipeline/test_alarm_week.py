@@ -31,13 +31,16 @@ def test_a_quiet_week_pages_nobody(found: Found, rate: int) -> None:
 @pytest.mark.parametrize("rate", RATES)
 def test_a_model_down_pages_once(found: Found, rate: int) -> None:
     down = found[("model down 2 h", rate, False)]
-    # after it ends, the long windows hold it for hours: a lone background failure may page again (runbook)
-    assert down.pages[0] == 1 and down.pages[1] <= 3 and down.tickets == (0, 0)
+    assert down.pages[0] == 1 and down.tickets == (0, 0)
+    # once while it lasts (at 4-12 jobs an hour a background failure can leave the hour's window a minute after
+    # the page: an OK and the page again); after it ends, the long windows hold it for hours, and a lone
+    # background failure may page again (the runbook's "most" column)
+    assert down.pages_during <= (1 if rate >= 60 else 2)
 
 
 def test_at_sixty_jobs_an_hour_it_pages_within_minutes_and_stays(found: Found) -> None:
     fast = found[("model down 2 h", 60, False)]
-    assert fast.pages == (1, 1) and fast.oks_during == 0
+    assert fast.pages[0] == 1 and fast.oks_during == 0 and fast.pages_during == 1
     assert fast.first_page_min is not None and fast.first_page_min <= 15
 
 
@@ -52,7 +55,7 @@ def test_with_the_synthetic_job_a_quiet_night_outage_pages_within_minutes_and_st
     5 minutes, a failure confirmed by a second job) page within 15 minutes and hold the page while it lasts,
     and still page nobody in a quiet week."""
     down = found[("model down 2 h", rate, True)]
-    assert down.pages[0] == 1 and down.oks_during == 0
+    assert down.pages[0] == 1 and down.oks_during == 0 and down.pages_during == 1
     assert down.first_page_min is not None and down.first_page_min <= 15
     assert found[("quiet week", rate, True)].pages == (0, 0)
     assert found[("5 % failing 8 h", rate, True)].pages[0] == 0

@@ -33,7 +33,9 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 from chuixiang_local.template import Template
 
+from ..support.api_over_http import api_over_http
 from ..support.scaled import SCALED
+from ..support.serve import free_port
 from ..support.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,6 +177,9 @@ def mix_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
         assert cook("看板菜")["status"] == "SUCCEEDED"  # generated: a cache miss
         assert cook("看板菜")["status"] == "SUCCEEDED"  # the same dish again: a cache hit
+        with api_over_http(api) as cloud.api_url:  # the synthetic job: a dish through the API over HTTP
+            synthetic = cloud.invoke(cloud.template.function_by_dir("synthetic"), {})
+        assert not synthetic.failed and not synthetic.payload["failing"], synthetic.payload
         fake.chat_script.append(ChatBehaviour(kind="error_mid"))  # tokens written, then the stream fails: wasted
         wasted = cook("看板浪费")["metrics"]["recipe"]["calls"]
         assert any(c["outcome"] != "ok" and c.get("completionTokens") for c in wasted), wasted
@@ -200,6 +205,10 @@ def mix_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         fake.chat_by_model["canary-model"] = ChatBehaviour(stall_after_chunks=2, stall_s=20, keepalive_every_s=0.1)
         probe = cloud.invoke(cloud.template.function_by_dir("canary"), {"models": ["canary-model"], "dish": "番茄炒蛋"})
         assert not probe.failed, probe.payload
+        # The synthetic job finds no API where it looks: two api_errors, a failing run.
+        cloud.api_url = f"http://127.0.0.1:{free_port()}"
+        synthetic = cloud.invoke(cloud.template.function_by_dir("synthetic"), {})
+        assert not synthetic.failed and synthetic.payload["failing"], synthetic.payload
         _turned_away(cloud, api)
         _served_degraded(fake, log, work)
     return work / "log"

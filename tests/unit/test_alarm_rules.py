@@ -35,9 +35,14 @@ def test_one_failure_in_a_quiet_hour_does_not_page() -> None:
 
 
 def test_the_background_failure_rate_does_not_page() -> None:
-    """1 % failing is the objective's whole budget, spent evenly: a burn rate of 1 in a short window. A long
-    window counts its failures one standard deviation low (10 - √10), so noise near a threshold does not page."""
-    assert RULES.value("JobSuccessBurn5mAlarm", _jobs(1, 99)) == pytest.approx(1.0)
+    """1 % failing is the objective's whole budget, spent evenly: a burn rate of 1 in the 30-minute window. A long
+    window counts its failures one standard deviation low (10 - √10), so noise near a threshold does not page;
+    so does the 5-minute window with more than one job (after an outage, one failure among five re-paged), while
+    the only job of a window says what it says."""
+    assert RULES.value("JobSuccessBurn30mAlarm", _jobs(1, 99)) == pytest.approx(1.0)
+    assert RULES.value("JobSuccessBurn5mAlarm", _jobs(1, 4)) == 0
+    assert RULES.value("JobSuccessBurn5mAlarm", _jobs(2, 3)) == pytest.approx((2 - 2**0.5) / 5 / 0.01)
+    assert RULES.value("JobSuccessBurn5mAlarm", _jobs(1, None)) == pytest.approx(100.0)
     assert RULES.value("JobSuccessBurn1hAlarm", _jobs(10, 990)) == pytest.approx((10 - 10**0.5) / 1000 / 0.01)
     assert not _success_pages({"1h": _jobs(10, 990), "5m": _jobs(1, 82), "6h": _jobs(60, 5940), "30m": _jobs(5, 495)})
 
@@ -51,7 +56,7 @@ def test_a_slow_burn_pages_through_the_six_hour_pair() -> None:
 
 def test_every_way_an_execution_ends_badly_is_spent_from_the_budget() -> None:
     figures = {"failed": None, "succeeded": 10.0, "timedout": 2.0, "aborted": 1.0}
-    assert RULES.value("JobSuccessBurn5mAlarm", figures) == pytest.approx(3 / 13 / 0.01)
+    assert RULES.value("JobSuccessBurn30mAlarm", figures) == pytest.approx(3 / 13 / 0.01)
 
 
 def _latency(jobs: float, within_percent: float) -> dict[str, float | None]:
@@ -60,7 +65,7 @@ def _latency(jobs: float, within_percent: float) -> dict[str, float | None]:
 
 def test_slow_jobs_page_when_they_burn_the_latency_budget() -> None:
     """``within`` is the period's PR(:LatencyObjectiveMs): the share of SUCCEEDED jobs no slower than it."""
-    assert RULES.value("JobLatencyBurn5mAlarm", _latency(20, 50)) == pytest.approx(10.0)  # 50 % slow / 5 %
+    assert RULES.value("JobLatencyBurn30mAlarm", _latency(20, 50)) == pytest.approx(10.0)  # 50 % slow / 5 %
     slow = {"1h": _latency(60, 10), "5m": _latency(2, 0), "6h": _latency(60, 70), "30m": _latency(10, 60)}
     in_alarm = {f"JobLatencyBurn{w}Alarm": RULES.breaches(f"JobLatencyBurn{w}Alarm", f) for w, f in slow.items()}
     assert RULES.composite("JobLatencyBurnAlarm", in_alarm)
@@ -120,7 +125,7 @@ def _admission_pages(windows: dict[str, dict[str, float | None]]) -> bool:
 def test_turning_users_away_pages() -> None:
     """The success SLO counts executions: a saturated admission left every burn alarm at 0 %. Half the POSTs
     refused for an hour pages; one refusal in a busy hour does not; a quiet hour with none refused does not."""
-    assert RULES.value("AdmissionBurn5mAlarm", _admission(50, 50)) == pytest.approx(0.5 / 0.01)
+    assert RULES.value("AdmissionBurn30mAlarm", _admission(50, 50)) == pytest.approx(0.5 / 0.01)
     assert _admission_pages(
         {"1h": _admission(50, 50), "5m": _admission(5, 4), "6h": _admission(60, 300), "30m": _admission(20, 25)}
     )

@@ -30,7 +30,7 @@ from .job_status import JobStatus
 from .observability import dimensioned_metric, logger, metrics
 from .timeouts import SAFETY_MARGIN_S, finish_margin_ms
 
-#: Dishes the synthetic job cooks in turn; each run's name gets the minute it started.
+#: Dishes the synthetic job cooks in turn; each run's name gets the second it started.
 DISHES = ("番茄炒蛋", "宫保鸡丁", "麻婆豆腐", "红烧肉", "清蒸鲈鱼", "酸辣土豆丝")
 #: A confirming job starts only with at least this much of the invocation left.
 CONFIRM_MIN_MS = 10_000
@@ -142,18 +142,17 @@ class Cook:
         return str(body["jobId"]), give_up + SAFETY_MARGIN_S
 
     def _poll(self, job_id: str, give_up_at: float) -> None:
-        last: httpx.Response | None = None
+        """Poll at the pace the API asks for; at least once, however late it already is."""
         while True:
-            if self.clock() >= self.ends_at:
-                raise _Give(Outcome.UNFINISHED)
-            if self.clock() >= give_up_at:  # a 5xx poll to the end is the API's failure; else the job is late
-                failing_api = last is not None and last.status_code >= 500
-                raise _Give(Outcome.API_ERROR if failing_api else Outcome.LATE, last.status_code if last else None)
             last = self.client.get(f"/recipes/{job_id}")
             if last.status_code == 200:
                 self._ended(last)
-            elif last.status_code not in (429,) and last.status_code < 500:
+            elif last.status_code != 429 and last.status_code < 500:
                 raise _Give(Outcome.API_ERROR, last.status_code, _error_code(last))
+            if self.clock() >= self.ends_at:
+                raise _Give(Outcome.UNFINISHED)
+            if self.clock() >= give_up_at:  # a 5xx poll to the end is the API's failure; else the job is late
+                raise _Give(Outcome.API_ERROR if last.status_code >= 500 else Outcome.LATE, last.status_code)
             time.sleep(max(0.0, min(_pause_ms(last) / 1000, self.ends_at - self.clock(), give_up_at - self.clock())))
 
     @staticmethod
@@ -165,11 +164,11 @@ class Cook:
             raise _Give(Outcome.FAILED, 200, (body.get("error") or {}).get("code"))
 
 
-def dish_of_the_minute(clock: Clock = time.time) -> str:
-    """A dish no run before has cooked (the minute it starts), so neither the recipe cache nor a job in flight
+def dish_of_the_moment(clock: Clock = time.time) -> str:
+    """A dish no run before has cooked (the second it starts), so neither the recipe cache nor a job in flight
     answers it; the dishes take turns."""
-    minute = int(clock() // 60)
-    return f"{DISHES[minute % len(DISHES)]} {time.strftime('%m%d%H%M', time.gmtime(minute * 60))}"
+    now = int(clock())
+    return f"{DISHES[now // 60 % len(DISHES)]} {time.strftime('%m%d%H%M%S', time.gmtime(now))}"
 
 
 def run_synthetic(
@@ -178,7 +177,7 @@ def run_synthetic(
     """One run: a job, and a second one at once if the first failed; publish what a user saw."""
     budget_ms = remaining_ms()
     cook = Cook(client, clock() + (budget_ms - finish_margin_ms(budget_ms)) / 1000, clock)
-    dish = event.dish or dish_of_the_minute(clock)
+    dish = event.dish or dish_of_the_moment(clock)
     jobs = [cook(dish)]
     if jobs[0].outcome.failing and remaining_ms() >= CONFIRM_MIN_MS:
         jobs.append(cook(f"{dish} 2"))

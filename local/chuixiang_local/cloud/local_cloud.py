@@ -121,6 +121,9 @@ class LocalCloud:
         self.model_base_url = model_base_url
         self.work_dir = work_dir
         self.log = log
+        #: The API's base URL where a function calls it as a client does (the synthetic job): ``serve``'s; the
+        #: template's execute-api URL names nothing here.
+        self.api_url: str | None = None
         self.model_api_key = model_api_key or os.environ.get("MODEL_API_KEY") or "local-dev-key"
         if len(self.model_api_key) < MIN_SECRET_CHARS:  # as the functions' init would refuse it
             raise ConfigError(
@@ -368,6 +371,7 @@ class LocalCloud:
             "AWS_ACCESS_KEY_ID": self.access_key(spec),
             "POWERTOOLS_METRICS_DISABLED": "false",
             "LOCAL_IMAGE_DIR": str(self.work_dir / "images"),
+            **({"API_URL": self.api_url} if self.api_url else {}),
         }
 
     # --- invocation ----------------------------------------------------------------------

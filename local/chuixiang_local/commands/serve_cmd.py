@@ -61,6 +61,7 @@ def _file_name(log: Any) -> str | None:
 def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
     spec = cloud.template.function_by_dir("api")
     host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host  # nosec B104  # a URL, not a bind
+    cloud.api_url = f"http://{host}:{args.port}"
     extra_env = {**cloud.api_environment(), "LOCAL_IMAGE_BASE_URL": f"http://{host}:{args.port}{LOCAL_IMAGES_PATH}"}
     env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
     api = subprocess.Popen(  # nosec B603  # sys.executable and our own module

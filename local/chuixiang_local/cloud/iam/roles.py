@@ -33,11 +33,9 @@ def roles(transformed: dict[str, Any], template: Template) -> dict[str, Role]:
             continue
         role_lid = resource["Properties"][prop]["Fn::GetAtt"][0]
         role = transformed[role_lid]["Properties"]
-        statements = [
-            dict(s)
-            for policy in role.get("Policies", [])
-            for s in statements_of(template.resolve(policy["PolicyDocument"]))
-        ]
+        # A policy may be conditional as a whole (``Fn::If`` with ``AWS::NoValue``: the synthetic job's token).
+        policies = template.resolve(role.get("Policies", []))
+        statements = [dict(s) for policy in policies if policy for s in statements_of(policy["PolicyDocument"])]
         out[lid] = Role(role_lid, statements, [str(template.resolve(a)) for a in role.get("ManagedPolicyArns", [])])
     return out
 
