@@ -253,7 +253,10 @@ def test_after_the_transform_no_partition_no_fixed_name_and_the_key_alarms_can_u
     ]
     assert not literal, literal
     schedules = [r for r in transformed.values() if r["Type"] == "AWS::Scheduler::Schedule"]
-    assert [s["Properties"]["Name"] for s in schedules] == [{"Fn::Sub": "${AWS::StackName}-canary"}]
+    assert [s["Properties"]["Name"] for s in schedules] == [
+        {"Fn::Sub": "${AWS::StackName}-canary"},
+        {"Fn::Sub": "${AWS::StackName}-synthetic"},
+    ]
     topic = next(r for r in transformed.values() if r["Type"] == "AWS::SNS::Topic")
     assert topic["Properties"]["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
     for lid in ("JobsTable", "ImagesBucket"):

@@ -145,8 +145,9 @@ def test_a_model_down_at_60_jobs_an_hour_pages_once_within_minutes_until_it_is_b
     start, end = scenario.incident or (0.0, 0.0)
     for seed in range(3):
         result = run(Template(), 60, scenario, seed)
-        [page] = result.pages
+        # After it ends the long windows hold it for hours: a lone background failure may page again then.
+        [page] = [n for n in result.pages if n.t < end]
         assert start < page.t <= start + 15 * 60
-        [ok] = [n for n in result.oks if n.alarm == "JobSuccessBurnAlarm"]
-        assert end < ok.t <= end + 40 * 60, (ok.t - end) / 60
+        ok = min(n.t for n in result.oks if n.alarm == "JobSuccessBurnAlarm")
+        assert end < ok <= end + 40 * 60, (ok - end) / 60
         assert result.tickets == []  # the slow burn is held while the page is on, and 2 h after

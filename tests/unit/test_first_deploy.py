@@ -461,10 +461,14 @@ def test_first_deploy_states_the_peak_the_ladder_computes() -> None:
     assert f"`RecipeConcurrency` {int(Template().number('RecipeConcurrency'))} streams" in doc
 
 
-def test_a_stack_name_the_canarys_schedule_cannot_carry_is_refused_before_the_deploy() -> None:
-    from chuixiang_local.commands.ladder_cmd import stack_name_problems
+def test_a_stack_name_the_schedules_cannot_carry_is_refused_before_the_deploy() -> None:
+    from chuixiang_local.commands.ladder_cmd import schedule_names, stack_name_problems
 
     canary = Template({"CanaryModels": "m"})
-    assert stack_name_problems(canary, "c" * 57) == []  # 57 + "-canary" = 64
-    assert "at most 57" in stack_name_problems(canary, "c" * 58)[0]
+    assert schedule_names(canary, "s") == ["s-canary", "s-synthetic"]
+    assert stack_name_problems(canary, "c" * 54) == []  # 54 + "-synthetic" = 64
+    assert "at most 54" in stack_name_problems(canary, "c" * 55)[0]  # the synthetic job's; the canary's fits
+    only_canary = Template({"CanaryModels": "m", "SyntheticSchedule": ""})
+    assert schedule_names(only_canary, "s") == ["s-canary"] and stack_name_problems(only_canary, "c" * 57) == []
+    assert "at most 57" in stack_name_problems(only_canary, "c" * 58)[0]
     assert stack_name_problems(Template(), "c" * 80) == []  # no canary, no schedule

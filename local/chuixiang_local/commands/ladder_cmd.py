@@ -34,19 +34,32 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     return 0
 
 
-#: EventBridge Scheduler's limit on a schedule's name; the canary's is "<stack>-canary".
+#: EventBridge Scheduler's limit on a schedule's name (the canary's is "<stack>-canary").
 SCHEDULE_NAME_MAX = 64
 
 
+def schedule_names(template: Template, stack_name: str) -> list[str]:
+    """The names of the schedules this deployment creates (SAM's ``ScheduleV2`` events of the functions that
+    exist with these parameters), for ``stack_name``."""
+    names = []
+    for resource in template.of_type("AWS::Serverless::Function").values():
+        if resource.get("Condition") and not template.condition(resource["Condition"]):
+            continue
+        for event in resource["Properties"].get("Events", {}).values():
+            named = event["Properties"].get("Name", {}) if event["Type"] == "ScheduleV2" else {}
+            if isinstance(named, dict) and "Fn::Sub" in named:
+                names.append(named["Fn::Sub"].replace("${AWS::StackName}", stack_name))
+    return names
+
+
 def stack_name_problems(template: Template, stack_name: str) -> list[str]:
-    """Names the stack derives that AWS bounds: with CanaryModels, the canary's schedule ``<stack>-canary``."""
-    name = f"{stack_name}-canary"
-    if template.parameters.get("CanaryModels") and len(name) > SCHEDULE_NAME_MAX:
-        return [
-            f"the canary's schedule would be named {name!r} ({len(name)} characters): EventBridge Scheduler takes "
-            f"at most {SCHEDULE_NAME_MAX}; use a stack name of at most {SCHEDULE_NAME_MAX - len('-canary')} characters"
-        ]
-    return []
+    """Names the stack derives that AWS bounds: its schedules' (``<stack>-canary``, ``<stack>-synthetic``)."""
+    return [
+        f"a schedule would be named {name!r} ({len(name)} characters): EventBridge Scheduler takes at most "
+        f"{SCHEDULE_NAME_MAX}; use a stack name of at most {SCHEDULE_NAME_MAX - len(name) + len(stack_name)} characters"
+        for name in schedule_names(template, stack_name)
+        if len(name) > SCHEDULE_NAME_MAX
+    ]
 
 
 def _stack_name(given: str | None) -> str:
