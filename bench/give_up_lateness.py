@@ -20,7 +20,7 @@ import httpx
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
-from chuixiang.upstream.chat import Completion, StreamLimits, read_chat_completion
+from chuixiang.upstream.chat import ChatRequest, Follow, StreamLimits, chat_call
 from chuixiang.upstream.failures import UpstreamTimeout
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
@@ -39,22 +39,13 @@ def once(fake: FakeModel, behaviour: ChatBehaviour, since_last_byte: bool, progr
     with httpx.Client() as client, reporter:
         deadline = Budget(60_000, None).attempt(TOTAL_S * 1000)
         started = time.monotonic()
-        measured = Completion()
-        try:
-            limits = StreamLimits(first_content_s=FIRST_S, idle_s=IDLE_S, max_chunks=10**6)
-            read_chat_completion(
-                client,
-                f"{fake.base_url}/chat/completions",
-                {"stream": True, "messages": []},
-                {},
-                limits=limits,
-                deadline=deadline,
-                watch=reporter.watch if progress else None,
-                out=measured,
-            )
-        except UpstreamTimeout:
+        limits = StreamLimits(first_content_s=FIRST_S, idle_s=IDLE_S, max_chunks=10**6)
+        request = ChatRequest(f"{fake.base_url}/chat/completions", {"stream": True, "messages": []}, limits)
+        observer = Follow(reporter.watch) if progress else None
+        done = chat_call(client, request, deadline, observer=observer)
+        if isinstance(done.failure, UpstreamTimeout):
             elapsed = time.monotonic() - started
-            return elapsed - (measured.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
+            return elapsed - (done.completion.last_byte_ms or 0) / 1000 if since_last_byte else elapsed
     raise AssertionError("did not time out")
 
 

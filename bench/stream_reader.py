@@ -28,7 +28,7 @@ import httpx
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
-from chuixiang.upstream.chat import StreamLimits, read_chat_completion
+from chuixiang.upstream.chat import ChatRequest, Follow, StreamLimits, read_chat_completion
 from chuixiang_local.model.fake_model import recipe_for
 
 #: Progress writes in the benchmark: 20x production's 2 s interval, each "write" waiting like DynamoDB would.
@@ -95,12 +95,9 @@ def ours(base: str, progress: ProgressReporter | None = None) -> int:
         limits = StreamLimits(first_content_s=60, idle_s=30, max_chunks=10**7, max_bytes=10**9)
         c = read_chat_completion(
             client,
-            f"{base}/chat/completions",
-            {"stream": True},
-            {},
-            limits=limits,
-            deadline=Budget(600_000, None).attempt(600_000),
-            watch=progress.watch if progress else None,
+            ChatRequest(f"{base}/chat/completions", {"stream": True}, limits),
+            Budget(600_000, None).attempt(600_000),
+            observer=Follow(progress.watch) if progress else None,
         )
     return c.chunks
 

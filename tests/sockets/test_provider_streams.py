@@ -20,7 +20,7 @@ import pytest
 from chuixiang.deadline import Deadline
 from chuixiang.generation.recipe import to_recipe
 from chuixiang.generation.stage import code_for
-from chuixiang.upstream.chat import Completion, SSEReader, StreamLimits, read_chat_completion
+from chuixiang.upstream.chat import ChatRequest, Completion, Follow, SSEReader, StreamLimits, read_chat_completion
 from chuixiang.upstream.failures import UpstreamError
 from chuixiang_local.template import Template
 
@@ -76,9 +76,8 @@ def read_through(server: ReplayServer, replay: Replay) -> Completion:
     server.replay = replay
     with httpx.Client() as client:
         deadline = Deadline(at=time.monotonic() + 10, bound_by="total", budget_ms=10_000)
-        return read_chat_completion(
-            client, f"{server.base_url}/chat/completions", {"stream": True}, {}, limits=LIMITS, deadline=deadline
-        )
+        request = ChatRequest(f"{server.base_url}/chat/completions", {"stream": True}, LIMITS)
+        return read_chat_completion(client, request, deadline)
 
 
 def check(recording: Recording, completion: Completion | None, failure: UpstreamError | None) -> None:
@@ -145,21 +144,20 @@ def test_the_reader_sees_text_as_it_arrives_not_at_the_end(server: ReplayServer)
     seen: list[float] = []
 
     def watch(reader: SSEReader) -> None:
-        original = reader.on_text
+        original = reader.text_arrived
 
-        def on_text() -> None:
+        def text_arrived() -> None:
             seen.append(time.monotonic())
             if original is not None:
                 original()
 
-        reader.on_text = on_text
+        reader.text_arrived = text_arrived
 
     server.replay = Replay(recording.body, slow, "application/json")
     with httpx.Client() as client:
         deadline = Deadline(at=time.monotonic() + 10, bound_by="total", budget_ms=10_000)
-        out = read_chat_completion(
-            client, f"{server.base_url}/chat/completions", {}, {}, limits=LIMITS, deadline=deadline, watch=watch
-        )
+        request = ChatRequest(f"{server.base_url}/chat/completions", {}, LIMITS)
+        out = read_chat_completion(client, request, deadline, observer=Follow(watch))
     assert out.streamed and len(seen) == sum(1 for w in writes if b'"content":"' in w and b'"content":""' not in w)
 
 

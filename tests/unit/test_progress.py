@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from chuixiang.generation.progress import MAX_STREAMING_PERCENT, ProgressReporter, partial_recipe
-from chuixiang.generation.recipe import to_recipe
+from chuixiang.generation.recipe import to_recipe, with_thinking
 from chuixiang.generation.recipe_format import strip_reasoning
 from chuixiang.schemas import Progress
 from chuixiang.upstream.chat import Completion
@@ -57,7 +57,7 @@ def test_think_tags_are_reasoning_not_content() -> None:
     assert strip_reasoning("<think>a</think>{}") == ("{}", len("<think>a</think>"))
     assert strip_reasoning("{} <think>unclosed") == ("{} ", len("<think>unclosed"))
     done = Completion(content="<think>先想想</think>\n" + TEXT, finish_reason="stop")
-    assert to_recipe(done).name == "番茄炒蛋" and done.reasoning_chars == len("<think>先想想</think>")
+    assert to_recipe(done).name == "番茄炒蛋" and with_thinking(done).reasoning_chars == len("<think>先想想</think>")
     spent = Completion(content="<think>" + "想" * 50, finish_reason="length")
     with pytest.raises(EmptyAnswer, match="token budget"):
         to_recipe(spent)
@@ -145,7 +145,7 @@ def test_provider_quirks_in_the_stream() -> None:
         {"choices": [], "usage": {"completion_tokens": 3000}},
     ]
     reader.feed(b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events))
-    out = reader.out
+    out = reader.completion()
     assert (out.reasoning_chars, out.finish_reason, reader.completion_tokens) == (6, "length", 3000)
     assert reader.first_text_at is not None and reader.content_chars == 0
     with pytest.raises(EmptyAnswer, match="went to reasoning"):

@@ -58,8 +58,8 @@ def test_every_line_ending_and_every_split_point(eol: str) -> None:
     body = HELLO.replace(b"\n", eol.encode())
     for cut in range(1, len(body)):  # including inside the three bytes of 番
         reader = read(body, [cut])
-        assert (reader.out.parts, reader.out.finish_reason, reader.done) == (["番茄", "炒蛋"], "stop", True), cut
-    assert read(body).out.parts == ["番茄", "炒蛋"]  # one byte per read
+        assert (reader.tally.parts, reader.tally.finish_reason, reader.done) == (["番茄", "炒蛋"], "stop", True), cut
+    assert read(body).tally.parts == ["番茄", "炒蛋"]  # one byte per read
 
 
 def test_a_crlf_split_between_two_reads_is_one_line_end() -> None:
@@ -96,7 +96,7 @@ def test_a_bom_split_across_reads_is_still_removed() -> None:
 
 def test_multi_line_data_is_one_json_chunk() -> None:
     body = b'data: {"choices": [{"delta":\ndata: {"content": "hi"}}]}\n\ndata: [DONE]\n\n'
-    assert read(body).out.parts == ["hi"]
+    assert read(body).tally.parts == ["hi"]
 
 
 def test_error_events_and_error_fields_are_upstream_errors() -> None:
@@ -114,15 +114,15 @@ def test_error_events_and_error_fields_are_upstream_errors() -> None:
 
 def test_content_as_a_list_of_typed_parts() -> None:
     parts = [{"type": "thinking", "thinking": [{"type": "text", "text": "想一想"}]}, {"type": "text", "text": "答"}]
-    out = read(sse(chunk({"content": parts}), chunk({"content": [{"type": "text", "text": "案"}]}, "stop"))).out
+    out = read(sse(chunk({"content": parts}), chunk({"content": [{"type": "text", "text": "案"}]}, "stop"))).tally
     assert ("".join(out.parts), out.reasoning_chars, out.finish_reason) == ("答案", 3, "stop")
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 def test_reasoning_fields_are_reasoning_not_content(field: str) -> None:
     reader = read(sse(chunk({field: "先想"}), chunk({"content": "写"}, "stop")))
-    assert (reader.out.parts, reader.out.reasoning_chars) == (["写"], 2)
-    assert reader.first_text_at is not None and reader.out.first_content_ms is not None
+    assert (reader.tally.parts, reader.tally.reasoning_chars) == (["写"], 2)
+    assert reader.first_text_at is not None and reader.tally.first_content_ms is not None
 
 
 def test_usage_wherever_a_provider_puts_it() -> None:
@@ -130,32 +130,32 @@ def test_usage_wherever_a_provider_puts_it() -> None:
     in_choice = chunk({}, "stop")
     in_choice["choices"][0]["usage"] = {"completion_tokens": 3}  # Moonshot
     groq = chunk({}, "stop", x_groq={"usage": {"completion_tokens": 4}})  # Groq
-    assert read(sse(chunk({"content": "x"}), {"choices": [], "usage": top})).out.usage == top
-    assert read(sse(chunk({"content": "x"}), in_choice)).out.usage == {"completion_tokens": 3}
+    assert read(sse(chunk({"content": "x"}), {"choices": [], "usage": top})).tally.usage == top
+    assert read(sse(chunk({"content": "x"}), in_choice)).tally.usage == {"completion_tokens": 3}
     assert read(sse(chunk({"content": "x"}), groq)).completion_tokens == 4
-    assert read(sse(chunk({"content": "x"}, usage=None), chunk({}, "stop", usage="n/a"))).out.usage is None
+    assert read(sse(chunk({"content": "x"}, usage=None), chunk({}, "stop", usage="n/a"))).tally.usage is None
 
 
 def test_preludes_choices_without_delta_and_finish_with_content() -> None:
     prelude = {"choices": [], "prompt_filter_results": [{"prompt_index": 0}]}  # Azure's content-filter prelude
     no_delta: dict[str, Any] = {"choices": [{"index": 0, "finish_reason": None, "content_filter_offsets": {}}]}
-    out = read(sse(prelude, chunk({"content": "甲"}), no_delta, chunk({"content": "乙"}, "stop"))).out
+    out = read(sse(prelude, chunk({"content": "甲"}), no_delta, chunk({"content": "乙"}, "stop"))).tally
     assert (out.parts, out.finish_reason) == (["甲", "乙"], "stop")
 
 
 def test_a_terminal_frame_that_repeats_the_answer_is_not_appended_again() -> None:
     message = {"role": "assistant", "content": "番茄炒蛋"}
     final = {"choices": [{"index": 0, "finish_reason": "stop", "message": message}], "usage": {"completion_tokens": 5}}
-    out = read(sse(chunk({"content": "番茄"}), chunk({"content": "炒蛋"}), final)).out
+    out = read(sse(chunk({"content": "番茄"}), chunk({"content": "炒蛋"}), final)).tally
     assert ("".join(out.parts), out.finish_reason, out.usage) == ("番茄炒蛋", "stop", {"completion_tokens": 5})
     # … but a whole answer in one frame, with nothing streamed before it, is the answer.
-    assert read(sse(final)).out.parts == ["番茄炒蛋"]
+    assert read(sse(final)).tally.parts == ["番茄炒蛋"]
 
 
 def test_a_json_document_whatever_the_content_type() -> None:
     doc = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "整篇"}}]}
     reader = read(b"\n  " + json.dumps(doc, ensure_ascii=False).encode())
-    assert (reader.is_stream, reader.out.parts, reader.out.finish_reason) == (False, ["整篇"], "stop")
+    assert (reader.is_stream, reader.tally.parts, reader.tally.finish_reason) == (False, ["整篇"], "stop")
     with pytest.raises(StreamError, match="quota"):  # an error body with status 200
         read(b'{"error": {"message": "quota exceeded", "code": "insufficient_quota"}}')
     with pytest.raises(InvalidAnswer):
@@ -225,15 +225,16 @@ def test_any_bytes_end_in_a_completion_or_an_upstream_error(pieces: list[bytes],
         reader = read(body, [s for s in splits if s < len(body)])
     except UpstreamError:
         return
-    out: Completion = reader.out
-    assert isinstance(reader.text_so_far(), str) and all(isinstance(p, str) for p in out.parts)
+    out: Completion = reader.completion()
+    assert isinstance(reader.text_so_far(), str) and all(isinstance(p, str) for p in reader.tally.parts)
+    assert isinstance(out.content, str) and out.content_chars == sum(len(p) for p in reader.tally.parts)
     assert out.usage is None or isinstance(out.usage, dict)
     assert out.finish_reason is None or isinstance(out.finish_reason, str)
     assert reader.completion_tokens is None or isinstance(reader.completion_tokens, int)
 
 
 def test_empty_data_events_are_keep_alives() -> None:
-    out = read(b"data:\n\ndata: \n\n" + HELLO).out
+    out = read(b"data:\n\ndata: \n\n" + HELLO).tally
     assert out.parts == ["番茄", "炒蛋"]
 
 
@@ -256,7 +257,7 @@ def test_every_dialect_of_error_is_an_upstream_error(doc: dict[str, Any]) -> Non
         "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": "stop"}],
         "base_resp": {"status_code": 0},
     }
-    assert read(sse(ok)).out.parts == ["x"]
+    assert read(sse(ok)).tally.parts == ["x"]
 
 
 def test_a_body_that_is_neither_a_stream_nor_json_is_an_upstream_error() -> None:
@@ -276,9 +277,9 @@ def test_a_stream_that_ends_with_neither_a_finish_reason_nor_done_was_cut() -> N
         read(b"data: " + json.dumps(chunk).encode() + b"\n\n")
     assert cut.value.content_started and not cut.value.transient
     done = read(b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n")  # [DONE] alone ends it
-    assert done.out.parts == ['{"name": "番茄']
+    assert done.tally.parts == ['{"name": "番茄']
     finished = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-    assert read(b"data: " + json.dumps(finished).encode() + b"\n\n").out.finish_reason == "stop"
+    assert read(b"data: " + json.dumps(finished).encode() + b"\n\n").tally.finish_reason == "stop"
 
 
 def test_only_candidate_zero_is_the_answer() -> None:
@@ -292,9 +293,9 @@ def test_only_candidate_zero_is_the_answer() -> None:
     events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
     reader = read(body)
-    assert "".join(reader.out.parts) == "<0:a><0:b>" and reader.out.finish_reason == "stop"
+    assert "".join(reader.tally.parts) == "<0:a><0:b>" and reader.tally.finish_reason == "stop"
 
 
 def test_a_json_document_after_a_bom() -> None:
     doc = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "整篇"}}]}
-    assert read(b"\xef\xbb\xbf" + json.dumps(doc).encode()).out.parts == ["整篇"]
+    assert read(b"\xef\xbb\xbf" + json.dumps(doc).encode()).tally.parts == ["整篇"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from chuixiang.settings import Settings
@@ -142,7 +143,7 @@ def build_ladder(template: Template) -> Ladder:
     ladder.limits = [(f"{limit.title} ({limit.parameter})", f"{value(limit):g} {limit.unit}") for limit in LIMITS]
     ladder.limits += [(f"{s.logical_id} Timeout", f"{s.timeout_s} s") for s in functions.values()]
     for limit in LIMITS:
-        _check_limit(ladder, limit, value, state_functions, functions)
+        _check_limit(ladder, limit, value, state_functions, functions, _deployed_dirs(template))
 
     ladder.problems += reservation_problems(template)
     try:  # not a limit, but as fatal when wrong: checked with the very overrides being deployed
@@ -200,9 +201,11 @@ def _check_limit(
     value: Callable[[Limit], float],
     state_functions: dict[str, FunctionSpec],
     functions: dict[str, FunctionSpec],
+    deployed: set[str],
 ) -> None:
     """A declared limit: the function Timeout that must be it (the template must ``!Ref`` the parameter), and
-    each limit it must sit inside."""
+    each limit it must sit inside (a function's Timeout only where these parameters deploy the function: the
+    synthetic job's exists only with ``CanaryModels``)."""
     if limit.inside_state:
         fn = state_functions.get(limit.inside_state)
         if fn is None:
@@ -220,7 +223,19 @@ def _check_limit(
                 f"= {value(limit):g} s (the template must !Ref the parameter)"
             )
     for outer in limit.inside:
-        ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
+        timed = BY_PARAMETER[outer].timeout_of
+        if timed is None or timed in deployed:
+            ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
+
+
+def _deployed_dirs(template: Template) -> set[str]:
+    """The code directories of the functions these parameters deploy (a conditional one only when its
+    condition holds)."""
+    return {
+        Path(str(resource["Properties"]["CodeUri"])).name
+        for resource in template.of_type("AWS::Serverless::Function").values()
+        if not resource.get("Condition") or template.condition(resource["Condition"])
+    }
 
 
 def _label(limit: Limit) -> str:

@@ -14,20 +14,21 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
-from ..deadline import Budget, Deadline
+from ..deadline import Budget
 from ..errors import StageError
 from ..resilience.health import Observation
 from ..resilience.retry import RetryPolicy
-from ..resilience.router import CallContext, CallReport, Reply, Routed, Router, Routes
+from ..resilience.router import CallContext, CallRecord, CallReport, Reply, Routed, Router, Routes
 from ..schemas import RecipeMetrics
 from ..settings import Settings
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
 from ..upstream.chat import (
+    ChatRequest,
     Completion,
     SSEReader,
     StreamLimits,
     cached_prompt_tokens,
-    read_chat_completion,
+    chat_call,
     token_count,
 )
 from ..upstream.dialects import Dialect, dialect_for
@@ -97,10 +98,16 @@ def chat_payload(
     return {**payload, **dialect.extra}
 
 
+def with_thinking(completion: Completion) -> Completion:
+    """The completion with the ``<think>`` text some models write into their content counted as reasoning."""
+    think_chars = strip_reasoning(completion.content)[1]
+    return replace(completion, reasoning_chars=completion.reasoning_chars + think_chars) if think_chars else completion
+
+
 def to_answer(completion: Completion, parse: Callable[[str], T]) -> T:
-    """Turn a finished completion into ``parse``'s value or a classified failure."""
-    content, think_chars = strip_reasoning(completion.content)
-    completion.reasoning_chars += think_chars
+    """Turn a finished completion (``<think>`` counted: :func:`with_thinking`) into ``parse``'s value or a
+    classified failure."""
+    content = strip_reasoning(completion.content)[0]
     if not content.strip():
         if completion.finish_reason == "length":
             raise EmptyAnswer(
@@ -119,11 +126,7 @@ def to_answer(completion: Completion, parse: Callable[[str], T]) -> T:
 
 def to_recipe(completion: Completion) -> Recipe:
     """Turn a finished completion into a recipe or a classified failure."""
-    return to_answer(completion, parse_recipe)
-
-
-#: One call's measurements: its model, what it read, the deadline it had.
-Made = tuple[str, Completion, Deadline]
+    return to_answer(with_thinking(completion), parse_recipe)
 
 
 @dataclass(frozen=True)
@@ -142,33 +145,68 @@ class AnswerRequest(Generic[T]):
         return sum(len(m["content"]) + 4 for m in self.messages)
 
 
+#: What follows a stage's streams: handed each call's reader when it starts, and again when it writes first in
+#: a hedge race (a progress reporter reports on the last one handed).
+Watch = Callable[[SSEReader], None]
+
+
 def answer_call(
     client: httpx.Client,
     endpoint: ModelEndpoint,
     limits: RecipeLimits,
     request: AnswerRequest[T],
-    made: list[Made],
     *,
-    watch: Callable[[SSEReader], None] | None = None,
+    watch: Watch | None = None,
     stops: tuple[Cancellation, ...] = (),
+    wrote: Callable[[str], None] | None = None,
 ) -> Callable[[CallContext], Reply[T]]:
-    """The router's call for ``request``: each call's measurements appended to ``made``; ``watch`` is handed
-    each call's reader (a progress reporter reads it), again when it writes first in a hedge race; any of
-    ``stops`` set closes the call in flight (the job stopped, a core section failed)."""
+    """The router's call for ``request``: ``watch`` follows each call's stream; ``wrote`` is told the model of
+    each call that writes (in a hedge race, the first to write); any of ``stops`` set closes the call in flight
+    (the job stopped, a core section failed). Each call's report carries what it read."""
     url = endpoint.url("/chat/completions")
     headers = endpoint.headers(Accept="text/event-stream", **request.headers)
 
     def call(context: CallContext) -> Reply[T]:
-        completion = Completion()  # filled as the answer arrives
-        made.append((context.model, completion, context.deadline))
         unlinks = [stop.listen(_passed_on(stop, context.cancellation)) for stop in stops]
         try:
-            return _read_answer(client, url, headers, limits, request, context, completion, watch)
+            dialect = dialect_for(context.model, limits.dialects)
+            chat = ChatRequest(
+                url,
+                chat_payload(context.model, request.messages, limits.max_tokens, dialect),
+                limits.stream,
+                headers,
+                streamed=dialect.stream,
+            )
+            observer = _Following(context, watch, wrote)
+            done = chat_call(client, chat, context.deadline, observer=observer, cancellation=context.cancellation)
+            return _reply(done.completion, done.failure, limits, request)
         finally:
             for unlink in unlinks:
                 unlink()
 
     return call
+
+
+@dataclass(frozen=True)
+class _Following:
+    """The stream observer of one call: ``watch`` gets its reader at the start, and again when it writes first
+    (in a hedge race, only if it is the first of the two); ``wrote`` hears which model writes."""
+
+    context: CallContext
+    watch: Watch | None
+    wrote: Callable[[str], None] | None
+
+    def started(self, reader: SSEReader) -> None:
+        if self.watch is not None:
+            self.watch(reader)
+
+    def first_text(self, reader: SSEReader) -> None:
+        if not self.context.first_text():  # the other call of a hedge race wrote first
+            return
+        if self.watch is not None:
+            self.watch(reader)
+        if self.wrote is not None:
+            self.wrote(self.context.model)
 
 
 def _passed_on(stop: Cancellation, to: Cancellation) -> Callable[[], None]:
@@ -187,20 +225,18 @@ def generate_recipe(
     """Stream a recipe over ``routes`` (default: ``endpoint.model`` alone; see :class:`Router` for fallbacks,
     breakers, health, fastest first and the hedge); ``progress`` watches each call's stream, and follows the
     one that writes first when a hedge races two."""
-    made: list[Made] = []  # every call's measurements, a failed one's too
     request = AnswerRequest(whole_messages(dish), parse_recipe)
     call = answer_call(
         client,
         endpoint,
         limits,
         request,
-        made,
         watch=progress.watch if progress else None,
         # Closed when the job stops running this stage (a hedge race's loser is closed by the router).
         stops=(progress.cancellation,) if progress else (),
     )
     routed = generate(recipe_router(routes or Routes((endpoint.model,)), limits), call, budget)
-    return Generation(routed.result, stage_error("RECIPE", routed.failure), recipe_metrics(routed, made))
+    return Generation(routed.result, stage_error("RECIPE", routed.failure), recipe_metrics(routed))
 
 
 def recipe_router(routes: Routes, limits: RecipeLimits) -> Router:
@@ -210,49 +246,26 @@ def recipe_router(routes: Routes, limits: RecipeLimits) -> Router:
     )
 
 
-def _read_answer(
-    client: httpx.Client,
-    url: str,
-    headers: dict[str, str],
-    limits: RecipeLimits,
-    request: AnswerRequest[T],
-    context: CallContext,
-    completion: Completion,
-    watch: Callable[[SSEReader], None] | None,
+def _reply(
+    completion: Completion, failure: UpstreamError | None, limits: RecipeLimits, request: AnswerRequest[T]
 ) -> Reply[T]:
-    """One streamed call into ``completion``, turned into a value or a classified failure, with its report."""
-    dialect = dialect_for(context.model, limits.dialects)
-
-    def first_text(reader: SSEReader) -> None:
-        if context.first_text() and watch:  # this call wrote first: the progress follows it
-            watch(reader)
-
-    status: int | None = None  # the HTTP status, once the whole answer was read
-    valid: bool | None = None
+    """One call's answer turned into a value or a classified failure, with its report."""
     prompt_chars = request.prompt_chars
-    try:
-        read_chat_completion(
-            client,
-            url,
-            chat_payload(context.model, request.messages, limits.max_tokens, dialect),
-            headers,
-            limits=limits.stream,
-            deadline=context.deadline,
-            out=completion,
-            watch=watch,
-            streamed=dialect.stream,
-            cancellation=context.cancellation,
-            on_first_text=first_text,
-        )
-        status, valid = completion.http_status, False
-        value = to_answer(completion, request.parse)
-        return Reply(value, report=call_report(completion, prompt_chars, status, True, None, request.alone))
-    except UpstreamError as failure:
-        waited_ms = limits.stream.first_content_s * 1000 if isinstance(failure, FirstContentTimeout) else None
-        report = call_report(completion, prompt_chars, status, valid, waited_ms, request.alone)
-        if failure.status == 429 and report.observation is not None:  # the key's limit: auto writes whole a while
-            report = replace(report, observation=replace(report.observation, rate_limited=True))
-        return Reply(failure=failure, report=report)
+    if failure is None:
+        completion = with_thinking(completion)
+        try:
+            value = to_answer(completion, request.parse)
+            return Reply(
+                value, report=call_report(completion, prompt_chars, completion.http_status, True, None, request.alone)
+            )
+        except UpstreamError as invalid:
+            report = call_report(completion, prompt_chars, completion.http_status, False, None, request.alone)
+            return Reply(failure=invalid, report=report)
+    waited_ms = limits.stream.first_content_s * 1000 if isinstance(failure, FirstContentTimeout) else None
+    report = call_report(completion, prompt_chars, None, None, waited_ms, request.alone)
+    if failure.status == 429 and report.observation is not None:  # the key's limit: auto writes whole a while
+        report = replace(report, observation=replace(report.observation, rate_limited=True))
+    return Reply(failure=failure, report=report)
 
 
 def call_report(
@@ -270,18 +283,18 @@ def call_report(
     seen = observation(c, written, valid, waited_ms)
     if not alone:
         seen = replace(seen, tokens_per_s=None)
-    return CallReport(status, prompt, written, seen, cached)
+    return CallReport(status, prompt, written, seen, cached, completion=c)
 
 
-def recipe_metrics(routed: Routed[Any], made: list[Made]) -> RecipeMetrics:
+def recipe_metrics(routed: Routed[Any]) -> RecipeMetrics:
     """The ``recipe`` stage's measurements: every call, and the stream figures of the answering model's last
     call (or of the last call made, when that model sent none)."""
     metrics = RecipeMetrics(
         attempts=routed.attempts, totalMs=routed.total_ms, model=routed.model, calls=list(routed.calls)
     )
-    latest = next((m for m in reversed(made) if m[0] == routed.model), made[-1] if made else None)
+    latest = routed.latest(routed.model)
     if latest is not None:
-        _fill(metrics, latest[1], latest[2])
+        _fill(metrics, latest)
     count_tokens(metrics)
     return metrics
 
@@ -322,7 +335,7 @@ def billed_tokens(c: Completion, prompt_chars: int) -> tuple[int | None, int | N
     if prompt is None:
         prompt = round(prompt_chars / CHARS_PER_TOKEN)
     if written is None:
-        written = round((sum(len(p) for p in c.parts) + c.reasoning_chars) / CHARS_PER_TOKEN)
+        written = round(c.output_chars / CHARS_PER_TOKEN)
     return prompt, written
 
 
@@ -335,16 +348,19 @@ def tokens_per_second(m: RecipeMetrics) -> float | None:
     return round(tokens / ((m.totalMs - m.firstContentMs) / 1000), 1)
 
 
-def _fill(metrics: RecipeMetrics, c: Completion, deadline: Deadline) -> None:
+def _fill(metrics: RecipeMetrics, record: CallRecord) -> None:
     """The measurements of the latest call (a failed call's partial ones included)."""
-    metrics.budgetMs = int(deadline.budget_ms)
-    metrics.boundBy = deadline.bound_by
+    metrics.budgetMs = int(record.deadline.budget_ms)
+    metrics.boundBy = record.deadline.bound_by
+    c = record.report.completion
+    if c is None:  # a call that failed before it read anything of its own (none here: every call reports)
+        return
     metrics.firstByteMs = c.first_byte_ms
     metrics.firstContentMs = c.first_content_ms
     metrics.maxGapMs = c.max_gap_ms
     metrics.chunks = c.chunks
     metrics.finishReason = c.finish_reason
-    metrics.outputChars = sum(len(p) for p in c.parts) + c.reasoning_chars
+    metrics.outputChars = c.output_chars
     if c.usage:  # whatever a provider put there, only a count is kept
         metrics.promptTokens = token_count(c.usage.get("prompt_tokens"))
         metrics.completionTokens = token_count(c.usage.get("completion_tokens"))

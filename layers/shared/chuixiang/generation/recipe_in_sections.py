@@ -18,7 +18,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as futures_wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -29,6 +29,7 @@ from ..errors import StageError
 from ..resilience.router import Routed, Routes
 from ..schemas import RecipeMetrics, SectionReport
 from ..settings import Settings
+from ..upstream.chat import Completion
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import Cancelled, UpstreamError
 from ..upstream.transport import Cancellation
@@ -37,7 +38,6 @@ from .outline_stream import PipelinedSteps, outline_head
 from .progress import ProgressReporter
 from .recipe import (
     AnswerRequest,
-    Made,
     RecipeLimits,
     RecipeOutcome,
     answer_call,
@@ -74,9 +74,17 @@ class _Part:
     section: Section
     index: int  #: its place in the job's plan (the outline 0): the order it is reported in
     routed: Routed[BaseModel]
-    made: list[Made] = field(default_factory=list)
     start_ms: int = 0
     end_ms: int = 0
+    writer: str | None = None  #: the model of its latest call that wrote (in a hedge race, the first to write)
+
+    def wrote(self, model: str) -> None:
+        self.writer = model
+
+    def answered(self) -> Completion | None:
+        """What the answering model's last call read."""
+        latest = self.routed.latest(self.routed.model)
+        return latest.report.completion if latest else None
 
     @property
     def value(self) -> BaseModel | None:
@@ -217,9 +225,9 @@ class _SectionsRun:
             self.endpoint,
             self.limits,
             request,
-            part.made,
             watch=self.streams.watcher(section.name),
             stops=self.stops,
+            wrote=part.wrote,
         )
         part.routed = generate(recipe_router(routes, self.limits), call, budget)
         part.end_ms = self._ms()
@@ -230,8 +238,7 @@ class _SectionsRun:
 
     def _outline_writer(self) -> str | None:
         """The model whose outline call has written (in a hedge race, the one that wrote first)."""
-        made = self._outline.made if self._outline else []
-        return next((model for model, c, _ in reversed(made) if c.first_content_ms is not None or c.parts), None)
+        return self._outline.writer if self._outline else None
 
     def _section_routes(self) -> Routes:
         """The sections go first to the model writing the outline, then the others in order; no ``fastest``
@@ -255,10 +262,10 @@ class _SectionsRun:
         for part in self.parts:
             if part.section.name == OUTLINE or part.value is None:
                 continue
-            c = next((c for model, c, _ in reversed(part.made) if model == part.routed.model), None)
+            c = part.answered()
             if c is None or c.first_content_ms is None or c.total_ms <= c.first_content_ms:
                 continue
-            chars = sum(len(x) for x in c.parts)
+            chars = c.content_chars
             begin = part.end_ms - (c.total_ms - c.first_content_ms)
             spans.append((begin / 1000, part.end_ms / 1000, chars / ((c.total_ms - c.first_content_ms) / 1000)))
         return spans
@@ -283,14 +290,14 @@ class _SectionsRun:
         """The stage's measurements: the outline's stream figures (what a user waits for first), every
         section's calls and tokens, and how each section went."""
         parts = sorted(self.parts, key=lambda p: p.index)
-        m = recipe_metrics(parts[0].routed, parts[0].made)
+        m = recipe_metrics(parts[0].routed)
         m.calls = [c.model_copy(update={"section": p.section.name}) for p in parts for c in p.routed.calls]
         m.attempts = sum(p.routed.attempts for p in parts)
         m.totalMs = self._ms()
-        made = [one for p in parts for one in p.made]
-        m.chunks = sum(c.chunks for _, c, _ in made)
-        m.maxGapMs = max((c.max_gap_ms for _, c, _ in made), default=None)
-        m.outputChars = sum(sum(len(x) for x in c.parts) + c.reasoning_chars for _, c, _ in made)
+        read = [r.report.completion for p in parts for r in p.routed.records if r.report.completion is not None]
+        m.chunks = sum(c.chunks for c in read)
+        m.maxGapMs = max((c.max_gap_ms for c in read), default=None)
+        m.outputChars = sum(c.output_chars for c in read)
         answered = [c for c in m.calls if c.outcome == "ok"]
         m.promptTokens = _sum(c.promptTokens for c in answered)
         m.completionTokens = _sum(c.completionTokens for c in answered)
@@ -318,7 +325,7 @@ def _outcome(part: _Part) -> str:
 
 
 def _report(part: _Part) -> SectionReport:
-    latest = next((c for model, c, _ in reversed(part.made) if model == part.routed.model), None)
+    latest = part.answered()
     return SectionReport(
         name=part.section.name,
         core=part.section.core,

@@ -29,6 +29,7 @@ from ..deadline import Budget, Deadline
 from ..observability import logger
 from ..schemas import UpstreamCall
 from ..tracing import span
+from ..upstream.chat_reader import Completion
 from ..upstream.failures import Cancelled, CircuitOpen, UpstreamError
 from ..upstream.transport import Cancellation
 from .breaker import Permit
@@ -79,6 +80,16 @@ class CallReport:
     completion_tokens: int | None = None
     observation: Observation | None = None
     cached_prompt_tokens: int | None = None  #: of the prompt's, those the provider's prefix cache held
+    completion: Completion | None = None  #: what a streamed call read, whole or up to its failure
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One call made: its model, the deadline it had, and its report."""
+
+    model: str
+    deadline: Deadline
+    report: CallReport
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,11 @@ class Routed(Generic[T]):
     model: str | None
     calls: tuple[UpstreamCall, ...]
     total_ms: int
+    records: tuple[CallRecord, ...] = ()  #: the calls that reached the model's code, in the order they ended
+
+    def latest(self, model: str | None) -> CallRecord | None:
+        """The last call ``model`` made (None: the last call made), or None."""
+        return next((r for r in reversed(self.records) if r.model == model), self.records[-1] if self.records else None)
 
     @property
     def attempts(self) -> int:
@@ -153,6 +169,7 @@ class _Routing(Generic[T]):
         self.router, self.routes, self.policy = router, router.routes, router.policy
         self.call, self.budget = call, budget
         self.calls: list[UpstreamCall] = []
+        self.records: list[CallRecord] = []
         self._lock = threading.Lock()
         self.started = time.monotonic()
 
@@ -187,6 +204,7 @@ class _Routing(Generic[T]):
             model=answered_by,
             calls=tuple(self.calls),
             total_ms=int((time.monotonic() - self.started) * 1000),
+            records=tuple(self.records),
         )
 
     def _fallback_fits(self, model: str) -> bool:
@@ -262,6 +280,8 @@ class _Routing(Generic[T]):
             reply = self._reply(CallContext(model, number, deadline, started, cancellation, hook))
             traced["outcome"] = "ok" if reply.failure is None else reply.failure.outcome
         elapsed_ms = (time.monotonic() - started) * 1000
+        with self._lock:
+            self.records.append(CallRecord(model, deadline, reply.report))
         self._account(model, reply, elapsed_ms, lost=race is not None and race.lost(model))
         if breaker is not None and not isinstance(reply.failure, Cancelled):  # closed by us: says nothing of it
             breaker.record(permit, healthy=reply.failure is None or not reply.failure.unhealthy)

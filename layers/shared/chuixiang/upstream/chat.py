@@ -13,43 +13,87 @@ caught at the same limits.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 
 from ..deadline import Deadline
-from ..redaction import redact
 from .chat_events import cached_prompt_tokens, token_count
-from .chat_reader import MAX_CONTENT_CHARS, MAX_STREAM_BYTES, Completion, SSEReader, StreamLimits
+from .chat_reader import (
+    MAX_CONTENT_CHARS,
+    MAX_STREAM_BYTES,
+    Completion,
+    Follow,
+    SSEReader,
+    StreamLimits,
+    StreamObserver,
+)
 from .failures import UpstreamError
 from .transport import Cancellation, GuardedPost, TextLimits
 
 __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_STREAM_BYTES",
+    "ChatCall",
+    "ChatRequest",
     "Completion",
+    "Follow",
     "SSEReader",
     "StreamLimits",
+    "StreamObserver",
     "cached_prompt_tokens",
+    "chat_call",
     "read_chat_completion",
     "token_count",
 ]
 
 
-def _read_answer_body(call: GuardedPost, reader: SSEReader, started: float) -> None:
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat call: where it goes, what it sends, and the limits its answer is read within.
+
+    ``streamed=False``: the request asked for one JSON answer, which has nothing to send before it is whole, so
+    only the deadline bounds it (the text limits would cut every such call)."""
+
+    url: str
+    payload: dict[str, Any]
+    limits: StreamLimits
+    headers: dict[str, str] = field(default_factory=dict)
+    streamed: bool = True
+
+
+@dataclass(frozen=True)
+class ChatCall:
+    """What one call came back with: what was read (all of it, or up to the failure) and the failure, if any."""
+
+    completion: Completion
+    failure: UpstreamError | None = None
+
+
+@dataclass
+class _Timing:
+    """The transport's side of one call's figures, as the body arrives."""
+
+    http_status: int | None = None
+    first_byte_ms: int | None = None
+    max_gap_ms: int = 0
+    last_byte_ms: float | None = None
+    streamed: bool = True
+
+
+def _read_answer_body(call: GuardedPost, reader: SSEReader, started: float, timing: _Timing) -> None:
     """Feed the answer's chunks to the reader as they arrive, timing the gaps between them. A body not
     announced as an event stream may be one JSON document, which has nothing to send before it is whole:
     only the deadline bounds it until its first byte says what it is."""
-    out = reader.out
     announced = "text/event-stream" in call.response.headers.get("content-type", "")
     if not announced:
         call.suspend_text_limits()
     last = time.monotonic()
     for data in call.chunks():
         now = time.monotonic()
-        out.max_gap_ms = max(out.max_gap_ms, int((now - last) * 1000))
-        out.last_byte_ms = (now - started) * 1000
+        timing.max_gap_ms = max(timing.max_gap_ms, int((now - last) * 1000))
+        timing.last_byte_ms = (now - started) * 1000
         last = now
         reader.feed(data)
         if not announced and reader.is_stream:
@@ -58,63 +102,75 @@ def _read_answer_body(call: GuardedPost, reader: SSEReader, started: float) -> N
         if reader.done:
             break
     reader.finish()
-    out.streamed = reader.is_stream is not False
+    timing.streamed = reader.is_stream is not False
 
 
-def read_chat_completion(
+def _completion(reader: SSEReader, timing: _Timing, total_ms: int) -> Completion:
+    return replace(
+        reader.completion(),
+        http_status=timing.http_status,
+        first_byte_ms=timing.first_byte_ms,
+        max_gap_ms=timing.max_gap_ms,
+        last_byte_ms=timing.last_byte_ms,
+        total_ms=total_ms,
+        streamed=timing.streamed,
+    )
+
+
+def chat_call(
     client: httpx.Client,
-    url: str,
-    payload: dict[str, Any],
-    headers: dict[str, str],
-    *,
-    limits: StreamLimits,
+    request: ChatRequest,
     deadline: Deadline,
-    watch: Callable[[SSEReader], None] | None = None,
-    streamed: bool = True,
-    out: Completion | None = None,
+    *,
+    observer: StreamObserver | None = None,
     cancellation: Cancellation | None = None,
-    on_first_text: Callable[[SSEReader], None] | None = None,
-) -> Completion:
-    """POST ``payload`` and read the answer; raise an :class:`UpstreamError` on any failure.
-
-    ``out`` (optional) is filled as the answer arrives, so a caller keeps what a failed call measured.
-    ``cancellation`` (optional): once set, the call is closed at once and raises ``Cancelled``.
-    ``on_first_text`` (optional) is called with the reader when the model first writes (a hedge's race).
-    ``watch`` receives the reader before the request is sent (a progress reporter reads it).
-    ``streamed=False``: the request asked for one JSON answer, which has nothing to send before it is
-    whole, so only the deadline bounds it (the text limits would cut every such call).
-    """
-    started = time.monotonic()
-    text = TextLimits(first_content_s=limits.first_content_s, idle_s=limits.idle_s) if streamed else None
+) -> ChatCall:
+    """POST the request and read the answer within its limits and ``deadline``; what was read comes back with
+    the failure (:class:`UpstreamError`), never without it. ``cancellation`` (optional): once set, the call is
+    closed at once and fails ``Cancelled``. ``observer`` (optional) follows the stream."""
+    started, limits = time.monotonic(), request.limits
+    text = TextLimits(first_content_s=limits.first_content_s, idle_s=limits.idle_s) if request.streamed else None
     # The socket's own read timeout only backs the watchdog up (the idle limit sits inside the first-content one).
-    read_timeout_s = limits.first_content_s if streamed else max(0.001, deadline.remaining_ms() / 1000)
+    read_timeout_s = limits.first_content_s if request.streamed else max(0.001, deadline.remaining_ms() / 1000)
     post = GuardedPost(
         client,
-        url,
-        payload,
-        headers,
+        request.url,
+        request.payload,
+        request.headers,
         deadline=deadline,
         read_timeout_s=read_timeout_s,
         max_bytes=limits.max_bytes,
         text=text,
         cancellation=cancellation,
     )
-    reader = SSEReader(limits, started, on_text=post.text_arrived, out=out, on_first_text=on_first_text)
-    if watch is not None:
-        watch(reader)
-    out = reader.out
+    reader = SSEReader(limits, started, text_arrived=post.text_arrived, observer=observer)
+    if observer is not None:
+        observer.started(reader)
+    timing, failure = _Timing(), None
     try:
         with post as call:
-            out.http_status = call.status
-            out.first_byte_ms = call.first_byte_ms
+            timing.http_status, timing.first_byte_ms = call.status, call.first_byte_ms
             if call.status != 200:
                 raise call.status_error()
-            _read_answer_body(call, reader, started)
-    except UpstreamError as failure:
-        if reader.content_chars > 0 and not failure.content_started:  # the transport cannot know about text
-            raise failure.evolve(content_started=True) from failure
-        raise
-    finally:
-        out.total_ms = int((time.monotonic() - started) * 1000)
-    out.content = redact("".join(out.parts))  # a model that echoes the request writes no key into a job
-    return out
+            _read_answer_body(call, reader, started, timing)
+    except UpstreamError as raised:
+        failure = raised
+        if reader.content_chars and not raised.content_started:  # the transport cannot know about text
+            failure = raised.evolve(content_started=True)
+            failure.__cause__ = raised
+    return ChatCall(_completion(reader, timing, int((time.monotonic() - started) * 1000)), failure)
+
+
+def read_chat_completion(
+    client: httpx.Client,
+    request: ChatRequest,
+    deadline: Deadline,
+    *,
+    observer: StreamObserver | None = None,
+    cancellation: Cancellation | None = None,
+) -> Completion:
+    """:func:`chat_call`, raising its failure."""
+    done = chat_call(client, request, deadline, observer=observer, cancellation=cancellation)
+    if done.failure is not None:
+        raise done.failure
+    return done.completion

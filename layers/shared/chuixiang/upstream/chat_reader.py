@@ -8,7 +8,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..redaction import redact
 from .chat_events import (
@@ -40,8 +40,24 @@ class StreamLimits:
 
 
 @dataclass
+class StreamTally:
+    """What the reader has counted so far (written by the reader's thread only; a progress reporter reads it)."""
+
+    parts: list[str] = field(default_factory=list, repr=False)
+    content_chars: int = 0
+    reasoning_chars: int = 0
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    first_content_ms: int | None = None
+    chunks: int = 0
+
+
+@dataclass(frozen=True)
 class Completion:
+    """One call's answer as it was read, whole or up to its failure: the text (redacted), and the figures."""
+
     content: str = ""
+    content_chars: int = 0  #: characters of content the model wrote (before redaction)
     reasoning_chars: int = 0
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
@@ -53,7 +69,33 @@ class Completion:
     chunks: int = 0
     total_ms: int = 0
     streamed: bool = True
-    parts: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def output_chars(self) -> int:
+        """What the model wrote: its content and its reasoning."""
+        return self.content_chars + self.reasoning_chars
+
+
+class StreamObserver(Protocol):
+    """Who follows a call's stream (a progress reporter, a hedge race): handed the reader when the request is
+    about to be sent, and again when the model first writes (content or reasoning)."""
+
+    def started(self, reader: SSEReader) -> None: ...
+
+    def first_text(self, reader: SSEReader) -> None: ...
+
+
+@dataclass(frozen=True)
+class Follow:
+    """The observer of a caller that only reads the stream as it arrives (a progress reporter, a benchmark)."""
+
+    watch: Callable[[SSEReader], None]
+
+    def started(self, reader: SSEReader) -> None:
+        self.watch(reader)
+
+    def first_text(self, reader: SSEReader) -> None:
+        pass
 
 
 class SSEReader:
@@ -68,16 +110,15 @@ class SSEReader:
         self,
         limits: StreamLimits,
         started: float,
-        on_text: Callable[[], None] | None = None,
-        out: Completion | None = None,
-        on_first_text: Callable[[SSEReader], None] | None = None,
+        text_arrived: Callable[[], None] | None = None,
+        observer: StreamObserver | None = None,
     ) -> None:
-        self.out = out if out is not None else Completion()
+        """``text_arrived``: the watchdog's, at every text; ``observer``: told when the model first writes."""
+        self.tally = StreamTally()
         self.limits = limits
-        self.on_text = on_text
-        self.on_first_text = on_first_text  #: called once, with this reader, when the model first writes
+        self.text_arrived = text_arrived
+        self.observer = observer
         self.started = started
-        self.content_chars = 0
         self.first_text_at: float | None = None  #: monotonic time of the first text (content or reasoning)
         self.done = False
         self.document: bytearray | None = None  #: the body, when it is one JSON document
@@ -88,17 +129,34 @@ class SSEReader:
     # What a progress reporter reads from another thread (plain attribute reads; nothing is locked).
 
     @property
+    def content_chars(self) -> int:
+        return self.tally.content_chars
+
+    @property
     def reasoning_chars(self) -> int:
-        return self.out.reasoning_chars
+        return self.tally.reasoning_chars
 
     @property
     def completion_tokens(self) -> int | None:
         """Tokens written so far, when the provider reports usage while streaming."""
-        usage = self.out.usage
+        usage = self.tally.usage
         return token_count(usage.get("completion_tokens")) if usage else None
 
     def text_so_far(self) -> str:
-        return redact("".join(list(self.out.parts)))
+        return redact("".join(list(self.tally.parts)))
+
+    def completion(self) -> Completion:
+        """What was read so far, as the reader alone knows it (the transport adds its own figures)."""
+        tally = self.tally
+        return Completion(
+            content=redact("".join(tally.parts)),  # a model that echoes the request writes no key into a job
+            content_chars=tally.content_chars,
+            reasoning_chars=tally.reasoning_chars,
+            finish_reason=tally.finish_reason,
+            usage=tally.usage,
+            first_content_ms=tally.first_content_ms,
+            chunks=tally.chunks,
+        )
 
     @property
     def is_stream(self) -> bool | None:
@@ -136,11 +194,11 @@ class SSEReader:
                 self._framer.close()
             if not self._framer.recognized:  # a proxy's HTML error page with status 200, say
                 raise StreamError(f"answer is neither an event stream nor JSON: {snippet(self._head)}")
-            if not self.done and self.out.finish_reason is None:  # a proxy or a network cut it: not an answer
+            if not self.done and self.tally.finish_reason is None:  # a proxy or a network cut it: not an answer
                 raise ConnectionDropped(
                     "the stream ended with neither a finish reason nor [DONE]: cut on its way",
                     content_started=self.content_chars > 0,
-                    bytes_received=len(self._head) if self.out.chunks else 0,  # no chunk yet: worth a retry
+                    bytes_received=len(self._head) if self.tally.chunks else 0,  # no chunk yet: worth a retry
                 )
         elif self.document is not None:
             self._parse_document(bytes(self.document))
@@ -182,20 +240,20 @@ class SSEReader:
         self._add(text, reasoning)
         finish = choice.get("finish_reason")
         if finish and isinstance(finish, str):
-            self.out.finish_reason = redact(finish)[:64]  # stored in the job's metrics: model text like any other
+            self.tally.finish_reason = redact(finish)[:64]  # stored in the job's metrics: model text like any other
 
     def _count(self, event: dict[str, Any]) -> dict[str, Any] | None:
         """Refuse an error chunk or one too many; keep the usage; the first choice, if there is one."""
         error = error_in(event)
         if error is not None:
             raise StreamError(f"error in stream: {snippet(error)}", content_started=self.content_chars > 0)
-        self.out.chunks += 1
-        if self.out.chunks > self.limits.max_chunks:
+        self.tally.chunks += 1
+        if self.tally.chunks > self.limits.max_chunks:
             raise AnswerTooLarge(f"more than {self.limits.max_chunks} chunks", content_started=True)
         choice = first_candidate(event.get("choices"))
         usage = usage_of(event, choice)
         if usage:
-            self.out.usage = usage
+            self.tally.usage = usage
         return choice
 
     def _texts_of(self, choice: dict[str, Any]) -> tuple[str, str]:
@@ -206,25 +264,25 @@ class SSEReader:
             return texts_of(delta)
         message = choice.get("message")
         text, reasoning = texts_of(message) if isinstance(message, dict) else ("", "")
-        return ("" if self.content_chars else text), ("" if self.out.reasoning_chars else reasoning)
+        return ("" if self.tally.content_chars else text), ("" if self.tally.reasoning_chars else reasoning)
 
     def _add(self, text: str, reasoning: str) -> None:
-        """Append what the model wrote; the first text's time and hook, and every text's."""
-        out = self.out
+        """Append what the model wrote; the first text's time and the observer, and the watchdog at every text."""
+        tally = self.tally
         if text:
-            if out.first_content_ms is None:
-                out.first_content_ms = int((time.monotonic() - self.started) * 1000)
-            out.parts.append(text)
-            self.content_chars += len(text)
-            if self.content_chars > self.limits.max_content_chars:
+            if tally.first_content_ms is None:
+                tally.first_content_ms = int((time.monotonic() - self.started) * 1000)
+            tally.parts.append(text)
+            tally.content_chars += len(text)
+            if tally.content_chars > self.limits.max_content_chars:
                 raise AnswerTooLarge(f"content over {self.limits.max_content_chars} characters", content_started=True)
         if reasoning:
-            out.reasoning_chars += len(reasoning)
+            tally.reasoning_chars += len(reasoning)
         if not (text or reasoning):
             return
         if self.first_text_at is None:
             self.first_text_at = time.monotonic()
-            if self.on_first_text is not None:
-                self.on_first_text(self)
-        if self.on_text is not None:
-            self.on_text()
+            if self.observer is not None:
+                self.observer.first_text(self)
+        if self.text_arrived is not None:
+            self.text_arrived()
