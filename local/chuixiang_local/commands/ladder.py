@@ -223,8 +223,8 @@ def _check_limit(
                 f"= {value(limit):g} s (the template must !Ref the parameter)"
             )
     for outer in limit.inside:
-        timed = BY_PARAMETER[outer].timeout_of
-        if timed is None or timed in deployed:
+        code_dir = BY_PARAMETER[outer].timeout_of
+        if code_dir is None or code_dir in deployed:
             ladder.checks.append(enclosure_check(limit, BY_PARAMETER[outer], value))
 
 
