@@ -4,6 +4,7 @@ from aws_lambda_powertools.utilities.parser import event_parser
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chuixiang import steps
+from chuixiang.canary import run_canary
 from chuixiang.observability import logger, metrics
 from chuixiang.schemas import CanaryEvent
 
@@ -14,4 +15,4 @@ steps.warm_up(table=False, model=True)
 @metrics.log_metrics
 @event_parser(model=CanaryEvent)
 def lambda_handler(event: CanaryEvent, context: LambdaContext) -> dict:
-    return steps.run_canary(event, context.get_remaining_time_in_millis).model_dump()
+    return run_canary(event, context.get_remaining_time_in_millis).model_dump()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chuixiang import steps
+from chuixiang import canary
 from chuixiang.schemas import CanaryEvent
 from chuixiang.stores.health_store import DynamoHealthStore
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
@@ -28,12 +28,12 @@ def test_a_run_probes_every_model_at_once(
     settings = function_settings(scaled_template, "canary", fake.base_url).model_copy(
         update={"canary_models": "slow-a, slow-b, broken", "jobs_table": table.name}
     )
-    monkeypatch.setattr(steps, "get_settings", lambda: settings)
+    monkeypatch.setattr(canary, "get_settings", lambda: settings)
     slow = ChatBehaviour(headers_delay_s=1.0)
     fake.chat_by_model.update({"slow-a": slow, "slow-b": slow, "broken": ChatBehaviour(kind="garbage")})
     timeout_ms = scaled_template.function_by_dir("canary").timeout_s * 1000
     started = time.monotonic()
-    result = steps.run_canary(CanaryEvent(), lambda: timeout_ms)
+    result = canary.run_canary(CanaryEvent(), lambda: timeout_ms)
     elapsed = time.monotonic() - started
 
     assert [(p.model, p.valid, p.code) for p in result.probes] == [

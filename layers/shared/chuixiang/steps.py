@@ -8,7 +8,6 @@ call directly.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
@@ -23,17 +22,13 @@ from .dish import InvalidDish, normalize_dish
 from .errors import ErrorCode, StageError
 from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
-from .generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
+from .generation.recipe import RecipeLimits
 from .generation.recipe_modes import write_recipe
 from .job_status import JobStage, JobStatus
 from .observability import dimensioned_metric, logger, metrics
 from .redaction import register_secret
-from .resilience.router import Routes
-from .route_wiring import health_lookup, image_routes, recipe_routes
+from .route_wiring import image_routes, recipe_routes
 from .schemas import (
-    CanaryEvent,
-    CanaryProbe,
-    CanaryResult,
     ImageEvent,
     ImageResult,
     RecipeEvent,
@@ -43,9 +38,7 @@ from .schemas import (
 )
 from .settings import Settings, get_settings
 from .stage_report import (
-    call_metrics,
     count_job_end,
-    recipe_model_metrics,
     record_recipe_outcome,
     record_stage_outcome,
     stage_failure,
@@ -247,42 +240,6 @@ def run_image(
     if event.dish:
         RecipeCache(settings, store.table).put(event.dish, image_key=key)
     return ImageResult(ok=True, key=key)
-
-
-def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryResult:
-    """Probe each model with the recipe request, all at once, each inside the recipe limits and this
-    invocation's time; emit the same per-model metrics as real traffic. No breaker: a canary must
-    reach a model whose breaker is open, that is how its recovery shows."""
-    settings = get_settings()
-    models = event.models or list(settings.canary_model_list)
-    limits = RecipeLimits.from_settings(settings)
-    key = model_api_key(settings)
-    budget = _budget(remaining_ms, None)
-    health_for = health_lookup(settings, job_store(settings))
-
-    def probe(model: str) -> CanaryProbe:
-        endpoint = ModelEndpoint(settings.model_base_url, model, key)
-        routes = Routes((model,), health_for=health_for)
-        outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, routes)
-        m = outcome.metrics
-        call_metrics("Recipe", m.calls, Source="canary")
-        recipe_model_metrics(m, valid=outcome.result is not None, Source="canary")
-        return CanaryProbe(
-            model=model,
-            valid=outcome.result is not None,
-            code=outcome.error.code.value if outcome.error else None,
-            firstContentMs=m.firstContentMs,
-            totalMs=m.totalMs,
-            tokensPerSecond=tokens_per_second(m),
-        )
-
-    with ThreadPoolExecutor(max_workers=max(1, len(models))) as pool:
-        probes = list(pool.map(probe, models))
-    for p in probes:
-        logger.info("canary probe", extra=p.model_dump())
-    metrics.add_metric(name="CanaryProbes", unit=MetricUnit.Count, value=len(probes))
-    metrics.add_metric(name="CanaryInvalid", unit=MetricUnit.Count, value=sum(not p.valid for p in probes))
-    return CanaryResult(dish=event.dish, probes=probes)
 
 
 def reconcile(job_id: str, status: str, store: JobStore | None = None) -> bool:

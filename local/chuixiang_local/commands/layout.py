@@ -21,6 +21,7 @@ LAYERS: list[dict[str, set[str]]] = [
             "clock",
             "redaction",
             "timeouts",
+            "limit_rules",
             "observability",
             "job_status",
             "dish",
@@ -35,7 +36,7 @@ LAYERS: list[dict[str, set[str]]] = [
     {"upstream": {"upstream"}},
     {"resilience": {"resilience"}},
     {"generation": {"generation"}, "stores": {"stores"}},
-    {"entry": {"steps", "stage_report", "route_wiring", "api", "api_gate", "job_start", "job_view", "synthetic"}},
+    {"entry": {"steps", "stage_report", "route_wiring", "api", "api_gate", "job_start", "job_view", "synthetic", "canary"}},
 ]
 
 

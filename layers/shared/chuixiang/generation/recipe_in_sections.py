@@ -18,8 +18,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as futures_wait
-from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 import httpx
 from pydantic import BaseModel
@@ -27,11 +26,9 @@ from pydantic import BaseModel
 from ..deadline import Budget
 from ..errors import StageError
 from ..resilience.router import Routed, Routes
-from ..schemas import RecipeMetrics, SectionReport
 from ..settings import Settings
-from ..upstream.chat import Completion
 from ..upstream.endpoint import ModelEndpoint
-from ..upstream.failures import Cancelled, UpstreamError
+from ..upstream.failures import UpstreamError
 from ..upstream.transport import Cancellation
 from .mode_choice import OTHER_STREAMS, ModeChoice, RecipeShape, most_ranges
 from .outline_stream import PipelinedSteps, outline_head
@@ -41,11 +38,10 @@ from .recipe import (
     RecipeLimits,
     RecipeOutcome,
     answer_call,
-    count_tokens,
-    recipe_metrics,
     recipe_router,
 )
 from .recipe_format import Recipe
+from .section_parts import Part, parts_metrics
 from .section_progress import SectionStreams
 from .sections import (
     DEGRADABLE,
@@ -65,30 +61,6 @@ from .stage import Generation, generate, stage_error
 from .stream_sharing import StreamSharing
 
 V = TypeVar("V", bound=BaseModel)
-
-
-@dataclass
-class _Part:
-    """One section's routing: what it ended with, its calls' measurements, when it ran (ms into the stage)."""
-
-    section: Section
-    index: int  #: its place in the job's plan (the outline 0): the order it is reported in
-    routed: Routed[BaseModel]
-    start_ms: int = 0
-    end_ms: int = 0
-    writer: str | None = None  #: the model of its latest call that wrote (in a hedge race, the first to write)
-
-    def wrote(self, model: str) -> None:
-        self.writer = model
-
-    def answered(self) -> Completion | None:
-        """What the answering model's last call read."""
-        latest = self.routed.latest(self.routed.model)
-        return latest.report.completion if latest else None
-
-    @property
-    def value(self) -> BaseModel | None:
-        return self.routed.result
 
 
 def generate_recipe_in_sections(
@@ -130,17 +102,17 @@ class _SectionsRun:
     ) -> None:
         self.client, self.endpoint, self.limits, self.dish, self.routes = client, endpoint, limits, dish, routes
         self.started = time.monotonic()
-        self.parts: list[_Part] = []
+        self.parts: list[Part] = []
         self._lock = threading.Lock()
         #: Set when a core section failed: every other stream is closed at once.
         self.core_failed = Cancellation()
         self.streams = SectionStreams()
         self.stops = (self.core_failed, *((progress.cancellation,) if progress else ()))
         self.sharing = StreamSharing(self.started)
-        self.pending: list[Future[_Part]] = []
+        self.pending: list[Future[Part]] = []
         self.degradable_started = False
         self._next_index = 0
-        self._outline: _Part | None = None
+        self._outline: Part | None = None
         if progress:
             progress.watch(self.streams)
 
@@ -210,11 +182,11 @@ class _SectionsRun:
                 self.core_failed.cancel(f"the core section {part.section.name} failed")
         return failure
 
-    def _write(self, section: Section, outline: str | None, routes: Routes, budget: Budget) -> _Part:
+    def _write(self, section: Section, outline: str | None, routes: Routes, budget: Budget) -> Part:
         """Route one section's calls (the outline's first, then each section on a thread of its own)."""
         with self._lock:
             index, self._next_index = self._next_index, self._next_index + 1
-        part = _Part(section, index, Routed(None, None, None, (), 0), start_ms=self._ms())
+        part = Part(section, index, Routed(None, None, None, (), 0), start_ms=self._ms())
         if section.name == OUTLINE:
             self._outline = part
         request = AnswerRequest(
@@ -284,54 +256,4 @@ class _SectionsRun:
         return next((p.imagePrompt for p in self._values(ImagePromptPart)), None)
 
     def _ended(self, recipe: Recipe | None, error: StageError | None) -> RecipeOutcome:
-        return Generation(recipe, error, self._metrics())
-
-    def _metrics(self) -> RecipeMetrics:
-        """The stage's measurements: the outline's stream figures (what a user waits for first), every
-        section's calls and tokens, and how each section went."""
-        parts = sorted(self.parts, key=lambda p: p.index)
-        m = recipe_metrics(parts[0].routed)
-        m.calls = [c.model_copy(update={"section": p.section.name}) for p in parts for c in p.routed.calls]
-        m.attempts = sum(p.routed.attempts for p in parts)
-        m.totalMs = self._ms()
-        read = [r.report.completion for p in parts for r in p.routed.records if r.report.completion is not None]
-        m.chunks = sum(c.chunks for c in read)
-        m.maxGapMs = max((c.max_gap_ms for c in read), default=None)
-        m.outputChars = sum(c.output_chars for c in read)
-        answered = [c for c in m.calls if c.outcome == "ok"]
-        m.promptTokens = _sum(c.promptTokens for c in answered)
-        m.completionTokens = _sum(c.completionTokens for c in answered)
-        count_tokens(m)
-        m.sections = [_report(p) for p in parts]
-        dropped = [p.section.name for p in parts if not p.section.core and p.value is None]
-        m.degraded = dropped or None
-        return m
-
-
-def _sum(values: Any) -> int | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
-
-
-def _outcome(part: _Part) -> str:
-    if part.value is not None:
-        return "ok"
-    if isinstance(part.routed.failure, Cancelled):  # closed because another core section failed first
-        return "cancelled"
-    if not part.section.core:
-        return "dropped"
-    error = stage_error("RECIPE", part.routed.failure)
-    return error.code.value if error else "failed"
-
-
-def _report(part: _Part) -> SectionReport:
-    latest = part.answered()
-    return SectionReport(
-        name=part.section.name,
-        core=part.section.core,
-        startMs=part.start_ms,
-        endMs=part.end_ms,
-        model=part.routed.model,
-        outcome=_outcome(part),
-        firstContentMs=latest.first_content_ms if latest else None,
-    )
+        return Generation(recipe, error, parts_metrics(self.parts, self._ms()))

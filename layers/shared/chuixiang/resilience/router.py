@@ -22,128 +22,32 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from ..deadline import Budget, Deadline
+from ..deadline import Budget
 from ..observability import logger
 from ..schemas import UpstreamCall
 from ..tracing import span
-from ..upstream.chat_reader import Completion
 from ..upstream.failures import Cancelled, CircuitOpen, UpstreamError
 from ..upstream.transport import Cancellation
 from .breaker import Permit
-from .fastest import FastestFirst
-from .health import HealthStore, Observation
-from .hedge import Hedge, HedgeRace
+from .calls import (
+    Breaker,
+    CallContext,
+    CallRecord,
+    CallReport,
+    Reply,
+    Routed,
+    Routes,
+    no_race,
+)
+from .hedge import HedgeRace
 from .retry import RetryPolicy, decide_retry, log_call
 
 T = TypeVar("T")
 
-
-class Breaker(Protocol):
-    """What the router asks of a model's circuit breaker (:class:`~.breaker.CircuitBreaker`)."""
-
-    def permit(self, lease_s: float) -> Permit: ...
-
-    def record(self, permit: Permit, *, healthy: bool) -> None: ...
-
-    def refusing(self) -> bool: ...
-
-
-def _always() -> bool:
-    return True
-
-
-@dataclass(frozen=True)
-class CallContext:
-    """What one call is given: the model, which attempt on it this is (from 1), the deadline the router cut
-    for it and when it started timing the call (monotonic), the cancellation the call must pass on (a lost
-    hedge race, a job nobody reads any more), and ``first_text``: to call when the model first writes;
-    False means another call won the race: stop."""
-
-    model: str
-    number: int
-    deadline: Deadline
-    started: float = field(default_factory=time.monotonic)
-    cancellation: Cancellation = field(default_factory=Cancellation)
-    first_text: Callable[[], bool] = _always
-
-
-@dataclass(frozen=True)
-class CallReport:
-    """What one call measured, for the router to record: the HTTP status, what the call will be billed (the
-    provider's count, else estimated; None: nothing reached the model) and what it says of the model's health."""
-
-    status: int | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    observation: Observation | None = None
-    cached_prompt_tokens: int | None = None  #: of the prompt's, those the provider's prefix cache held
-    completion: Completion | None = None  #: what a streamed call read, whole or up to its failure
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One call made: its model, the deadline it had, and its report."""
-
-    model: str
-    deadline: Deadline
-    report: CallReport
-
-
-@dataclass(frozen=True)
-class Reply(Generic[T]):
-    """One call's answer: its value or its failure, and its report."""
-
-    value: T | None = None
-    failure: UpstreamError | None = None
-    report: CallReport = field(default_factory=CallReport)
-
-
-@dataclass(frozen=True)
-class Routed(Generic[T]):
-    """What routing ended with: the answer or the last failure, the model that answered (or the last one
-    tried), every call made and the time it all took."""
-
-    result: T | None
-    failure: UpstreamError | None
-    model: str | None
-    calls: tuple[UpstreamCall, ...]
-    total_ms: int
-    records: tuple[CallRecord, ...] = ()  #: the calls that reached the model's code, in the order they ended
-
-    def latest(self, model: str | None) -> CallRecord | None:
-        """The last call ``model`` made (None: the last call made), or None."""
-        return next((r for r in reversed(self.records) if r.model == model), self.records[-1] if self.records else None)
-
-    @property
-    def attempts(self) -> int:
-        """Requests actually sent (a model passed over by its breaker or skipped sent none)."""
-        return sum(1 for c in self.calls if c.outcome not in (CircuitOpen.outcome, "skipped"))
-
-
-def _no_breaker(model: str) -> Breaker | None:
-    return None
-
-
-def _no_health(model: str) -> HealthStore | None:
-    return None
-
-
-@dataclass(frozen=True)
-class Routes:
-    """Where a stage's calls may go, built once per job (``steps.py``): the models in their configured order,
-    each one's breaker and health store, and the optional ``fastest`` ordering and ``hedge``."""
-
-    models: tuple[str, ...]
-    breaker_for: Callable[[str], Breaker | None] = _no_breaker
-    health_for: Callable[[str], HealthStore | None] = _no_health
-    fastest: FastestFirst | None = None
-    hedge: Hedge | None = None
-
-    def ordered(self) -> tuple[str, ...]:
-        return tuple(self.fastest.order(self.models)) if self.fastest else self.models
+__all__ = ["Breaker", "CallContext", "CallRecord", "CallReport", "Reply", "Routed", "Router", "Routes"]
 
 
 @dataclass(frozen=True)
@@ -275,7 +179,7 @@ class _Routing(Generic[T]):
             race.begin(model, started)
         deadline = self.budget.attempt(self.router.attempt_limit_ms)
         fields["deadline_bound_by"] = deadline.bound_by
-        hook = (lambda: race.claim(model)) if race is not None else _always
+        hook = (lambda: race.claim(model)) if race is not None else no_race
         with span(f"{self.router.upstream} {model}", model=model, attempt=number) as traced:
             reply = self._reply(CallContext(model, number, deadline, started, cancellation, hook))
             traced["outcome"] = "ok" if reply.failure is None else reply.failure.outcome

@@ -22,7 +22,6 @@ per POST is bounded, and no one item takes every write.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -35,9 +34,9 @@ from .job_times import JobTimes
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
+from .admission_line import Line
 from .admission_state import (
     FREE,
-    LINE_BUCKET_MAX,
     LINE_BUCKETS,
     RETRY_AFTER_MAX_S,
     ROUNDS,
@@ -52,7 +51,6 @@ from .admission_state import (
     caller_digest,
     is_wide,
     lane_key,
-    line_bucket,
     line_key,
     pass_slot,
     slot_key,
@@ -68,6 +66,7 @@ class Admission:
     def __init__(self, table: Table, limit: int, per_caller: int = 0, *, passes: int = 0, width: int = 1) -> None:
         self.table, self.limit, self.per_caller = table, limit, per_caller
         self.passes, self.width = (passes, width) if width > 1 else (0, 1)
+        self.line = Line(table)
 
     def admit(self, job_id: str, caller: str, until: int) -> int | Refused:
         """A slot for ``job_id`` until ``until`` (its deadline at the latest), or why not and when to come back.
@@ -84,13 +83,13 @@ class Admission:
             if lane is not None:
                 self._lane_update(me, lane, job_id, delete=True)
             retry_after = self._retry_after(seen, need=seen.ahead_of(me) + 1 - len(self._free(seen)))
-            self._wait(seen, me, retry_after)
+            self.line.wait(seen, me, retry_after)
             return Refused(retry_after, "full")
         if lane is not None and not self._lane_update(me, lane, job_id, slot=slot):
             self.release(job_id, slot)
             return Refused(self._retry_after(seen, need=1, among=seen.of(me)), "caller_limit")
         if seen.place_of(me) is not None:
-            self._leave(me)
+            self.line.leave(me)
         return slot
 
     def release(self, job_id: str, slot: int | None) -> None:
@@ -238,46 +237,6 @@ class Admission:
         rounds, index = divmod(need - 1, len(frees))
         at = frees[index] + rounds * expected
         return float(max(1, min(round(at - seen.now), RETRY_AFTER_MAX_S)))
-
-    # --- the line ----------------------------------------------------------------------------------------
-
-    def _wait(self, seen: Seen, me: str, retry_after: float) -> None:
-        """Take (or keep) a place in line, until a client that obeys ``retry_after`` is back."""
-        bucket = line_bucket(me)
-        places, mine = seen.line.get(bucket, {}), seen.place_of(me)
-        if mine is None and len(seen.kept(bucket)) >= LINE_BUCKET_MAX:
-            return
-        since_ms = mine.since_ms if mine else int(now_utc().timestamp() * 1000)
-        place = {"s": since_ms, "u": seen.now + int(retry_after) + WAIT_GRACE_S}
-        gone = [c for c, p in places.items() if p.until < seen.now and c != me][:50]  # lapsed places, swept
-        names = {"#w": "w", "#me": me, **{f"#x{i}": c for i, c in enumerate(gone)}}
-        remove = (" REMOVE " + ", ".join(f"#w.#x{i}" for i in range(len(gone)))) if gone else ""
-        expires = int((now_utc() + timedelta(days=1)).timestamp())
-        for _ in range(2):  # the bucket item may not exist yet: create it, or add to the one created meanwhile
-            if applied(
-                self.table.update_item,
-                Key=line_key(bucket),
-                UpdateExpression="SET #w.#me = :place, expiresAt = :exp" + remove,
-                ConditionExpression="attribute_exists(#w)",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues={":place": place, ":exp": expires},
-            ):
-                return
-            if applied(
-                self.table.put_item,
-                Item={**line_key(bucket), "w": {me: place}, "expiresAt": expires},
-                ConditionExpression="attribute_not_exists(pk)",
-            ):
-                return
-
-    def _leave(self, me: str) -> None:
-        applied(
-            self.table.update_item,
-            Key=line_key(line_bucket(me)),
-            UpdateExpression="REMOVE #w.#me",
-            ConditionExpression="attribute_exists(#w)",
-            ExpressionAttributeNames={"#w": "w", "#me": me},
-        )
 
     # --- reading -----------------------------------------------------------------------------------------
 
