@@ -36,7 +36,19 @@ LAYERS: list[dict[str, set[str]]] = [
     {"upstream": {"upstream"}},
     {"resilience": {"resilience"}},
     {"generation": {"generation"}, "stores": {"stores"}},
-    {"entry": {"steps", "stage_report", "route_wiring", "api", "api_gate", "job_start", "job_view", "synthetic", "canary"}},
+    {
+        "entry": {
+            "steps",
+            "stage_report",
+            "route_wiring",
+            "api",
+            "api_gate",
+            "job_start",
+            "job_view",
+            "synthetic",
+            "canary",
+        }
+    },
 ]
 
 
