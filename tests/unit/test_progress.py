@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from chuixiang.generation.progress import MAX_STREAMING_PERCENT, ProgressReporter, partial_recipe
-from chuixiang.generation.recipe import to_recipe, with_thinking
+from chuixiang.generation.recipe import to_recipe
+from chuixiang.generation.recipe_call import with_thinking
 from chuixiang.generation.recipe_format import strip_reasoning
 from chuixiang.schemas import Progress
 from chuixiang.upstream.chat import Completion
