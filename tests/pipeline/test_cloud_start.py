@@ -3,10 +3,18 @@ pulled in (about 1 s of every ``serve``, ``cook`` and ``invoke``); and Batch sti
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+import pytest
+
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi
+
+from ..support.scaled import SCALED
 from ..support.serve import ROOT
 
 PROBE = textwrap.dedent(
@@ -30,3 +38,17 @@ def test_the_asl_parser_no_longer_imports_batch_and_ec2_and_batch_still_loads_on
     lines = done.stdout.splitlines()
     assert lines[0] == "ec2 at start: False batch backend at start: False", done.stdout
     assert lines[1] == "batch backend on use: True BackendDict", done.stdout
+
+
+def test_a_stopped_cloud_gives_the_process_its_environment_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-process api function (``LocalApi``) makes this process look like it (``AWS_ENDPOINT_URL``, the
+    table's name…); once the cloud stops, what it replaced is back, so nothing after it talks to a dead moto."""
+    monkeypatch.setenv("JOBS_TABLE", "what-was-there")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with LocalCloud(SCALED, model_base_url="http://127.0.0.1:9/v1", work_dir=tmp_path) as cloud:
+        LocalApi(cloud)
+        assert os.environ["AWS_ENDPOINT_URL"] == cloud.endpoint
+        assert os.environ["JOBS_TABLE"] != "what-was-there"
+    assert "AWS_ENDPOINT_URL" not in os.environ and os.environ["JOBS_TABLE"] == "what-was-there"

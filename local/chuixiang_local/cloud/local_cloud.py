@@ -79,6 +79,11 @@ def seed_job(store: JobStore, event: Any) -> bool:
     return True
 
 
+#: What activating a cloud's api environment replaced in this process (first activation's), put back when the
+#: cloud whose environment is in place stops.
+_ENV_BEFORE: dict[str, str | None] = {}
+
+
 class LocalCloud:
     """Deploys ``template.yaml`` into moto; use as a context manager."""
 
@@ -189,7 +194,23 @@ class LocalCloud:
             self.pool.close()
         if self.api_requests is not None:
             self.api_requests.path.unlink(missing_ok=True)
+        self._deactivate_api_environment()
         self.server.stop()
+
+    def _deactivate_api_environment(self) -> None:
+        """Put back the environment the api function's replaced, when this cloud's is the one in place (another
+        cloud activated since keeps its own until it stops)."""
+        if not _ENV_BEFORE or os.environ.get("AWS_ENDPOINT_URL") != getattr(self, "endpoint", None):
+            return
+        for key, value in _ENV_BEFORE.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        _ENV_BEFORE.clear()
+        settings = sys.modules.get("chuixiang.settings")
+        if settings is not None:
+            settings.get_settings.cache_clear()
 
     @property
     def requests(self) -> RequestCounter:
@@ -527,8 +548,12 @@ class LocalCloud:
         return {**spec.env, **self.function_env(spec)}
 
     def activate_api_environment(self) -> None:
-        """Make this process look like the api function (its env; the layer on sys.path)."""
-        os.environ.update(self.api_environment())
+        """Make this process look like the api function (its env; the layer on sys.path) until the cloud stops:
+        what it replaces is put back then (:meth:`_deactivate_api_environment`)."""
+        env = self.api_environment()
+        for key in env:
+            _ENV_BEFORE.setdefault(key, os.environ.get(key))
+        os.environ.update(env)
         for d in self.layer_dirs():
             if str(d) not in sys.path:
                 sys.path.insert(0, str(d))
