@@ -82,6 +82,10 @@ class Timeline:
     notifications: list[Notification] = field(default_factory=list)
     _suppressor_left: dict[str, float] = field(default_factory=dict)
     _composites: dict[str, _Composite] = field(default_factory=dict)
+    #: Each alarm's value for a period of the series last read, by (alarm, period end): an evaluation range
+    #: reads the same periods again at each of the next minutes (``EvaluationPeriods + 2`` times).
+    _values: dict[tuple[str, float], float | None] = field(default_factory=dict)
+    _values_of: Series | None = None
 
     def __post_init__(self) -> None:
         self.alarms = list(self.alarms)
@@ -112,10 +116,7 @@ class Timeline:
         props = self._props(alarm)
         periods, period = int(props["EvaluationPeriods"]), _period(props)
         needed = int(props.get("DatapointsToAlarm", periods))
-        values = [
-            self.rules.value(alarm, _figures(props, series, now - (k + 1) * period, now - k * period))
-            for k in range(periods + EXTRA_RANGE)
-        ]
+        values = [self._value(alarm, props, series, now - k * period, period) for k in range(periods + EXTRA_RANGE)]
         existing = [self.rules.breaches_value(alarm, v) for v in values if v is not None]
         treat = props.get("TreatMissingData", "missing")
         if not existing and treat in ("ignore", "missing"):
@@ -125,6 +126,14 @@ class Timeline:
                 raise ValueError(f"{alarm}: TreatMissingData {treat} with some points missing is not modelled")
             existing += [treat == "breaching"] * (periods - len(existing))
         return "ALARM" if sum(existing[:periods]) >= needed else "OK"
+
+    def _value(self, alarm: str, props: Mapping[str, Any], series: Series, end: float, period: int) -> float | None:
+        if series is not self._values_of:  # another series (one is only ever added to before it is read)
+            self._values, self._values_of = {}, series
+        key = (alarm, end)
+        if key not in self._values:
+            self._values[key] = self.rules.value(alarm, _figures(props, series, end - period, end))
+        return self._values[key]
 
     # --- transitions and actions ----------------------------------------------------------
 
