@@ -305,13 +305,16 @@ def alarm_names() -> list[str]:
     return composites + windows
 
 
-_WIDGET = re.compile(r'("title": "Alarms",\n\s*"alarms": \[)(.*?)(\$\{CanaryAlarm\}\$\{SpendAlarm\}\])', re.S)
+_WIDGET = re.compile(
+    r'("title": "Alarms",\n\s*"alarms": \[)(.*?)(\$\{CanaryAlarm\}\$\{SyntheticAlarm\}\$\{SpendAlarm\}\])', re.S
+)
 _WIDGET_INDENT = " " * 25
 
 
 def widget_alarms(resources: dict[str, Any]) -> list[str]:
     """The dashboard's alarm widget: every alarm without a condition (the conditional ones are added by
-    ``${CanaryAlarm}${SpendAlarm}``), pages first, then tickets, then the parts, each in template order."""
+    ``${CanaryAlarm}${SyntheticAlarm}${SpendAlarm}``), pages first, then tickets, then the parts, each in
+    template order."""
     alarms = {
         name: r
         for name, r in resources.items()

@@ -33,7 +33,13 @@ def test_every_alarm_goes_where_its_severity_says() -> None:
     tickets = {n for n, t in routed.items() if t == {"TicketTopic"}}
     pages = {n for n, t in routed.items() if t == {"AlarmTopic"}}
     slow_burns = {"JobSuccessSlowBurnAlarm", "AdmissionSlowBurnAlarm", "JobLatencySlowBurnAlarm"}
-    assert tickets == {"ReconcilerFailingAlarm", "CanaryErrorsAlarm", "CanaryMissingAlarm", *slow_burns}
+    assert tickets == {
+        "ReconcilerFailingAlarm",
+        "CanaryErrorsAlarm",
+        "CanaryMissingAlarm",
+        "SyntheticMissingAlarm",
+        *slow_burns,
+    }
     for name in tickets:
         assert _severity(name) in ("P3", None), name  # the canary's errors are in the function errors' section
     for name in pages:
