@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -168,3 +169,47 @@ def test_what_the_synthetic_job_costs_is_what_the_cost_table_says() -> None:
     said = re.search(r"(\d+) runs a day, about (\d+) USD a day", doc)
     assert said and int(said[1]) == runs and int(said[2]) == round(runs * per_run)
     assert f"about {per_run:.2f} USD a run" in parameters["SyntheticSchedule"]["Description"]
+
+
+def test_behind_the_jwt_authorizer_the_function_presents_the_stored_token(
+    table: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``SyntheticTokenSecretArn``'s token (stored with or without ``Bearer``) goes on every request, with the
+    function's own User-Agent; the handler's run is the module's."""
+    import importlib.util
+    import uuid
+
+    import boto3
+
+    from chuixiang.settings import get_settings
+    from chuixiang_local.template import REPO_ROOT
+    from chuixiang_local.workers.context import LocalContext
+
+    arn = boto3.client("secretsmanager", region_name="us-east-1").create_secret(
+        Name=f"synthetic-token-{uuid.uuid4()}", SecretString="Bearer tok-123"
+    )["ARN"]
+    monkeypatch.setenv("SYNTHETIC_TOKEN_SECRET_ARN", arn)
+    monkeypatch.setenv("API_URL", "https://api.example")
+    get_settings.cache_clear()
+    seen: list[httpx.Request] = []
+    statuses = iter(["SUCCEEDED"])
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return _created() if request.method == "POST" else _doc(next(statuses))
+
+    spec = importlib.util.spec_from_file_location("synthetic_app", REPO_ROOT / "functions" / "synthetic" / "app.py")
+    assert spec and spec.loader
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    real_client = httpx.Client
+    monkeypatch.setattr(app.httpx, "Client", lambda **kw: real_client(transport=httpx.MockTransport(answer), **kw))
+    context = LocalContext("synthetic", 128, "req-1", int((time.time() + 60) * 1000))
+    try:
+        result = app.lambda_handler({}, context)
+    finally:
+        get_settings.cache_clear()
+    assert [j["outcome"] for j in result["jobs"]] == ["ok"]
+    assert {r.headers["authorization"] for r in seen} == {"Bearer tok-123"}
+    assert {r.headers["user-agent"] for r in seen} == {"chuixiang-synthetic"}
+    assert all(str(r.url).startswith("https://api.example/recipes") for r in seen)
