@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess  # nosec B404  # the project's own CLI
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -105,3 +107,29 @@ def test_an_api_that_is_not_there_is_an_api_error_not_a_crash(
     result, emf = _invoke(f"http://127.0.0.1:{free_port()}", monkeypatch, capsys)
     assert [j["outcome"] for j in result["jobs"]] == ["api_error", "api_error"] and result["failing"]
     assert [value for value, _ in _metric(emf, "SyntheticFailures")] == [1]
+
+
+def test_the_cli_runs_it_against_a_running_serve(serve: Serve) -> None:
+    """The documented command: ``chuixiang invoke synthetic --api-url <serve>`` cooks a dish through it."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "chuixiang_local.commands.cli",
+            "invoke",
+            "synthetic",
+            "-e",
+            "events/synthetic.json",
+            "--parameter-overrides",
+            *[f"{k}={v}" for k, v in {**SCALED, "CanaryModels": "m"}.items()],
+            "--api-url",
+            serve.base,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert [j["outcome"] for j in result["jobs"]] == ["ok"] and not result["failing"], result
