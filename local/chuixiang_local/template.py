@@ -143,6 +143,12 @@ class Template:
     def of_type(self, rtype: str) -> dict[str, Any]:
         return {k: v for k, v in self.resources.items() if v["Type"] == rtype}
 
+    def deployed(self, rtype: str) -> dict[str, Any]:
+        """The resources of that type these parameters create (a conditional one only when its condition holds)."""
+        return {
+            k: v for k, v in self.of_type(rtype).items() if not v.get("Condition") or self.condition(v["Condition"])
+        }
+
     def default_physical(self, prefix: str = "chuixiang-local-") -> dict[str, dict[str, str]]:
         """Local names and ARNs for every resource (what Ref / GetAtt resolve to)."""
         out: dict[str, dict[str, str]] = {}

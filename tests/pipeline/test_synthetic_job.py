@@ -5,14 +5,12 @@ counts; an API that is not there is an ``api_error``, not a crash of the functio
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess  # nosec B404  # the project's own CLI
 import sys
 import time
 import uuid
 from collections.abc import Iterator
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import REPO_ROOT, Template
 from chuixiang_local.workers.context import LocalContext
 
+from ..support.handlers import function_module
 from ..support.scaled import SCALED, WHOLE
 from ..support.serve import Serve, free_port
 
@@ -39,14 +38,6 @@ def serve(fake: FakeModel) -> Iterator[Serve]:
         yield server
 
 
-def _handler() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("synthetic_app", REPO_ROOT / "functions" / "synthetic" / "app.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 Emf = list[dict[str, Any]]
 
 
@@ -59,7 +50,7 @@ def _invoke(
     timeout_s = int(SCALED["SyntheticFunctionTimeout"])
     context = LocalContext("synthetic", 128, str(uuid.uuid4()), int((time.time() + timeout_s) * 1000))
     try:
-        result: dict[str, Any] = _handler().lambda_handler({}, context)
+        result: dict[str, Any] = function_module("synthetic").lambda_handler({}, context)
     finally:
         get_settings.cache_clear()
     emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]

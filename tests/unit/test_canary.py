@@ -60,11 +60,6 @@ def test_every_alarm_is_on_the_dashboards_alarm_widget(canary_models: str) -> No
     template = Template({"CanaryModels": canary_models})
     doc = json.loads(template.resolve(template.doc["Resources"]["Dashboard"]["Properties"]["DashboardBody"]))
     [widget] = [w for w in doc["widgets"] if w["type"] == "alarm"]
-    alarms = {
-        lid
-        for lid, r in template.resources.items()
-        if r["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
-        and (not r.get("Condition") or template.condition(r["Condition"]))
-    }
+    alarms = {*template.deployed("AWS::CloudWatch::Alarm"), *template.deployed("AWS::CloudWatch::CompositeAlarm")}
     assert sorted(widget["properties"]["alarms"]) == sorted(template.physical[lid]["Arn"] for lid in alarms)
     assert ("CanaryErrorsAlarm" in alarms) == bool(canary_models)

@@ -176,14 +176,14 @@ def test_behind_the_jwt_authorizer_the_function_presents_the_stored_token(
 ) -> None:
     """``SyntheticTokenSecretArn``'s token (stored with or without ``Bearer``) goes on every request, with the
     function's own User-Agent; the handler's run is the module's."""
-    import importlib.util
     import uuid
 
     import boto3
 
     from chuixiang.settings import get_settings
-    from chuixiang_local.template import REPO_ROOT
     from chuixiang_local.workers.context import LocalContext
+
+    from ..support.handlers import function_module
 
     arn = boto3.client("secretsmanager", region_name="us-east-1").create_secret(
         Name=f"synthetic-token-{uuid.uuid4()}", SecretString="Bearer tok-123"
@@ -198,10 +198,7 @@ def test_behind_the_jwt_authorizer_the_function_presents_the_stored_token(
         seen.append(request)
         return _created() if request.method == "POST" else _doc(next(statuses))
 
-    spec = importlib.util.spec_from_file_location("synthetic_app", REPO_ROOT / "functions" / "synthetic" / "app.py")
-    assert spec and spec.loader
-    app = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(app)
+    app = function_module("synthetic")
     real_client = httpx.Client
     monkeypatch.setattr(app.httpx, "Client", lambda **kw: real_client(transport=httpx.MockTransport(answer), **kw))
     context = LocalContext("synthetic", 128, "req-1", int((time.time() + 60) * 1000))

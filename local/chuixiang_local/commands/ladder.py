@@ -231,11 +231,7 @@ def _check_limit(
 def _deployed_dirs(template: Template) -> set[str]:
     """The code directories of the functions these parameters deploy (a conditional one only when its
     condition holds)."""
-    return {
-        Path(str(resource["Properties"]["CodeUri"])).name
-        for resource in template.of_type("AWS::Serverless::Function").values()
-        if not resource.get("Condition") or template.condition(resource["Condition"])
-    }
+    return {Path(str(r["Properties"]["CodeUri"])).name for r in template.deployed("AWS::Serverless::Function").values()}
 
 
 def _label(limit: Limit) -> str:

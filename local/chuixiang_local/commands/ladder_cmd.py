@@ -42,9 +42,7 @@ def schedule_names(template: Template, stack_name: str) -> list[str]:
     """The names of the schedules this deployment creates (SAM's ``ScheduleV2`` events of the functions that
     exist with these parameters), for ``stack_name``."""
     names = []
-    for resource in template.of_type("AWS::Serverless::Function").values():
-        if resource.get("Condition") and not template.condition(resource["Condition"]):
-            continue
+    for resource in template.deployed("AWS::Serverless::Function").values():
         for event in resource["Properties"].get("Events", {}).values():
             named = event["Properties"].get("Name", {}) if event["Type"] == "ScheduleV2" else {}
             if isinstance(named, dict) and "Fn::Sub" in named:
