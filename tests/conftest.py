@@ -36,6 +36,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(tier)
 
 
+@pytest.fixture(autouse=True)
+def _no_metrics_left_by_an_earlier_test() -> None:
+    """Powertools' Metrics buffer is the process's, flushed by a handler's ``log_metrics``: a test that runs a step
+    or ``run_synthetic`` directly (no handler) left its metrics for the next handler's flush in this worker (a
+    synthetic run's ``SyntheticFailures`` then read 2)."""
+    from chuixiang.observability import metrics
+
+    metrics.clear_metrics()
+
+
 @pytest.fixture(scope="session")
 def scaled_template() -> Template:
     return Template(SCALED)
