@@ -112,7 +112,7 @@ def test_parts_that_do_not_merge_are_written_again_whole(fake: FakeModel) -> Non
     assert outcome.error is None and outcome.result is not None, outcome.error
     m = outcome.metrics
     assert m.mode == "whole" and m.mergeFailure and "step orders" in m.mergeFailure
-    assert "did not merge" in (m.modeReason or "")
+    assert m.wholeAfter == "merge" and "abandoned (merge: step orders" in (m.modeReason or "")
     assert fake.sections[-1] is None  # the last request: the whole recipe
     assert [c.section for c in m.calls][-1] is None and len(m.calls) == 6  # 5 sections, then the whole
     assert m.tokensUsed == sum(c.tokens for c in m.calls)

@@ -204,6 +204,9 @@ class RecipeMetrics(BaseModel):
     modeReason: str | None = None
     #: In sections: why the parts did not merge into a recipe (it was then written whole, when time was left).
     mergeFailure: str | None = None
+    #: Why a recipe begun in sections was written whole instead (``quota``, ``shape``, ``stall``, ``merge``: the
+    #: sections failed as sections); None when the chosen mode ran to its end.
+    wholeAfter: str | None = None
 
 
 class ImageMetrics(BaseModel):

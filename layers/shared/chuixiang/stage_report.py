@@ -121,6 +121,7 @@ def record_recipe_outcome(
         mode=m.mode,
         modeReason=m.modeReason,
         mergeFailure=m.mergeFailure,
+        wholeAfter=m.wholeAfter,
     )
 
 

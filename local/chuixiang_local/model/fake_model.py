@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from chuixiang_local.model.key_quota import KeyQuota, reservation_of, retry_after_headers
 from chuixiang_local.model.profiles import (
     PROFILES,
     REAL_MS_PER_TOKEN,
@@ -111,7 +112,10 @@ class ChatBehaviour:
     """How the fake answers one chat request. Defaults: a valid recipe, streamed."""
 
     #: ok|reasoning_only|error_mid|length|json|eof_no_done|reset_mid|garbage|think|largest (the largest recipe kept)
-    #: |not_json (a 200 whose body is not JSON)|step_short (a steps range one step short: the parts do not merge).
+    #: |not_json (a 200 whose body is not JSON)|step_short (a steps range one step short: the parts do not merge)
+    #: |whole_recipe (a section request answered with the whole recipe: a model that ignores the section prompt)
+    #: |surrogate (a lone surrogate, ``\ud83c``, in the JSON's first string)|extra_titles (an outline with two titles
+    #: more than the steps written)|titles_then_stall (an outline that stalls for ``stall_s`` once its titles close).
     #: With ``echo_headers`` the error_mid, garbage and not_json answers carry the request's headers (the key among
     #: them), as a leaky proxy's do; error_mid as an ``event: error``.
     kind: str = "ok"
@@ -172,6 +176,8 @@ class FakeModel:
 
     #: Draws of the profiles that give a range (seeded, so a bench repeats).
     seed: int = 7
+    #: The key's quotas (requests at once, tokens per minute counted at admission): 429 beyond them.
+    key_quota: KeyQuota = field(default_factory=KeyQuota)
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -285,6 +291,26 @@ def _chunk_base(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+#: A lone surrogate as a model's JSON carries it: half of 🍅 (U+1F345), the other half never sent.
+LONE_SURROGATE = "\\ud83c"
+
+
+def answer_text(body: dict[str, Any], b: ChatBehaviour, section: str | None) -> str:
+    """The JSON text a chat answer writes for ``section`` (None: the whole recipe), with ``b``'s defect."""
+    dish = _dish(body)
+    recipe = largest_recipe(dish) if b.kind == "largest" else recipe_for(dish)
+    if b.kind == "extra_titles":  # the outline promises more steps than the steps sections write
+        recipe["stepTitles"] = [*recipe["stepTitles"], "装盘点缀", "趁热上桌"]
+    doc = section_doc(recipe, None if b.kind == "whole_recipe" else section)
+    if b.kind == "step_short" and "steps" in doc:  # a range one step short: the parts do not merge
+        doc["steps"] = doc["steps"][:-1]
+    text = json.dumps(doc, ensure_ascii=False)
+    if b.kind == "surrogate":  # into the first string value: `"name": "\ud83c番茄炒蛋"`, `"steps": [{"order"…`
+        quote = text.index('": "') + 4
+        text = text[:quote] + LONE_SURROGATE + text[quote:]
+    return text
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeModel
     protocol_version = "HTTP/1.1"
@@ -303,23 +329,35 @@ class _Handler(BaseHTTPRequestHandler):
             fake.sections.append(section)
             fake.bodies.append(body)
         if self.path.endswith("/chat/completions"):
-            chat = self._section_behaviour(section) or fake.chat_by_model.get(model)
-            chat = chat or (fake.chat_script.popleft() if fake.chat_script else None)
-            self._count_open(+1)
+            refusal = fake.key_quota.admit(reservation_of(body, prompt_tokens_of(body)), section)
+            if refusal is not None:
+                self._json(429, refusal.body(), retry_after_headers(refusal))
+                return
             try:
-                if chat is None and model in PROFILES:
-                    self._profile(body, PROFILES[model], section)
-                else:
-                    self._chat(body, chat or ChatBehaviour(), section)
+                self._chat_admitted(body, model, section)
             finally:
-                self._count_open(-1)
-                with fake.lock:
-                    fake.answered.append((section, time.monotonic()))
+                fake.key_quota.done()
         elif self.path.endswith("/images/generations"):
             image = fake.image_by_model.get(model) or (fake.image_script.popleft() if fake.image_script else None)
             self._image(body, image or ImageBehaviour())
         else:
             self._json(404, {"error": {"message": "not found"}})
+
+    def _chat_admitted(self, body: dict[str, Any], model: str, section: str | None) -> None:
+        """A chat request the key's quotas admitted."""
+        fake = self.fake
+        chat = self._section_behaviour(section) or fake.chat_by_model.get(model)
+        chat = chat or (fake.chat_script.popleft() if fake.chat_script else None)
+        self._count_open(+1)
+        try:
+            if chat is None and model in PROFILES:
+                self._profile(body, PROFILES[model], section)
+            else:
+                self._chat(body, chat or ChatBehaviour(), section)
+        finally:
+            self._count_open(-1)
+            with fake.lock:
+                fake.answered.append((section, time.monotonic()))
 
     def _hung_up(self, body: dict[str, Any]) -> None:
         with self.fake.lock:
@@ -416,12 +454,7 @@ class _Handler(BaseHTTPRequestHandler):
         if b.status != 200:
             self._chat_error(b)
             return
-        dish = _dish(body)
-        recipe = largest_recipe(dish) if b.kind == "largest" else recipe_for(dish)
-        doc = section_doc(recipe, section)
-        if b.kind == "step_short" and "steps" in doc:  # a range one step short: the parts do not merge
-            doc["steps"] = doc["steps"][:-1]
-        text = json.dumps(doc, ensure_ascii=False)
+        text = answer_text(body, b, section)
         echoed = json.dumps(self._headers_auth_first()) if b.echo_headers else ""
         if b.kind == "not_json":
             self._body(200, "text/html", f"<html>502 Bad Gateway; request was {echoed}</html>".encode())
@@ -468,10 +501,13 @@ class _Handler(BaseHTTPRequestHandler):
         if b.kind == "think":  # reasoning written into the content, as some providers do
             text = "<think>用户要一道家常菜，先列食材，再排步骤。</think>\n" + text
         pieces = [text[i : i + b.chunk_chars] for i in range(0, len(text), b.chunk_chars)]
+        stall_at = b.stall_after_chunks
+        if b.kind == "titles_then_stall" and '"auxiliary"' in text:  # once the titles' array has closed
+            stall_at = text.index('"auxiliary"') // b.chunk_chars + 1
         try:
             self._open_stream(base)
             for n, piece in enumerate(pieces):
-                if b.stall_after_chunks is not None and n == b.stall_after_chunks and self._stall(b):
+                if stall_at is not None and n == stall_at and self._stall(b):
                     return
                 fault = self._stream_fault(b, n, len(pieces), echoed)
                 if fault == "ended":

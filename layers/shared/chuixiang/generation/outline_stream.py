@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from .recipe_format import json_start, strip_reasoning
+from .recipe_format import json_start, mend_text, strip_reasoning
 from .sections import Section, split_steps
 
 TITLES = "stepTitles"
@@ -40,7 +40,7 @@ class OutlineHead:
 def outline_head(text: str) -> OutlineHead | None:
     """The head of the outline ``text`` streamed so far, once its name and main ingredients are complete and
     its titles have begun (None before, or when the model wrote the keys in another order)."""
-    body = strip_reasoning(text)[0]
+    body = mend_text(strip_reasoning(text)[0])[0]
     start = json_start(body)
     if start < 0:
         return None

@@ -36,7 +36,7 @@ from ..clock import iso, now_utc
 from ..observability import logger
 from ..schemas import PartialRecipe, Progress
 from ..upstream.transport import Cancellation
-from .recipe_format import RECIPE_MAX_BYTES, json_start, strip_reasoning
+from .recipe_format import RECIPE_MAX_BYTES, json_start, mend_text, strip_reasoning
 
 #: Characters per token of a recipe (Chinese text, JSON punctuation and an English image prompt):
 #: a 1,600-token recipe is about 2,000 characters. Used only while the provider reports no usage.
@@ -59,7 +59,7 @@ def partial_recipe(text: str) -> PartialRecipe | None:
     ``steps`` array still being written. A string or number at the end of the
     text may still grow, so it is never shown.
     """
-    body, _ = strip_reasoning(text)
+    body = mend_text(strip_reasoning(text)[0])[0]
     start = json_start(body)
     if start < 0:
         return None
@@ -83,6 +83,14 @@ def partial_recipe(text: str) -> PartialRecipe | None:
             for bad in {e["loc"][0] for e in exc.errors() if e["loc"]}:
                 candidate.pop(str(bad), None)
     return None
+
+
+def shown_size(partial: PartialRecipe | None) -> tuple[int, int]:
+    """How much of a recipe a partial shows: (its steps, its other fields); more of either is more to read."""
+    if not partial:
+        return (0, 0)
+    fields = {k: v for k, v in partial.items() if v}
+    return (len(partial.get("steps") or []), len(fields))
 
 
 class StreamState(Protocol):
@@ -136,10 +144,26 @@ class ProgressReporter:
         self.cancellation = Cancellation()
         self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
         self._last: tuple[Any, ...] | None = None
+        self._shown: PartialRecipe | None = None  #: the last partial written
+        self._held: PartialRecipe | None = None  #: shown until the stream watched now shows as much
 
     def watch(self, stream: StreamState) -> None:
         """Report on ``stream`` from now on (each attempt starts again from nothing)."""
         self._stream = stream
+
+    def hold_partial(self) -> None:
+        """Keep the partial recipe shown so far until the next stream's shows as much (a recipe begun in sections
+        and then written whole: the user keeps what was on screen, the whole answer replaces it once richer)."""
+        self._held = self._shown
+
+    def _partial(self, stream: StreamState) -> PartialRecipe | None:
+        partial = partial_of(stream)
+        if self._held is not None:
+            if shown_size(partial) < shown_size(self._held):
+                return self._held
+            self._held = None
+        self._shown = partial or self._shown
+        return partial
 
     def __enter__(self) -> ProgressReporter:
         self._thread.start()
@@ -200,7 +224,7 @@ class ProgressReporter:
         state = (id(stream), doc.chars, doc.tokens, tuple((doc.sections or {}).items()))
         changed, self._last = state != self._last, state
         try:
-            applied = self.write(doc, partial_of(stream) if changed else None)
+            applied = self.write(doc, self._partial(stream) if changed else None)
         except Exception:  # progress is best effort; the job goes on without it
             logger.warning("progress write failed", exc_info=True)
             return True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, ValidationInfo, model_validator
 
@@ -112,15 +112,46 @@ RECIPE_MAX_BYTES = 64 * 1024
 M = TypeVar("M", bound=BaseModel)
 
 
-def parse_json_answer(text: str, model: type[M]) -> M:
-    """Parse model output (the JSON object in it) into ``model`` or raise ``RECIPE_INVALID``."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def mend_text(text: str) -> tuple[str, int]:
+    """``text`` as UTF-8 can carry it, and how many characters were replaced. JSON allows a lone surrogate
+    (``"\\ud83c"``, half of an emoji split by a model's tokenizer) and so does a Python string decoded from it,
+    but UTF-8 does not: DynamoDB, a log line or the next request would fail on it. A pair split over two stream
+    events is joined; a lone half becomes U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text, 0
+    mended = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return mended, mended.count("\ufffd") - text.count("\ufffd")
+
+
+def mend_tree(value: Any) -> tuple[Any, int]:
+    """Every string of decoded JSON through :func:`mend_text`, and how many characters were replaced in all."""
+    if isinstance(value, str):
+        return mend_text(value)
+    if isinstance(value, list):
+        items = [mend_tree(v) for v in value]
+        return [v for v, _ in items], sum(n for _, n in items)
+    if isinstance(value, dict):
+        pairs = [(mend_tree(k), mend_tree(v)) for k, v in value.items()]
+        return {k: v for (k, _), (v, _) in pairs}, sum(a + b for (_, a), (_, b) in pairs)
+    return value, 0
+
+
+def parse_json_answer(text: str, model: type[M], *, mend: bool = True) -> M:
+    """Parse model output (the JSON object in it) into ``model`` or raise ``RECIPE_INVALID``. A character UTF-8
+    cannot carry (a lone surrogate) is replaced (``mend``), or refuses the answer (a part the recipe can go
+    without is better dropped than shown with a hole)."""
     candidate = extract_json_text(strip_reasoning(text)[0])
     try:
-        # Every string as decoded, redacted: a key the model wrote JSON-escaped is caught here, whole.
-        data = redact_tree(json.loads(candidate))
+        decoded, replaced = mend_tree(json.loads(candidate))
     except json.JSONDecodeError as exc:
         raise StageError(ErrorCode.RECIPE_INVALID, f"not JSON: {exc.msg} at {exc.pos}") from exc
-    return validated(model, data)
+    if replaced and not mend:
+        raise StageError(ErrorCode.RECIPE_INVALID, f"{replaced} character(s) UTF-8 cannot carry (a lone surrogate)")
+    # Every string as decoded, redacted: a key the model wrote JSON-escaped is caught here, whole.
+    return validated(model, redact_tree(decoded))
 
 
 def validated(model: type[M], data: object, context: dict[str, object] | None = None) -> M:

@@ -18,6 +18,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as futures_wait
+from dataclasses import dataclass
 from typing import TypeVar, cast
 
 import httpx
@@ -43,6 +44,7 @@ from .recipe import (
 from .recipe_format import Recipe
 from .section_parts import Part, parts_metrics
 from .section_progress import SectionStreams
+from .section_yield import AbandonReason, abandon_reason
 from .sections import (
     DEGRADABLE,
     OUTLINE,
@@ -76,9 +78,33 @@ def generate_recipe_in_sections(
     """Write the recipe for ``dish`` in sections over ``routes`` (default: ``endpoint.model`` alone), within
     ``budget`` and the total limit, in ``choice.ranges`` steps sections (default: as many as the default stream
     limit allows); ``progress`` shows each section and the parts as they complete."""
+    return write_in_sections(client, endpoint, limits, dish, budget, routes, progress, choice).outcome
+
+
+@dataclass(frozen=True)
+class SectionsEnd:
+    """What a run in sections ended with, and why the stage should write the recipe whole instead (None: it
+    should not: the recipe was written, or the failure would fail a whole answer too)."""
+
+    outcome: RecipeOutcome
+    abandon: AbandonReason | None
+
+
+def write_in_sections(
+    client: httpx.Client,
+    endpoint: ModelEndpoint,
+    limits: RecipeLimits,
+    dish: str,
+    budget: Budget,
+    routes: Routes | None = None,
+    progress: ProgressReporter | None = None,
+    choice: ModeChoice | None = None,
+) -> SectionsEnd:
+    """:func:`generate_recipe_in_sections`, with the reason to write whole when its sections failed as sections."""
     run = _SectionsRun(client, endpoint, limits, dish, routes or Routes((endpoint.model,)), progress)
     ranges = choice.ranges if choice else most_ranges(default_max_streams(), RecipeShape())
-    return run.run(budget.within(limits.total_ms), ranges)
+    outcome = run.run(budget.within(limits.total_ms), ranges)
+    return SectionsEnd(outcome, run.abandon)
 
 
 def default_max_streams() -> int:
@@ -113,6 +139,8 @@ class _SectionsRun:
         self.degradable_started = False
         self._next_index = 0
         self._outline: Part | None = None
+        #: Why the sections failed as sections (a whole answer may still succeed), set by the first core failure.
+        self.abandon: AbandonReason | None = None
         if progress:
             progress.watch(self.streams)
 
@@ -135,6 +163,7 @@ class _SectionsRun:
         if first.value is None:
             self.core_failed.cancel("the outline failed")
             futures_wait(self.pending)  # closed at once: their calls are counted with the stage's
+            self.abandon = abandon_reason(first.routed.failure)
             return self._ended(None, stage_error("RECIPE", first.routed.failure))
         outline = cast(Outline, first.value)
         if (reader := self.streams.reader(OUTLINE)) is not None:
@@ -142,12 +171,14 @@ class _SectionsRun:
         self._start(pool, steps.ready(len(outline.stepTitles), final=True), outline_text(outline), budget)
         failure = self._wait_sections()
         if failure is not None:
+            self.abandon = abandon_reason(failure)
             return self._ended(None, stage_error("RECIPE", failure))
         try:
             recipe = merge(outline, self._ranges(), next(iter(self._values(Extras)), None), self._image_prompt())
         except StageError as exc:
             outcome = self._ended(None, exc)
             outcome.metrics.mergeFailure = exc.detail
+            self.abandon = "merge"
             return outcome
         self._record_sharing(first.routed.model)
         return self._ended(recipe, None)

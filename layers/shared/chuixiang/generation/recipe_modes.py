@@ -2,25 +2,29 @@
 
 ``auto`` (the default) asks :mod:`.mode_choice` per job, from the health of the model the job goes to first;
 ``whole`` and ``parallel`` fix the mode (``parallel`` still sizes its steps sections from what was measured).
-A recipe written in sections whose parts do not merge (a step missing, a main ingredient in no step) is written
-again whole when the stage's total limit leaves a whole attempt its minimum time: the user gets a recipe, later.
+A recipe in sections whose sections fail *as sections* (the key's quota, an answer outside its section's shape, a
+stall, parts that do not merge: :mod:`.section_yield`) is written again whole when the stage's total limit leaves
+a whole attempt its minimum time (``wholeAfter``): the user gets a recipe, later, never none.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import httpx
+from aws_lambda_powertools.metrics import MetricUnit
 
 from ..deadline import Budget
-from ..observability import logger
+from ..observability import dimensioned_metric, logger
 from ..resilience.health import ModelHealth
 from ..resilience.router import Routes
 from ..upstream.endpoint import ModelEndpoint
 from .mode_choice import ModeChoice, choose
 from .progress import ProgressReporter
 from .recipe import RecipeLimits, RecipeOutcome, count_tokens, generate_recipe
-from .recipe_in_sections import generate_recipe_in_sections
+from .recipe_in_sections import write_in_sections
+from .section_yield import AbandonReason
 from .stage import Generation
 
 SectionsSetting = Literal["auto", "whole", "parallel"]
@@ -68,41 +72,56 @@ def write_recipe(
     if choice.mode == "whole":
         outcome = generate_recipe(client, endpoint, limits, dish, stage, routes, progress)
     else:
-        outcome = generate_recipe_in_sections(client, endpoint, limits, dish, stage, routes, progress, choice)
-        if outcome.metrics.mergeFailure is not None:
+        ended = write_in_sections(client, endpoint, limits, dish, stage, routes, progress, choice)
+        outcome = ended.outcome
+        if ended.abandon is not None:
             outcome.metrics.modeReason = choice.reason
-            outcome = _whole_after_merge_failed(outcome, client, endpoint, limits, dish, stage, routes, progress)
+            whole = WholeAfter(client, endpoint, limits, dish, routes, progress)
+            outcome = whole.written(outcome, ended.abandon, stage)
     outcome.metrics.mode = outcome.metrics.mode or choice.mode
     outcome.metrics.modeReason = outcome.metrics.modeReason or choice.reason
     return outcome
 
 
-def _whole_after_merge_failed(
-    failed: RecipeOutcome,
-    client: httpx.Client,
-    endpoint: ModelEndpoint,
-    limits: RecipeLimits,
-    dish: str,
-    stage: Budget,
-    routes: Routes,
-    progress: ProgressReporter | None,
-) -> RecipeOutcome:
-    """The recipe written whole after its sections did not merge, when the time left holds a whole attempt
-    (else the merge's ``RECIPE_INVALID`` stands). Every call of both is on the bill."""
-    left = stage.remaining_ms()
-    detail = failed.metrics.mergeFailure
-    if left < limits.retry.min_attempt_ms:
-        logger.warning("sections did not merge; no time left to write it whole", extra={"detail": detail})
-        return failed
-    logger.warning("sections did not merge: writing it whole", extra={"detail": detail, "remaining_ms": round(left)})
-    whole = generate_recipe(client, endpoint, limits, dish, stage, routes, progress)
-    m, before = whole.metrics, failed.metrics
-    m.calls = [*before.calls, *m.calls]
-    m.attempts += before.attempts
-    m.totalMs = before.totalMs + m.totalMs
-    m.sections, m.mergeFailure = before.sections, detail
-    m.mode = "whole"
-    m.modeReason = f"{before.modeReason or 'parallel'}; the sections did not merge ({detail}): written whole"
-    count_tokens(m)  # the bill of both; the sections' answers were thrown away: wasted too
-    m.tokensWasted += sum(c.tokens for c in before.calls if c.outcome == "ok")
-    return Generation(whole.result, whole.error, m)
+@dataclass(frozen=True)
+class WholeAfter:
+    """Writing the recipe whole after its sections failed as sections (:mod:`.section_yield`)."""
+
+    client: httpx.Client
+    endpoint: ModelEndpoint
+    limits: RecipeLimits
+    dish: str
+    routes: Routes
+    progress: ProgressReporter | None
+
+    def written(self, failed: RecipeOutcome, reason: AbandonReason, stage: Budget) -> RecipeOutcome:
+        """The recipe written whole when the time left holds a whole attempt (else the sections' failure
+        stands). Every call of both is on the bill; ``wholeAfter`` says why."""
+        left = stage.remaining_ms()
+        detail = failed.metrics.mergeFailure or (failed.error.detail if failed.error else reason)
+        if left < self.limits.retry.min_attempt_ms:
+            logger.warning(
+                "sections abandoned; no time left to write it whole",
+                extra={"wholeAfter": reason, "detail": detail, "remaining_ms": round(left)},
+            )
+            return failed
+        logger.warning(
+            "sections abandoned: writing it whole",
+            extra={"wholeAfter": reason, "detail": detail, "remaining_ms": round(left)},
+        )
+        dimensioned_metric("RecipeSectionsAbandoned", MetricUnit.Count, 1, Reason=reason)
+        if self.progress is not None:
+            self.progress.hold_partial()  # the parts shown stay until the whole answer shows more
+        whole = generate_recipe(self.client, self.endpoint, self.limits, self.dish, stage, self.routes, self.progress)
+        m, before = whole.metrics, failed.metrics
+        m.calls = [*before.calls, *m.calls]
+        m.attempts += before.attempts
+        m.totalMs = before.totalMs + m.totalMs
+        m.sections, m.mergeFailure, m.wholeAfter = before.sections, before.mergeFailure, reason
+        m.mode = "whole"
+        m.modeReason = (
+            f"{before.modeReason or 'parallel'}; the sections were abandoned ({reason}: {detail}): written whole"
+        )
+        count_tokens(m)  # the bill of both; the sections' answers were thrown away: wasted too
+        m.tokensWasted += sum(c.tokens for c in before.calls if c.outcome == "ok")
+        return Generation(whole.result, whole.error, m)

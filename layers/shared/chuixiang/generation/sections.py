@@ -125,7 +125,7 @@ class Section:
             else StepsPart
         )
         try:
-            return parse_json_answer(text, shape)
+            return parse_json_answer(text, shape, mend=self.core)
         except StageError as exc:
             raise StageError(exc.code, f"section {self.name}: {exc.detail}") from exc
 

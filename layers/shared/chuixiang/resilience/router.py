@@ -66,6 +66,15 @@ class Router:
         return _Routing(self, call, budget).run()
 
 
+def _says_of_the_model(failure: UpstreamError | None, permit: Permit) -> bool:
+    """Whether a call's outcome goes to its model's breaker. Not a call we closed (it says nothing of the model);
+    not the key's quota (a 429: the provider refused the key, not the model, which a full key would otherwise
+    open for every job of the stack), except as a probe's answer: the model is there to answer."""
+    if isinstance(failure, Cancelled):
+        return False
+    return failure is None or not failure.quota or permit is Permit.PROBE
+
+
 class _Routing(Generic[T]):
     """One routing run: the calls made so far (two threads append during a hedge race)."""
 
@@ -187,8 +196,8 @@ class _Routing(Generic[T]):
         with self._lock:
             self.records.append(CallRecord(model, deadline, reply.report))
         self._account(model, reply, elapsed_ms, lost=race is not None and race.lost(model))
-        if breaker is not None and not isinstance(reply.failure, Cancelled):  # closed by us: says nothing of it
-            breaker.record(permit, healthy=reply.failure is None or not reply.failure.unhealthy)
+        if breaker is not None and _says_of_the_model(reply.failure, permit):
+            breaker.record(permit, healthy=reply.failure is None or not reply.failure.unhealthy or reply.failure.quota)
         return reply, elapsed_ms, fields
 
     def _reply(self, context: CallContext) -> Reply[T]:

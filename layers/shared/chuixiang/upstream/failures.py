@@ -92,6 +92,12 @@ class UpstreamError(Exception):
         """The model could not serve now (and nothing had started): a breaker failure, a reason to fall back."""
         return False
 
+    @property
+    def quota(self) -> bool:
+        """The provider refused the call for the key's quota (HTTP 429: requests at once, tokens or requests per
+        minute): the key is full, the model is not down. Never a breaker failure."""
+        return self.status == 429
+
     def __str__(self) -> str:
         return f"{self.kind}: {self.detail}"
 
@@ -155,7 +161,7 @@ class StatusError(UpstreamError):
         return cls(
             f"HTTP {response.status_code}: {text[:300]}",
             status=response.status_code,
-            retry_after_s=retry_after_seconds(response.headers.get("retry-after")),
+            retry_after_s=retry_after_of(response.headers),
             param=refused_param(text) if 400 <= response.status_code < 500 else None,
         )
 
@@ -237,6 +243,21 @@ def refused_param(body: str) -> str | None:
         return str(error["param"])
     match = _UNKNOWN_PARAM.search(body)
     return match.group(1) if match else None
+
+
+#: Millisecond forms a provider may send beside ``Retry-After`` (OpenAI's and Anthropic's SDKs read the first,
+#: Azure sends the second): a quota that frees in 300 ms is not made to wait a whole second.
+RETRY_AFTER_MS_HEADERS = ("retry-after-ms", "x-ms-retry-after-ms")
+
+
+def retry_after_of(headers: httpx.Headers) -> float | None:
+    """When the upstream said to come back, in seconds: a milliseconds header first, else ``Retry-After``."""
+    for name in RETRY_AFTER_MS_HEADERS:
+        try:
+            return max(0.0, float(headers[name]) / 1000)
+        except (KeyError, ValueError):
+            continue
+    return retry_after_seconds(headers.get("retry-after"))
 
 
 def retry_after_seconds(value: str | None) -> float | None:
