@@ -71,7 +71,7 @@ def test_a_key_counting_tokens_per_minute_at_admission_never_loses_the_recipe(
     """OpenAI's way: each request reserves its prompt and ``max_tokens`` when admitted (the minute scaled to
     1 s); the minute holds the outline and a few sections, not all of them. A refusal is waited out inside the
     deadline, or the sections are abandoned for a whole answer: the recipe is served."""
-    fake.key_quota.tokens_per_minute, fake.key_quota.minute_s = 9_000, 1.0
+    fake.key_quota.tokens_per_minute, fake.key_quota.minute_s = 5_000, 1.0
     outcome, elapsed = cooked(parallel, fake)
     served(outcome)
     assert {reason for _, reason in fake.key_quota.refusals} == {"tokens_per_minute"}

@@ -299,3 +299,18 @@ def test_a_call_closed_from_outside_ends_routing_with_no_fallback() -> None:
     routed = route(script, Routes((PRIMARY, FALLBACK)))
     assert isinstance(routed.failure, Cancelled) and script.models() == [PRIMARY]
     assert outcomes(routed) == [(PRIMARY, "cancelled")]
+
+
+def test_the_keys_quota_never_counts_in_the_models_breaker() -> None:
+    """A 429 is the key's quota (requests at once, tokens per minute), not the model's health: a key that is
+    full must not open the breaker for every job of the stack. The call is not recorded; as a half-open probe's
+    answer it closes the breaker (the model is there to answer)."""
+    quota = StatusError("HTTP 429: rate limit", status=429)
+    for permit, recorded in ((Permit.CALL, []), (Permit.PROBE, [True])):
+        breaker = FakeBreaker(permit)
+        routed = route(fail(quota), Routes((PRIMARY,), breaker_for={PRIMARY: breaker}.get))
+        assert routed.failure is not None and routed.failure.quota
+        assert breaker.recorded == recorded * routed.attempts, (permit, breaker.recorded)
+    five_hundred = FakeBreaker()
+    route(fail(StatusError("HTTP 503", status=503)), Routes((PRIMARY,), breaker_for={PRIMARY: five_hundred}.get))
+    assert five_hundred.recorded and not any(five_hundred.recorded)  # a 5xx still counts against the model

@@ -112,6 +112,8 @@ class AnswerRequest(Generic[T]):
     headers: dict[str, str] = field(default_factory=dict)
     #: Whether the call writes alone, so its speed is one stream's (a section's is not: it shares the key)
     alone: bool = True
+    #: What the call asks for (None: ``RecipeMaxTokens``, a whole recipe's): a section asks for what it writes
+    max_tokens: int | None = None
 
     @property
     def prompt_chars(self) -> int:
@@ -146,7 +148,7 @@ def answer_call(
             dialect = dialect_for(context.model, limits.dialects)
             chat = ChatRequest(
                 url,
-                chat_payload(context.model, request.messages, limits.max_tokens, dialect),
+                chat_payload(context.model, request.messages, request.max_tokens or limits.max_tokens, dialect),
                 limits.stream,
                 headers,
                 streamed=dialect.stream,

@@ -44,6 +44,7 @@ from .recipe import (
 from .recipe_format import Recipe
 from .section_parts import Part, parts_metrics
 from .section_progress import SectionStreams
+from .section_tokens import section_max_tokens
 from .section_yield import AbandonReason, abandon_reason
 from .sections import (
     DEGRADABLE,
@@ -221,7 +222,11 @@ class _SectionsRun:
         if section.name == OUTLINE:
             self._outline = part
         request = AnswerRequest(
-            messages(self.dish, section, outline), section.parse, {SECTION_HEADER: section.name}, alone=False
+            messages(self.dish, section, outline),
+            section.parse,
+            {SECTION_HEADER: section.name},
+            alone=False,
+            max_tokens=min(section_max_tokens(section), self.limits.max_tokens),
         )
         call = answer_call(
             self.client,

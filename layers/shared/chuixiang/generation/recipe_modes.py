@@ -20,10 +20,11 @@ from ..observability import dimensioned_metric, logger
 from ..resilience.health import ModelHealth
 from ..resilience.router import Routes
 from ..upstream.endpoint import ModelEndpoint
-from .mode_choice import ModeChoice, choose
+from .mode_choice import OTHER_STREAMS, ModeChoice, choose
 from .progress import ProgressReporter
 from .recipe import RecipeLimits, RecipeOutcome, count_tokens, generate_recipe
 from .recipe_in_sections import write_in_sections
+from .section_tokens import most_ranges_reserved
 from .section_yield import AbandonReason
 from .stage import Generation
 
@@ -43,10 +44,12 @@ def choose_mode(
     routes: Routes, limits: RecipeLimits, budget: Budget, setting: SectionsSetting, max_streams: int
 ) -> ModeChoice:
     model, health = first_model_health(routes)
+    # No plan reserves more than MAX_RESERVED_RATIO a whole answer's tokens: at most so many steps ranges.
+    reserved = most_ranges_reserved(limits.max_tokens)
     return choose(
         health,
         model,
-        max_streams=max_streams,
+        max_streams=min(max_streams, OTHER_STREAMS + reserved) if reserved else 1,
         remaining_ms=min(budget.remaining_ms(), limits.total_ms),
         only=None if setting == "auto" else setting,
     )

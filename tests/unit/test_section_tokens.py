@@ -1,0 +1,40 @@
+"""What each call of a recipe reserves at admission (prompt + ``max_tokens``): a section asks for what it writes,
+and no plan in sections reserves more than 2.5x a whole answer."""
+
+from __future__ import annotations
+
+from chuixiang.generation.mode_choice import RecipeShape
+from chuixiang.generation.section_tokens import (
+    MAX_RESERVED_RATIO,
+    most_ranges_reserved,
+    section_max_tokens,
+    sections_reservation,
+    whole_reservation,
+)
+from chuixiang.generation.sections import DEGRADABLE, OUTLINE_SECTION, Section
+from chuixiang.settings import Settings
+
+MAX_TOKENS = int(Settings.model_fields["recipe_max_tokens"].default)
+
+
+def test_each_section_asks_for_what_it_writes_with_room_and_far_below_a_whole_answer() -> None:
+    shape = RecipeShape()
+    for section, typical in (
+        (OUTLINE_SECTION, shape.tokens * shape.outline_share),
+        (DEGRADABLE[0], shape.tokens * shape.extras_share),
+        (DEGRADABLE[1], shape.tokens * shape.image_prompt_share),
+        (Section.steps(1, 3), 3 * shape.tokens * shape.step_share),
+    ):
+        asked = section_max_tokens(section)
+        assert 2 * typical <= asked < MAX_TOKENS / 2, (section.name, typical, asked)
+    assert section_max_tokens(Section.steps(1, 12)) > section_max_tokens(Section.steps(1, 6))
+
+
+def test_no_plan_reserves_more_than_two_and_a_half_whole_answers() -> None:
+    """The issue's measure: a job of eleven calls asking for 3,000 tokens each reserved ~37,600 tokens where a
+    whole answer reserves ~3,300. Now the most ranges allowed keep it within 2.5x, and one more would not."""
+    whole = whole_reservation(MAX_TOKENS).total
+    most = most_ranges_reserved(MAX_TOKENS)
+    assert 1 <= most < RecipeShape().steps
+    assert sections_reservation(most).total <= MAX_RESERVED_RATIO * whole < sections_reservation(most + 1).total
+    assert 3_000 < whole < 3_600
