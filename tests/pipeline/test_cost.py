@@ -79,3 +79,7 @@ def test_the_report_names_its_prices_date_and_the_model_bill(tmp_path: Path) -> 
     by_mode = doc["modelUsdPerRecipe"]
     assert by_mode["parallel"] > by_mode["whole"] and "parallel" in text
     assert doc["usdPer1000Jobs"]["parallel"]["Lambda duration"] < doc["usdPer1000Jobs"]["generated"]["Lambda duration"]
+    # What a job reserves where a key's tokens per minute are counted at admission: both modes stated.
+    reserved = doc["tokensReservedAtAdmission"]
+    assert reserved["whole"] < reserved["sections"] <= 2.5 * reserved["whole"]
+    assert f"whole {reserved['whole']}, in sections {reserved['sections']}" in text

@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chuixiang.generation.section_tokens import most_ranges_reserved, sections_reservation, whole_reservation
 from chuixiang.job_start import POLL_AFTER_MS
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi, http_event
@@ -331,6 +332,7 @@ def report(overrides: dict[str, str], assume: Assumptions) -> dict[str, Any]:
         "usdPer1000Jobs": usd,
         "modelUsdPer1000GeneratedJobs": model,
         "modelUsdPerRecipe": assume.recipe_usd_by_mode(),
+        "tokensReservedAtAdmission": reserved_at_admission(template),
         "measured": {
             p.path: {
                 "status": p.status,
@@ -344,6 +346,18 @@ def report(overrides: dict[str, str], assume: Assumptions) -> dict[str, Any]:
         },
         "perPoll": {"calls": dict(poll.calls), "localMs": poll.local_ms},
         "memoryMb": {s.logical_id: s.memory_mb for s in template.functions().values()},
+    }
+
+
+def reserved_at_admission(template: Template) -> dict[str, int]:
+    """What one job's recipe calls reserve where a provider counts tokens per minute at admission (prompt +
+    ``max_tokens``, every call): written whole, and in sections with the most steps ranges a plan may have."""
+    max_tokens = int(template.function_by_dir("recipe").env.get("RECIPE_MAX_TOKENS") or 3000)
+    most = most_ranges_reserved(max_tokens)
+    return {
+        "whole": whole_reservation(max_tokens).total,
+        "sections": sections_reservation(most).total if most else 0,
+        "sectionsRanges": most,
     }
 
 
@@ -373,6 +387,12 @@ def render(doc: dict[str, Any]) -> str:
         "  a recipe's model bill by RecipeSections: "
         + "; ".join(f"{mode} ${usd:.4f} ({usd / by_mode['whole'] - 1:+.0%})" for mode, usd in by_mode.items())
         + f" (parallel: {a['parallel_prompt_tokens']} prompt tokens, {a['parallel_completion_tokens']} written)"
+    )
+    reserved = doc["tokensReservedAtAdmission"]
+    lines.append(
+        f"  tokens a job reserves where a key's tokens per minute are counted at admission (prompt + max_tokens): "
+        f"whole {reserved['whole']}, in sections {reserved['sections']} ({reserved['sectionsRanges']} steps ranges, "
+        f"{reserved['sections'] / reserved['whole']:.1f}x)"
     )
     tokens = doc["modelTokensPer1000Jobs"]
     lines.append(
