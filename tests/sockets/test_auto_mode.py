@@ -13,12 +13,15 @@ from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import RecipeOutcome
 from chuixiang.generation.recipe_in_sections import default_max_streams
 from chuixiang.generation.recipe_modes import write_recipe
+from chuixiang.resilience.key_loans import PROBE_FIRST_S, KeyQuotas, Lender
 from chuixiang.resilience.router import Routes
+from chuixiang.stores.key_streams import KeyLender
 from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.commands.routing_bench import limits
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, FakeModelProcess
 from chuixiang_local.model.memory_health import MemoryHealth
+from chuixiang_local.model.memory_key_store import MemoryKeyStore
 from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
 from chuixiang_local.template import Template
 
@@ -40,8 +43,9 @@ def profiles() -> Iterator[str]:
         fake.stop()
 
 
-def job(base_url: str, model: str, health: MemoryHealth) -> RecipeOutcome:
-    """One job of a stack whose model health is ``health`` (the template's defaults, the ladder scaled)."""
+def job(base_url: str, model: str, health: MemoryHealth, lender: Lender | None = None) -> RecipeOutcome:
+    """One job of a stack whose model health is ``health`` (the template's defaults, the ladder scaled), borrowing
+    from its key through ``lender`` when given."""
     function_ms = BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE
     with httpx.Client() as client:
         return write_recipe(
@@ -53,6 +57,7 @@ def job(base_url: str, model: str, health: MemoryHealth) -> RecipeOutcome:
             Routes((model,), health_for=lambda _: health),
             setting="auto",
             max_streams=default_max_streams(),
+            lender=lender,
         )
 
 
@@ -119,21 +124,31 @@ def test_parts_that_do_not_merge_are_written_again_whole(fake: FakeModel) -> Non
     assert m.tokensWasted == sum(c.tokens for c in m.calls[:-1]) > 0  # the sections' answers, thrown away
 
 
-def test_after_the_key_answers_429_the_next_job_is_written_whole(profiles: str) -> None:
-    """A 429 is the key's per-minute limit: sections would send ~11 requests and several times the tokens, so
-    ``auto`` writes whole while the refusal is recent, however fast sections were predicted."""
-    health = MemoryHealth(SCALE)
-    assert job(profiles, "fake-evening", health).metrics.mode == "parallel"
+def test_after_the_key_answers_429_the_next_jobs_borrow_nothing_until_a_probe(profiles: str) -> None:
+    """A 429 on any call of the key says it is full: the next jobs borrow no streams (written whole, and say
+    why), however fast sections were predicted, until the probe's wait (scaled) has passed."""
+    health, store = MemoryHealth(SCALE), MemoryKeyStore()
+    clock = [0.0]
+
+    def lender(name: str) -> KeyLender:
+        return KeyLender(store, KeyQuotas(jobs=100), name, 10**9, clock=lambda: clock[0])
+
+    assert job(profiles, "fake-evening", health, lender("first")).metrics.mode == "parallel"
     with FakeModel(pace_s=0.0) as refusing:
         refusing.chat_by_model["fake-evening"] = ChatBehaviour(status=429)
-        assert job(refusing.base_url, "fake-evening", health).error is not None
-    after = job(profiles, "fake-evening", health)
+        assert job(refusing.base_url, "fake-evening", health, lender("refused")).error is not None
+    assert store.read().refused_at == 0.0 and store.read().loans == {}
+    clock[0] = 30.0
+    after = job(profiles, "fake-evening", health, lender("after"))
     assert after.error is None and after.metrics.mode == "whole"
-    assert "refused for its rate limit" in (after.metrics.modeReason or ""), after.metrics.modeReason
+    assert "refused a call 30 s ago" in (after.metrics.modeReason or ""), after.metrics.modeReason
+    clock[0] = PROBE_FIRST_S
+    probe = job(profiles, "fake-evening", health, lender("probe"))
+    assert probe.error is None and probe.metrics.mode == "parallel" and store.read().refused_at is None
 
 
 def test_a_job_admitted_with_one_stream_is_written_whole(profiles: str) -> None:
-    """Under ``auto`` a busy evening admits jobs with one stream (no wide pass): written whole, and it says so."""
+    """A job that may open one stream only is written whole, and says so."""
     from chuixiang.generation.mode_choice import ONE_STREAM
 
     health = MemoryHealth(SCALE)

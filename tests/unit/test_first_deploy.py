@@ -42,14 +42,11 @@ def test_reserved_concurrency_is_checked_against_admission_and_the_account_quota
     assert build_ladder(Template({"RecipeReservedConcurrency": "20", **whole})).ok
     below = build_ladder(Template({"RecipeReservedConcurrency": "5", **whole}))
     assert not below.ok and any("below the 20 jobs admission lets run" in f for f in below.failures())
-    # A job written in sections (parallel) holds RecipeMaxStreams (11) of the RecipeConcurrency streams: 100
-    # streams admit 9 jobs, which 9 reserved hold and 5 do not. Under auto (the default) a busy evening admits a
-    # job per stream (one stream each, written whole): 100 jobs.
-    parallel = {"RecipeSections": "parallel"}
-    assert build_ladder(Template({"RecipeReservedConcurrency": "9", **parallel})).ok
-    assert not build_ladder(Template({"RecipeReservedConcurrency": "5", **parallel})).ok
-    assert not build_ladder(Template({"RecipeReservedConcurrency": "9"})).ok
-    assert build_ladder(Template({"RecipeReservedConcurrency": "100"})).ok
+    # Admission counts jobs in every mode (a job in sections borrows its extra streams from the key, not from
+    # admission): 100 jobs by default, which 100 reserved hold and 9 do not; the key's stated quota caps them.
+    assert build_ladder(Template({"RecipeReservedConcurrency": "100", "RecipeSections": "parallel"})).ok
+    assert not build_ladder(Template({"RecipeReservedConcurrency": "9", "RecipeSections": "parallel"})).ok
+    assert build_ladder(Template({"RecipeReservedConcurrency": "9", "RecipeKeyStreams": "9"})).ok
     new_account = reservation_problems(Template({"RecipeReservedConcurrency": "20", **whole}), account_limit=50)
     assert len(new_account) == 2 and "leaves 10 of the account's concurrency quota 50" in new_account[0]
     assert "cannot hold 32 at the peak" in new_account[1]  # the API's peak alone: (20 + 300)/s x 0.1 s

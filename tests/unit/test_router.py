@@ -308,9 +308,10 @@ def test_the_keys_quota_never_counts_in_the_models_breaker() -> None:
     quota = StatusError("HTTP 429: rate limit", status=429)
     for permit, recorded in ((Permit.CALL, []), (Permit.PROBE, [True])):
         breaker = FakeBreaker(permit)
-        routed = route(fail(quota), Routes((PRIMARY,), breaker_for={PRIMARY: breaker}.get))
+        routed = route(Script({PRIMARY: [fail(quota)]}), Routes((PRIMARY,), breaker_for={PRIMARY: breaker}.get))
         assert routed.failure is not None and routed.failure.quota
         assert breaker.recorded == recorded * routed.attempts, (permit, breaker.recorded)
     five_hundred = FakeBreaker()
-    route(fail(StatusError("HTTP 503", status=503)), Routes((PRIMARY,), breaker_for={PRIMARY: five_hundred}.get))
+    down = Script({PRIMARY: [fail(StatusError("HTTP 503", status=503))]})
+    route(down, Routes((PRIMARY,), breaker_for={PRIMARY: five_hundred}.get))
     assert five_hundred.recorded and not any(five_hundred.recorded)  # a 5xx still counts against the model

@@ -25,7 +25,6 @@ from chuixiang.generation.sections import (
     outline_text,
     plan,
 )
-from chuixiang.settings import Settings
 from chuixiang.upstream.chat import cached_prompt_tokens
 from chuixiang_local.model.fake_model import recipe_for
 from chuixiang_local.model.profiles import long_recipe_for, section_doc
@@ -179,19 +178,6 @@ def test_progress_shows_the_outline_first_then_every_step_in_order_whichever_ran
     assert streams.content_chars == len(outline_json[: outline_json.index('"stepTitles"') + 16]) + len(
         later[: later.rindex('{"order"')]
     )
-
-
-def test_admission_counts_a_job_in_sections_as_its_stream_limit() -> None:
-    """``parallel`` counts ``RecipeMaxStreams`` a job; ``auto`` admits a job per stream, of which a job with a
-    wide pass holds ``RecipeMaxStreams``: as many passes as the streams hold."""
-    whole = Settings.model_validate({"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "whole"})
-    auto = Settings.model_validate({"ADMISSION_SLOTS": "100"})
-    parallel = Settings.model_validate(
-        {"ADMISSION_SLOTS": "20", "RECIPE_SECTIONS": "parallel", "RECIPE_MAX_STREAMS": "5"}
-    )
-    tiny = Settings.model_validate({"ADMISSION_SLOTS": "3", "RECIPE_SECTIONS": "parallel"})
-    assert (whole.admission_jobs, auto.admission_jobs, parallel.admission_jobs, tiny.admission_jobs) == (20, 100, 4, 1)
-    assert (whole.admission_passes, auto.admission_passes, parallel.admission_passes) == (0, 9, 0)
 
 
 def test_cached_prompt_tokens_as_providers_report_them() -> None:

@@ -72,13 +72,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     job_id = str(uuid.uuid4())
     logger.append_keys(jobId=job_id)
     until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
-    admission = Admission(
-        store.table,
-        settings.admission_jobs,
-        settings.admission_per_caller,
-        passes=settings.admission_passes,
-        width=settings.recipe_max_streams,
-    )
+    admission = Admission(store.table, settings.admission_jobs, settings.admission_per_caller)
     slot = admission.admit(job_id, job.get("admittedAs", caller), until)
     if isinstance(slot, Refused):
         raise AdmissionRefused(slot.retry_after_s, slot.reason)

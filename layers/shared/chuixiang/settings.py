@@ -52,8 +52,14 @@ class _Config(BaseSettings):
     #: Per model name or prefix, the request fields it takes (``chuixiang.upstream.dialects``); JSON.
     model_dialects: str = Field("", validation_alias="MODEL_DIALECTS")
 
-    #: Model streams the API lets run at once (``RecipeConcurrency``); beyond them a POST gets 429.
+    #: Jobs the API lets run at once (``RecipeConcurrency``), each holding one model stream; beyond them a POST
+    #: gets 429.
     admission_slots: int = Field(100, gt=0, validation_alias="ADMISSION_SLOTS")
+    #: The provider key's concurrent-request quota (``RecipeKeyStreams``; 0: not stated, learned from its 429s).
+    recipe_key_streams: int = Field(0, ge=0, validation_alias="RECIPE_KEY_STREAMS")
+    #: The key's tokens per minute as the provider counts them at admission, prompt + ``max_tokens``
+    #: (``RecipeKeyTokensPerMinute``; 0: not stated).
+    recipe_key_tokens_per_minute: int = Field(0, ge=0, validation_alias="RECIPE_KEY_TOKENS_PER_MINUTE")
     #: Of those, at most this many one caller's (0: no such cap); the caller as :func:`job_start.admitted_as` says.
     admission_per_caller: int = Field(2, ge=0, validation_alias="ADMISSION_PER_CALLER")
     recipe_max_tokens: int = Field(3000, gt=0, validation_alias="RECIPE_MAX_TOKENS")
@@ -76,22 +82,13 @@ class _Config(BaseSettings):
         return _models(self.recipe_model, self.recipe_fallback_models)
 
     @property
-    def streams_per_job(self) -> int:
-        """The most model streams one job holds open at once (``auto`` may write in sections: it counts so)."""
-        return 1 if self.recipe_sections == "whole" else self.recipe_max_streams
-
-    @property
     def admission_jobs(self) -> int:
-        """Jobs admitted at once: the streams allowed over the streams one job holds (at least one job); under
-        ``auto`` a job holds one stream unless it holds a wide pass too (:attr:`admission_passes`)."""
-        if self.recipe_sections == "auto":
-            return self.admission_slots
-        return max(1, self.admission_slots // self.streams_per_job)
-
-    @property
-    def admission_passes(self) -> int:
-        """Wide passes (``auto``): jobs that may write in sections at once, each worth ``recipe_max_streams``."""
-        return self.admission_slots // self.recipe_max_streams if self.recipe_sections == "auto" else 0
+        """Jobs admitted at once: ``RecipeConcurrency``, each holding one model stream for its life; no more than
+        the key takes at once when its quota is stated (``RecipeKeyStreams``): a job beyond it would be refused by
+        the provider, not by us with a ``Retry-After``."""
+        if self.recipe_key_streams:
+            return max(1, min(self.admission_slots, self.recipe_key_streams))
+        return self.admission_slots
 
     @property
     def canary_model_list(self) -> tuple[str, ...]:

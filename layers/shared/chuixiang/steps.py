@@ -24,9 +24,11 @@ from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
 from .generation.recipe import RecipeLimits
 from .generation.recipe_modes import write_recipe
+from .generation.section_tokens import whole_reservation
 from .job_status import JobStage, JobStatus
 from .observability import dimensioned_metric, logger, metrics
 from .redaction import register_secret
+from .resilience.key_loans import KeyQuotas
 from .route_wiring import image_routes, recipe_routes
 from .schemas import (
     ImageEvent,
@@ -43,11 +45,12 @@ from .stage_report import (
     record_stage_outcome,
     stage_failure,
 )
-from .stores.admission import Admission, is_wide
+from .stores.admission import Admission
 from .stores.images import ImageStore, image_key
 from .stores.job_item import JobItem
 from .stores.job_times import JobTimes
 from .stores.jobs import JobStore
+from .stores.key_streams import DynamoKeyStore, KeyLender
 from .stores.recipe_cache import RecipeCache
 from .stores.secrets import model_api_key
 from .timeouts import (
@@ -159,7 +162,8 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
             routes,
             reporter,
             setting=settings.recipe_sections,
-            max_streams=_streams_granted(settings, store, event.jobId),
+            max_streams=settings.recipe_max_streams,
+            lender=key_lender(settings, store, event.jobId, event.deadlineAt),
         )
     m = outcome.metrics
     failure = record_recipe_outcome(store, event.jobId, m, outcome.error, valid=outcome.result is not None)
@@ -186,13 +190,18 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
     return RecipeResult(ok=True, imagePrompt=outcome.result.imagePrompt)
 
 
-def _streams_granted(settings: Settings, store: JobStore, job_id: str) -> int:
-    """The model streams this job may open: under ``auto`` one, unless admission gave it a wide pass (or it
-    was started without the API, which admits nothing); else ``RecipeMaxStreams``."""
-    if settings.recipe_sections != "auto":
-        return settings.recipe_max_streams
-    slot = (store.get(job_id) or {}).get("slot")
-    return settings.recipe_max_streams if slot is None or is_wide(int(slot)) else 1
+def key_lender(settings: Settings, store: JobStore, job_id: str, deadline_at: str | None) -> KeyLender:
+    """What the job may borrow of its key (the recipe model's, at its endpoint) beyond its own stream, until its
+    deadline (a job that dies gives its loan back then)."""
+    until = parse_iso(deadline_at) if deadline_at else now_utc() + timedelta(seconds=STATE_MACHINE.of(settings))
+    quotas = KeyQuotas(
+        streams=settings.recipe_key_streams,
+        tokens_per_minute=settings.recipe_key_tokens_per_minute,
+        jobs=settings.admission_jobs,
+        whole_tokens=whole_reservation(settings.recipe_max_tokens).total,
+    )
+    store_ = DynamoKeyStore(store.table, settings.model_base_url, settings.recipe_model)
+    return KeyLender(store_, quotas, job_id, until.timestamp())
 
 
 def _seconds_since_start(settings: Settings, deadline_at: str) -> float:

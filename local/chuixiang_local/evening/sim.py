@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chuixiang.generation.mode_choice import RATE_LIMITED_WHOLE_S
+from chuixiang.resilience.key_loans import PROBE_FIRST_S
 from chuixiang.job_start import POLL_AFTER_MS
 from chuixiang.stores.admission import RETRY_AFTER_MAX_S
 from chuixiang.stores.job_times import EXPECTED_JOB_S, MIN_SAMPLES
@@ -316,7 +316,7 @@ class Evening:
             u.lambda_tries += 1
             self.at(now + wait, i, self.recipe_start)
             return
-        limited = self.refused_at is not None and now - self.refused_at < RATE_LIMITED_WHOLE_S
+        limited = self.refused_at is not None and now - self.refused_at < PROBE_FIRST_S
         mode = "whole" if u.width == 1 or (self.stack.mode == "auto" and limited) else self.stack.mode
         profile = self._provider_admits(self.rng.choice(self.jobs[mode]), now)
         if profile is None:
@@ -336,7 +336,7 @@ class Evening:
         refused; ``None`` when even that is."""
         refused = self._refusal(profile, now)
         if refused:
-            self.refused_at = now  # a 429: auto writes whole for a while
+            self.refused_at = now  # a 429: auto borrows no streams until a probe
         if refused and profile.mode != "whole":
             self.counts.fell_back_to_whole += 1
             profile = self.rng.choice(self.jobs["whole"])

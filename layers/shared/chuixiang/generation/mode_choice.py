@@ -101,14 +101,8 @@ class ModeChoice:
     parallel_ms: float | None = None
 
 
-#: How long after the provider refused a call for the key's rate limit (429) ``auto`` writes whole: sections send
-#: ~11 requests and ~4x the tokens (each repeats the prompt) where whole sends one, and a provider's per-minute
-#: limits count both (measured: ``chuixiang bench --sections``; their effect over an evening: bench/evening.py).
-RATE_LIMITED_WHOLE_S = 600
-IN_SECTIONS_COSTS = "sections spend its requests and tokens per minute several times faster"
-
-#: Why a job was written whole because admission gave it one stream (no wide pass: the key's streams were busy).
-ONE_STREAM = "admitted with one stream: others waited or every wide pass was held"
+#: Why a job was written whole when it may hold one stream only.
+ONE_STREAM = "one stream: the job may open no other"
 
 
 def most_ranges(max_streams: int, shape: RecipeShape) -> int:
@@ -142,11 +136,6 @@ def choose(
         return ModeChoice("whole", 0, "RecipeSections=whole")
     if max_streams == 1:
         return ModeChoice("whole", 0, ONE_STREAM)
-    limited = health.rate_limited_age_s if health is not None else None
-    if only is None and limited is not None and limited < RATE_LIMITED_WHOLE_S:
-        return ModeChoice(
-            "whole", 0, f"the key was refused for its rate limit {limited:.0f} s ago: {IN_SECTIONS_COSTS}"
-        )
     m = Measured.of(health)
     if m is None:
         mode = only or COLD_MODE

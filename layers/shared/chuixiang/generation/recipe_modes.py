@@ -9,7 +9,7 @@ a whole attempt its minimum time (``wholeAfter``): the user gets a recipe, later
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import httpx
@@ -18,13 +18,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from ..deadline import Budget
 from ..observability import dimensioned_metric, logger
 from ..resilience.health import ModelHealth
+from ..resilience.key_loans import Lender
 from ..resilience.router import Routes
 from ..upstream.endpoint import ModelEndpoint
 from .mode_choice import OTHER_STREAMS, ModeChoice, choose
 from .progress import ProgressReporter
 from .recipe import RecipeLimits, RecipeOutcome, count_tokens, generate_recipe
 from .recipe_in_sections import write_in_sections
-from .section_tokens import most_ranges_reserved
+from .section_tokens import most_ranges_reserved, sections_reservation, whole_reservation
 from .section_yield import AbandonReason
 from .stage import Generation
 
@@ -66,24 +67,62 @@ def write_recipe(
     *,
     setting: SectionsSetting = "auto",
     max_streams: int,
+    lender: Lender | None = None,
 ) -> RecipeOutcome:
     """The recipe for ``dish`` in the mode ``setting`` says (``auto``: the one predicted faster), within
-    ``budget`` and the total limit; the metrics say which mode wrote it and why."""
+    ``budget`` and the total limit; the metrics say which mode wrote it and why. With a ``lender`` (the key's),
+    a plan in sections borrows its extra streams and tokens first, and the job tells it whether the key refused
+    a call; without one the plan takes ``max_streams`` as given (a bench, a test)."""
     stage = budget.within(limits.total_ms)
     choice = choose_mode(routes, limits, stage, setting, max_streams)
+    if choice.mode == "parallel" and lender is not None:
+        choice = borrowed(choice, lender, limits)
     logger.info("recipe mode", extra={"mode": choice.mode, "modeReason": choice.reason, "ranges": choice.ranges})
-    if choice.mode == "whole":
-        outcome = generate_recipe(client, endpoint, limits, dish, stage, routes, progress)
-    else:
-        ended = write_in_sections(client, endpoint, limits, dish, stage, routes, progress, choice)
-        outcome = ended.outcome
-        if ended.abandon is not None:
-            outcome.metrics.modeReason = choice.reason
-            whole = WholeAfter(client, endpoint, limits, dish, routes, progress)
-            outcome = whole.written(outcome, ended.abandon, stage)
+    try:
+        outcome = _written(client, endpoint, limits, dish, stage, routes, progress, choice)
+    except BaseException:
+        if lender is not None:
+            lender.give_back(refused=False)
+        raise
+    if lender is not None:
+        lender.give_back(refused=any(c.status == 429 for c in outcome.metrics.calls))
     outcome.metrics.mode = outcome.metrics.mode or choice.mode
     outcome.metrics.modeReason = outcome.metrics.modeReason or choice.reason
     return outcome
+
+
+def borrowed(choice: ModeChoice, lender: Lender, limits: RecipeLimits) -> ModeChoice:
+    """``choice`` with the streams and tokens its key lends it: the plan's ranges, or fewer, or whole."""
+    whole = whole_reservation(limits.max_tokens).total
+    why = ""
+    for ranges in range(choice.ranges, 0, -1):
+        extra = sections_reservation(ranges).total - whole
+        loan = lender.borrow(ranges + OTHER_STREAMS - 1, max(extra, 0))
+        if loan.streams:
+            fewer = f"; {ranges} of {choice.ranges} steps ranges" if ranges < choice.ranges else ""
+            return replace(choice, ranges=ranges, reason=f"{choice.reason}; borrowed {loan.streams} streams{fewer}")
+        why = loan.why
+    return ModeChoice("whole", 0, f"{choice.reason}; no streams to borrow ({why}): written whole")
+
+
+def _written(
+    client: httpx.Client,
+    endpoint: ModelEndpoint,
+    limits: RecipeLimits,
+    dish: str,
+    stage: Budget,
+    routes: Routes,
+    progress: ProgressReporter | None,
+    choice: ModeChoice,
+) -> RecipeOutcome:
+    if choice.mode == "whole":
+        return generate_recipe(client, endpoint, limits, dish, stage, routes, progress)
+    ended = write_in_sections(client, endpoint, limits, dish, stage, routes, progress, choice)
+    if ended.abandon is None:
+        return ended.outcome
+    ended.outcome.metrics.modeReason = choice.reason
+    whole = WholeAfter(client, endpoint, limits, dish, routes, progress)
+    return whole.written(ended.outcome, ended.abandon, stage)
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,10 @@
 Each slot is an item (``pk = ADMISSION#<n>``) taken with a conditional put and freed when its job ends (the
 state machine's ``FreeSlot`` states delete it), when the API sees the job ended, or at its lease end.
 
-Under ``RecipeSections=auto`` a job may also hold a **wide pass** (a slot numbered below zero, ``pk =
-ADMISSION#-<k+1>``): the right to write in sections, worth ``width`` streams. Pass ``k`` covers the ``width``
-job slots ``k*width .. (k+1)*width-1``, and each side is taken in one transaction that checks the other is free
-(a pass: its slots; a covered slot: its pass), so the streams held never exceed the slots, whatever arrives at
-once. A newcomer gets a pass when one is free and no one waits in line; else one stream (it is written whole).
-So a quiet evening writes in sections, and a busy one admits as many jobs as ``whole`` would instead of turning
-them away. Narrow jobs are packed into the slots no pass covers, then into ranges already broken.
+A slot is a **job**, whatever its streams: each job holds one model stream for its life, and a job written in
+sections borrows its extra streams from what the key has spare when its recipe stage opens them
+(:mod:`.key_streams`), never at admission. So a burst of ``RecipeConcurrency`` callers is all admitted, and a
+job counts once in its caller's share for its whole life.
 
 First come, first served is unfair under load: a client whose job just ended re-POSTs at once and finds the
 slot it freed, while clients told to come back later find every slot taken again (a 60-client run: 29
@@ -28,7 +25,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from ..clock import now_utc
 from ..observability import dimensioned_metric
-from .conditional import applied, transacted
+from .conditional import applied
 from .job_times import JobTimes
 
 if TYPE_CHECKING:
@@ -49,23 +46,19 @@ from .admission_state import (
     Refused,
     Seen,
     caller_digest,
-    is_wide,
     lane_key,
     line_key,
-    pass_slot,
     slot_key,
 )
 
-__all__ = ["RETRY_AFTER_MAX_S", "WAIT_GRACE_S", "Admission", "Refused", "is_wide", "pass_slot", "slot_key"]
+__all__ = ["RETRY_AFTER_MAX_S", "WAIT_GRACE_S", "Admission", "Refused", "slot_key"]
 
 
 class Admission:
-    """At most ``limit`` jobs in flight, at most ``per_caller`` of them one caller's (0: no such cap); with
-    ``passes``, up to that many of them wide, each worth ``width`` of the ``limit`` slots."""
+    """At most ``limit`` jobs in flight, at most ``per_caller`` of them one caller's (0: no such cap)."""
 
-    def __init__(self, table: Table, limit: int, per_caller: int = 0, *, passes: int = 0, width: int = 1) -> None:
+    def __init__(self, table: Table, limit: int, per_caller: int = 0) -> None:
         self.table, self.limit, self.per_caller = table, limit, per_caller
-        self.passes, self.width = (passes, width) if width > 1 else (0, 1)
         self.line = Line(table)
 
     def admit(self, job_id: str, caller: str, until: int) -> int | Refused:
@@ -82,7 +75,7 @@ class Admission:
         if slot is None:
             if lane is not None:
                 self._lane_update(me, lane, job_id, delete=True)
-            retry_after = self._retry_after(seen, need=seen.ahead_of(me) + 1 - len(self._free(seen)))
+            retry_after = self._retry_after(seen, need=seen.ahead_of(me) + 1 - len(seen.free(self.limit)))
             self.line.wait(seen, me, retry_after)
             return Refused(retry_after, "full")
         if lane is not None and not self._lane_update(me, lane, job_id, slot=slot):
@@ -105,73 +98,25 @@ class Admission:
     # --- taking a slot, and a lane of the caller's share ---------------------------------------------------
 
     def _take_free_slot(self, seen: Seen, me: str, job_id: str, until: int) -> int | None:
-        """A free slot not owed to a caller ahead in line: a wide pass when one is free and no one waits."""
+        """A free slot not owed to a caller ahead in line."""
         ticket = self._ticket()
         item = {"jobId": job_id, "caller": me, "expiresAt": until, "takenAt": seen.now}
         for round_ in range(ROUNDS):
             if round_:
                 seen = self._read(me)
-            free = self._free(seen)
+            free = seen.free(self.limit)
             if len(free) <= seen.ahead_of(me):
                 return None
-            if self.passes and not seen.waiting(me):
-                wide = [k for k in range(self.passes) if self._pass_free(seen, k)]
-                for k in sorted(wide, key=lambda k: (k - ticket) % self.passes)[:TRIES]:
-                    if self._take_pass(k, item, seen.now):
-                        return pass_slot(k)
-            for slot in self._packed(seen, free, ticket)[:TRIES]:
-                if self._take_slot(slot, item, seen.now):
+            # Requests arriving together start at different free slots (the ticket).
+            for slot in sorted(free, key=lambda n: (n - ticket) % self.limit)[:TRIES]:
+                if applied(
+                    self.table.put_item,
+                    Item={**item, **slot_key(slot)},
+                    ConditionExpression=FREE,
+                    ExpressionAttributeValues={":now": seen.now},
+                ):
                     return slot
         return None
-
-    def _free(self, seen: Seen) -> list[int]:
-        """The job slots free and not covered by a held pass."""
-        held_passes = {-n - 1 for n in seen.held if n < 0}
-        return [n for n in seen.free(self.limit) if self._pass_of(n) not in held_passes]
-
-    def _pass_of(self, slot: int) -> int | None:
-        """The pass covering job slot ``slot`` (None: none does)."""
-        k = slot // self.width
-        return k if k < self.passes else None
-
-    def _pass_free(self, seen: Seen, k: int) -> bool:
-        covered = range(k * self.width, (k + 1) * self.width)
-        return pass_slot(k) not in seen.held and not any(n in seen.held for n in covered)
-
-    def _packed(self, seen: Seen, free: list[int], ticket: int) -> list[int]:
-        """Free job slots, fullest range first (slots no pass covers before any): a narrow job breaks as few
-        passes as it can; requests arriving together start at different slots (the ticket)."""
-
-        def broken(n: int) -> int:
-            k = self._pass_of(n)
-            if k is None:
-                return -1
-            return -sum(m in seen.held for m in range(k * self.width, (k + 1) * self.width))
-
-        return sorted(free, key=lambda n: (broken(n), (n - ticket) % self.limit))
-
-    def _take_slot(self, slot: int, item: dict[str, Any], now: int) -> bool:
-        """Take job slot ``slot``: alone, or with its pass checked free in the same transaction."""
-        k = self._pass_of(slot)
-        put = {**item, **slot_key(slot)}
-        if k is None:
-            return applied(
-                self.table.put_item, Item=put, ConditionExpression=FREE, ExpressionAttributeValues={":now": now}
-            )
-        return self._transact(put, [slot_key(pass_slot(k))], now)
-
-    def _take_pass(self, k: int, item: dict[str, Any], now: int) -> bool:
-        """Take wide pass ``k`` with every job slot it covers checked free, in one transaction."""
-        covered = [slot_key(n) for n in range(k * self.width, (k + 1) * self.width)]
-        return self._transact({**item, **slot_key(pass_slot(k))}, covered, now)
-
-    def _transact(self, put: dict[str, Any], free: list[dict[str, str]], now: int) -> bool:
-        """Put ``put`` if it and every item keyed in ``free`` is free (absent or lapsed), all or nothing."""
-        client, name = self.table.meta.client, self.table.name  # the resource's client takes plain values
-        free_now = {"ConditionExpression": FREE, "ExpressionAttributeValues": {":now": now}}
-        checks = [{"ConditionCheck": {"TableName": name, "Key": key, **free_now}} for key in free]
-        write = {"Put": {"TableName": name, "Item": put, **free_now}}
-        return transacted(client.transact_write_items, TransactItems=[write, *checks])
 
     def _ticket(self) -> int:
         """A number from an atomic counter: requests arriving together start at different free slots."""
@@ -243,7 +188,7 @@ class Admission:
     def _read(self, me: str) -> Seen:
         """The held slots, the line and ``me``'s lanes, in consistent batch reads (at most 100 keys each)."""
         now = int(now_utc().timestamp())
-        keys = [slot_key(n) for n in [*range(self.limit), *map(pass_slot, range(self.passes))]]
+        keys = [slot_key(n) for n in range(self.limit)]
         keys += [line_key(b) for b in range(LINE_BUCKETS)]
         keys += [lane_key(me, k) for k in range(self.per_caller)]
         seen = Seen({}, {}, {}, now)

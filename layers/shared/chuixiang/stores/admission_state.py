@@ -1,4 +1,4 @@
-"""What admission reads and writes in the jobs table: the keys of its items (slots, wide passes, lanes, the
+"""What admission reads and writes in the jobs table: the keys of its items (slots, lanes, the
 line), what one read of them says (:class:`Seen`), and its limits; :mod:`.admission` decides with them."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ TRIES = 8
 #: …and reads before it is refused while free slots remain (each was taken under it).
 ROUNDS = 3
 TICKET_KEY = {"pk": "ADMISSION#ticket"}
-#: A slot or pass is free when no item holds it or its holder's lease has run out.
+#: A slot is free when no item holds it or its holder's lease has run out.
 FREE = "attribute_not_exists(pk) OR expiresAt < :now"
 
 
@@ -123,13 +123,3 @@ class Seen:
 
 def line_bucket(digest: str) -> int:
     return int(digest, 16) % LINE_BUCKETS
-
-
-def pass_slot(k: int) -> int:
-    """The slot number of wide pass ``k`` (below zero: ``ADMISSION#-1`` is pass 0)."""
-    return -(k + 1)
-
-
-def is_wide(slot: int | None) -> bool:
-    """Whether a job's slot is a wide pass: it may write in sections."""
-    return slot is not None and int(slot) < 0

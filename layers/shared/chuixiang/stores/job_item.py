@@ -22,7 +22,7 @@ class JobItem(BaseModel):
     createdAt: str
     updatedAt: str | None = None
     deadlineAt: str | None = None
-    #: The admission slot (or wide pass, below zero) the job holds, if admission gave it one.
+    #: The admission slot the job holds, if admission gave it one.
     slot: int | None = None
     #: Who may read it (who created or joined it); empty: whoever holds its id.
     owners: frozenset[str] = frozenset()
