@@ -222,6 +222,13 @@ def _served_degraded(fake: FakeModel, log: TextIO, work: Path) -> None:
         api = LocalApi(cloud)
         job = api.wait(api.post_dish("看板分段")[1]["jobId"], give_up_s=30)
         assert job["status"] == "SUCCEEDED" and job["degraded"] == ["extras"], job
+        # An outline answered with the whole recipe: the sections abandoned, the recipe written whole after them.
+        fake.chat_by_section["outline"] = ChatBehaviour(kind="whole_recipe")
+        try:
+            job = api.wait(api.post_dish("看板整写")[1]["jobId"], give_up_s=30)
+        finally:
+            fake.chat_by_section.clear()
+        assert job["status"] == "SUCCEEDED" and job["metrics"]["recipe"]["wholeAfter"] == "shape", job
 
 
 @pytest.fixture(scope="module")

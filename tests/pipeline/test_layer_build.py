@@ -27,8 +27,10 @@ import build_layer  # noqa: E402 - the build script, not a package
 UNCHECKED_HASH = 0b01
 #: The layer's budget unzipped (the boto3 stack alone was 30 MB; sources plus caches 17 MB). Raised from 12.5
 #: when routing, health and hedging took it to 12.56 MB (chuixiang's own code 0.60 MB of it, the rest the
-#: pinned dependencies): a budget that says where the megabytes are, not a ceiling to shave code under.
-MAX_MB = 13.0
+#: pinned dependencies): a budget that says where the megabytes are, not a ceiling to shave code under. Raised
+#: to 13.5 when the key's loans, each section's tokens and the whole-after path took it to 13.04 MB (chuixiang's
+#: own sources and precompiled caches 1.13 MB of it; pydantic_core 5.2 MB, Powertools 2.1 MB, pydantic 1.5 MB).
+MAX_MB = 13.5
 
 
 @pytest.fixture(scope="module")

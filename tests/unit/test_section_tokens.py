@@ -38,3 +38,13 @@ def test_no_plan_reserves_more_than_two_and_a_half_whole_answers() -> None:
     assert 1 <= most < RecipeShape().steps
     assert sections_reservation(most).total <= MAX_RESERVED_RATIO * whole < sections_reservation(most + 1).total
     assert 3_000 < whole < 3_600
+
+
+def test_the_sections_page_states_the_reservations_as_computed() -> None:
+    from pathlib import Path
+
+    page = " ".join((Path(__file__).parents[2] / "docs" / "sections.md").read_text().split())
+    whole, most = whole_reservation(MAX_TOKENS).total, most_ranges_reserved(MAX_TOKENS)
+    sections = sections_reservation(most).total
+    said = f"about {round(whole, -2):,} whole and {round(sections, -2):,} in sections, in {most} steps ranges at most"
+    assert said in page, said

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..observability import logger
+from ..observability import logger, metrics
 from ..resilience.key_loans import KeyQuotas, KeyRecord, KeyStore, Loan, LoanEntry, given_back, lend, lent
 from .conditional import applied
 
@@ -97,8 +98,12 @@ class KeyLender:
                 loan = lend(record, self.quotas, self.job, streams, tokens, now)
                 if not loan.streams:
                     return loan
-                if self.store.write(lent(record, self.job, loan, now, self.until), record.version):
+                after = lent(record, self.job, loan, now, self.until)
+                if self.store.write(after, record.version):
                     self.loan = loan
+                    # The admission widget draws it beside the jobs in flight: the key's streams beyond them.
+                    lending = sum(e.streams for e in after.live(now).values())
+                    metrics.add_metric(name="KeyStreamsLent", unit=MetricUnit.Count, value=lending)
                     return loan
             except (ClientError, BotoCoreError) as exc:
                 logger.warning("key loan not recorded: writing whole", extra={"error": str(exc)})

@@ -1,0 +1,78 @@
+"""Admission by jobs through the API and the local cloud (the template's default ``auto``): a burst of
+``RecipeConcurrency`` callers is all admitted, a job written in sections counts once in its caller's share for its
+whole life, and a caller cooking dish after dish is never refused (a finished job's slot is free by the time the
+caller reads its status)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
+
+from ..support.scaled import SCALED
+from ..support.waiting import wait_until
+
+BURST = 30
+ROOMY = {"RecipeIdleTimeoutMs": "2000", "RecipeFirstContentTimeoutMs": "2500"}
+
+
+@pytest.fixture(scope="module")
+def cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
+    work = tmp_path_factory.mktemp("jobs")
+    overrides = {**SCALED, **ROOMY, "RecipeConcurrency": str(BURST), "RecipeConcurrencyPerCaller": "2"}
+    with (
+        open(work / "functions.log", "w") as log,
+        LocalCloud(overrides, model_base_url=module_fake.base_url, work_dir=Path(work), log=log) as c,
+    ):
+        yield c
+
+
+@pytest.fixture(autouse=True)
+def _settled(cloud: LocalCloud, module_fake: FakeModel) -> Iterator[None]:
+    yield
+    module_fake.chat_by_section.clear()
+    wait_until(lambda: not cloud.running_executions(), timeout_s=120, what="executions to end")
+
+
+def test_a_burst_of_recipe_concurrency_callers_is_all_admitted(cloud: LocalCloud) -> None:
+    """Thirty callers at once, thirty slots: every POST gets 202 (the wide passes of before admitted 10 and
+    refused 20: a pass took 11 slots before its outline had written a title)."""
+    api = LocalApi(cloud)
+    answers = [api.post_dish(f"突发的菜{n}", source_ip=f"10.0.2.{n + 1}") for n in range(BURST)]
+    assert [status for status, _ in answers] == [202] * BURST, [doc for status, doc in answers if status != 202][:2]
+    for _, doc in answers[:3]:
+        assert api.wait(doc["jobId"], give_up_s=90)["status"] == "SUCCEEDED"
+
+
+def test_a_job_in_sections_counts_once_in_its_callers_share_for_its_whole_life(
+    cloud: LocalCloud, module_fake: FakeModel
+) -> None:
+    """Two jobs of one caller, written in sections, each outline slow (~2 s of the scaled 3 s): the caller's
+    third POST is refused early in them and late in them (a scaled 5 s and 15 s of a 140 s stage)."""
+    module_fake.chat_by_section["outline"] = ChatBehaviour(chunk_delay_s=0.02)
+    api, me = LocalApi(cloud), "10.0.3.1"
+    started = time.monotonic()
+    jobs = [api.post_dish(f"分段的菜{n}", source_ip=me) for n in range(2)]
+    assert [s for s, _ in jobs] == [202, 202], jobs
+    for at_s in (0.3, 1.2):
+        wait_until(lambda at=at_s: time.monotonic() - started >= at, timeout_s=5, what=f"{at_s} s into the jobs")
+        status, third = api.post_dish(f"第三道菜{at_s}", source_ip=me)
+        assert status == 429 and "share" in third["error"]["reason"], (at_s, third)
+    done = [api.wait(doc["jobId"], give_up_s=90) for _, doc in jobs]
+    assert [d["status"] for d in done] == ["SUCCEEDED", "SUCCEEDED"], done
+    assert {d["metrics"]["recipe"]["mode"] for d in done} <= {"parallel", "whole"}
+    assert any(d["metrics"]["recipe"].get("sections") for d in done)  # written in sections, the subject here
+
+
+def test_one_caller_cooks_five_dishes_back_to_back_without_a_429(cloud: LocalCloud) -> None:
+    api, me = LocalApi(cloud), "10.0.4.1"
+    for n in range(5):
+        status, doc = api.post_dish(f"一道接一道{n}", source_ip=me)
+        assert status == 202, (n, doc)
+        assert api.wait(doc["jobId"], give_up_s=90)["status"] == "SUCCEEDED"
