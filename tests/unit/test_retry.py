@@ -38,3 +38,23 @@ def test_retry_after_parsing() -> None:
     assert retry_after_seconds(None) is None
     assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
     assert retry_after_seconds("soon") is None
+
+
+def test_a_full_key_is_waited_out_inside_the_budget_for_the_call_a_job_cannot_do_without() -> None:
+    """The whole recipe's call (``quota_attempts``): a 429 is retried after its Retry-After whenever it came and
+    however often, while the budget holds an attempt after the wait; the ordinary rule (a section's) once."""
+    patient = RetryPolicy(max_attempts=2, window_ms=500, min_attempt_ms=2000, base_backoff_s=0.1, quota_attempts=5)
+    full = StatusError("429", status=429, retry_after_s=1.5)
+
+    def decide(attempt: int, remaining_ms: float, policy: RetryPolicy = patient) -> tuple[bool, float]:
+        d = decide_retry(full, attempt=attempt, elapsed_ms=900, remaining_ms=remaining_ms, policy=policy)
+        return d.retry, d.wait_s
+
+    assert decide(1, 10_000) == (True, 1.5) and decide(4, 10_000)[0]  # late in its attempt, and again
+    assert not decide(5, 10_000)[0]  # at most quota_attempts
+    assert not decide(1, 3_000)[0]  # 1.5 s + a 2 s attempt do not fit
+    assert not _decide(full, elapsed_ms=900)  # the ordinary rule: not after the window
+    assert not decide(1, 10_000, RetryPolicy(2, 500, 2000))[0]  # no patience unless asked (a section, an image)
+    assert not decide_retry(
+        StatusError("503", status=503), attempt=2, elapsed_ms=10, remaining_ms=10_000, policy=patient
+    ).retry

@@ -30,6 +30,11 @@ from .recipe_format import strip_reasoning
 T = TypeVar("T")
 
 
+#: A whole recipe's call refused for the key's quota waits and asks again up to this many times, inside its budget
+#: (a section's is not: the stage abandons its sections and writes whole on the stream the job holds).
+QUOTA_ATTEMPTS = 20
+
+
 @dataclass(frozen=True)
 class RecipeLimits:
     """Everything that bounds one recipe generation, built once from the settings."""
@@ -53,6 +58,7 @@ class RecipeLimits:
                 max_attempts=2,
                 window_ms=RECIPE_RETRY_WINDOW.of(settings),
                 min_attempt_ms=RECIPE_MIN_ATTEMPT.of(settings),
+                quota_attempts=QUOTA_ATTEMPTS,
             ),
             max_tokens=settings.recipe_max_tokens,
             dialects=settings.model_dialects,

@@ -18,7 +18,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as futures_wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar, cast
 
 import httpx
@@ -128,6 +128,9 @@ class _SectionsRun:
         progress: ProgressReporter | None,
     ) -> None:
         self.client, self.endpoint, self.limits, self.dish, self.routes = client, endpoint, limits, dish, routes
+        #: A section refused for the key's quota is retried by the ordinary rule only (once, early): the key being
+        #: full is the stage's reason to write whole on the job's own stream, not to wait beside the outline.
+        self.section_limits = replace(limits, retry=replace(limits.retry, quota_attempts=0))
         self.started = time.monotonic()
         self.parts: list[Part] = []
         self._lock = threading.Lock()
@@ -237,7 +240,7 @@ class _SectionsRun:
             stops=self.stops,
             wrote=part.wrote,
         )
-        part.routed = generate(recipe_router(routes, self.limits), call, budget)
+        part.routed = generate(recipe_router(routes, self.section_limits), call, budget)
         part.end_ms = self._ms()
         self.streams.ended(section.name, part.value, dropped=not section.core)
         with self._lock:

@@ -27,6 +27,10 @@ class RetryPolicy:
     min_attempt_ms: float  #: budget another attempt needs, after the back-off
     base_backoff_s: float = 0.5
     backoff_cap_factor: int = 4
+    #: A call refused for the key's quota (429) is retried up to this many attempts, waiting what it was told, as
+    #: long as the budget holds another attempt after the wait, whenever it came (0: the ordinary rule, one retry
+    #: within the window). For the call a job cannot do without: the key being full is a wait, not a failure.
+    quota_attempts: int = 0
 
     @property
     def max_backoff_s(self) -> float:
@@ -61,6 +65,8 @@ def decide_retry(
         return RetryDecision(False, 0, f"{failure.kind} is not transient")
     if failure.content_started:
         return RetryDecision(False, 0, "content had already started")
+    if failure.quota and policy.quota_attempts:
+        return _quota_retry(failure, attempt, remaining_ms, policy, waiting_pays)
     if elapsed_ms > policy.window_ms:
         return RetryDecision(False, 0, f"failed after {elapsed_ms:.0f} ms > window {policy.window_ms:.0f} ms")
     if attempt >= policy.max_attempts:
@@ -83,6 +89,27 @@ def decide_retry(
             f"{policy.min_attempt_ms:.0f} ms; the next model, if any, at once",
         )
     return RetryDecision(True, wait, "early transient failure")
+
+
+def _quota_retry(
+    failure: UpstreamError,
+    attempt: int,
+    remaining_ms: float,
+    policy: RetryPolicy,
+    waiting_pays: Callable[[float], bool] | None,
+) -> RetryDecision:
+    """The key was full: wait as it said (at least the back-off), as often as the budget still holds a whole
+    attempt after the wait, unless the next model is predicted to finish sooner."""
+    if attempt >= policy.quota_attempts:
+        return RetryDecision(False, 0, f"the key refused {attempt} attempts")
+    wait = max(policy.backoff_s(attempt), failure.retry_after_s or 0.0)
+    if waiting_pays is not None and not waiting_pays(wait):
+        return RetryDecision(False, 0, f"the key is full for {wait:g} s: the next model is predicted sooner")
+    if remaining_ms - wait * 1000 < policy.min_attempt_ms:
+        return RetryDecision(
+            False, 0, f"the key is full: {remaining_ms:.0f} ms left cannot hold wait {wait:.2f} s + an attempt"
+        )
+    return RetryDecision(True, wait, "the key is full: waiting as it said")
 
 
 def log_call(
