@@ -8,7 +8,16 @@ Each scenario is one model, every job run in both modes through the production r
   hosted APIs batch requests;
 * ``off-peak``: ``fake-offpeak`` (first content 2-4 s, a whole recipe in 19-32 s);
 * ``capped key``: ``fake-capped``, a provider that caps a key's tokens/s over all its streams (18 tokens/s):
-  the case where writing sections side by side gains nothing. One job at a time, so the cap is the job's.
+  the case where writing sections side by side gains nothing. One job at a time, so the cap is the job's;
+* ``2 at once`` (1 and 4 users): the peak model behind a key that takes 2 requests at once and answers 429
+  beyond (many providers cap a new key's concurrency; Moonshot's tier 0 takes 1). With 4 users the stack states
+  ``RecipeKeyStreams=2``, as docs/admission.md asks: admission runs 2 jobs at once, the others wait in line;
+* ``TPM at admission`` (1 and 4 users): the peak model behind a key whose tokens per minute are counted when a
+  request is admitted, prompt + ``max_tokens`` (OpenAI's and Azure's way), 30,000 a minute (OpenAI's usage
+  tier 1 for gpt-4o), unstated to the stack.
+
+``auto`` jobs borrow through a key lender as production's do (one per scenario: its loans and its refusals);
+``parallel`` writes in sections whatever the key has spare (its sections still yield to a whole answer).
 
 Time runs ``--scale`` times faster (the fake plays real seconds that much faster; every limit is divided by
 the same factor); figures are printed in real seconds. With ``--model-base-url`` and ``--models`` the jobs go
@@ -25,7 +34,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,19 +45,48 @@ from chuixiang.generation.progress import ProgressReporter
 from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome
 from chuixiang.generation.recipe_in_sections import default_max_streams
 from chuixiang.generation.recipe_modes import SectionsSetting, write_recipe
+from chuixiang.generation.section_tokens import whole_reservation
 from chuixiang.observability import logger
 from chuixiang.resilience.health import HealthStore
+from chuixiang.resilience.key_loans import KeyQuotas, Lender
 from chuixiang.resilience.router import Routes
 from chuixiang.schemas import PartialRecipe, Progress
+from chuixiang.stores.key_streams import KeyLender
 from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.commands.bench import percentile
 from chuixiang_local.commands.routing_bench import limits as scaled_limits
 from chuixiang_local.model.fake_model import FakeModelProcess
+from chuixiang_local.model.key_quota import KeyQuota
 from chuixiang_local.model.memory_health import MemoryHealth
+from chuixiang_local.model.memory_key_store import MemoryKeyStore
 from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
 
-SCENARIOS = {"peak": "fake-evening", "off-peak": "fake-offpeak", "capped key": "fake-capped"}
+
+@dataclass(frozen=True)
+class Scenario:
+    """A model, the users at once, the key's quotas as the provider enforces them (None: none), and what the
+    stack states of them (``RecipeKeyStreams``: admission runs at most that many jobs at once)."""
+
+    model: str
+    users: int = 2
+    quota: KeyQuota | None = None
+    stated_streams: int = 0
+
+
+#: OpenAI's usage tier 1 for gpt-4o: 30,000 tokens a minute, counted at admission.
+TIER1_TPM = 30_000
+SCENARIOS = {
+    "peak": Scenario("fake-evening"),
+    "off-peak": Scenario("fake-offpeak"),
+    "capped key": Scenario("fake-capped", users=1),
+    "2 at once, 1 user": Scenario("fake-evening", users=1, quota=KeyQuota(max_open=2)),
+    "2 at once, 4 users": Scenario("fake-evening", users=4, quota=KeyQuota(max_open=2), stated_streams=2),
+    "TPM at admission, 1 user": Scenario("fake-evening", users=1, quota=KeyQuota(tokens_per_minute=TIER1_TPM)),
+    "TPM at admission, 4 users": Scenario("fake-evening", users=4, quota=KeyQuota(tokens_per_minute=TIER1_TPM)),
+}
+#: The scenarios of a key's quotas, whose goal is that no job is lost.
+QUOTA_SCENARIOS = tuple(name for name, sc in SCENARIOS.items() if sc.quota is not None)
 MODES = ("whole", "parallel", "auto")
 DISHES = ("番茄炒蛋", "红烧肉", "宫保鸡丁", "鱼香肉丝")
 #: How often the bench looks at what a polling user would see (in the bench's own, scaled, time).
@@ -78,6 +116,7 @@ class SectionsJob:
     mostStreams: int = 1  #: the most streams open at once
     chosen: str | None = None  #: the mode that wrote it (``auto`` chose it)
     mergeFailed: bool = False  #: its sections did not merge (it was then written whole, time allowing)
+    wholeAfter: str | None = None  #: why its sections gave way to a whole answer (None: they did not)
 
 
 class Looks:
@@ -106,6 +145,7 @@ def one_job(
     limits: RecipeLimits,
     function_ms: float,
     health: HealthStore | None = None,
+    lender: Lender | None = None,
 ) -> tuple[RecipeOutcome, Looks, float]:
     """(the outcome, what a poll showed when, the seconds it took) of one job in ``mode`` (``auto`` chooses from
     ``health``, which its jobs add to; the others measure nothing)."""
@@ -124,6 +164,7 @@ def one_job(
             reporter,
             setting=cast(SectionsSetting, mode),
             max_streams=default_max_streams(),
+            lender=lender,
         )
     return outcome, looks, time.monotonic() - started
 
@@ -159,27 +200,48 @@ def record(scenario: str, mode: str, run: int, done: tuple[RecipeOutcome, Looks,
         mostStreams=max(sum(1 for a, b in spans if a <= t < b) for t, _ in spans),
         chosen=m.mode,
         mergeFailed=m.mergeFailure is not None,
+        wholeAfter=m.wholeAfter,
     )
 
 
 def run_scenario(
-    base_url: str, scenario: str, model: str, runs: int, concurrency: int, scale: float, limits: RecipeLimits
+    base_url: str,
+    scenario: str,
+    model: str,
+    runs: int,
+    concurrency: int,
+    scale: float,
+    limits: RecipeLimits,
+    stated_streams: int = 0,
 ) -> list[SectionsJob]:
-    """``runs`` jobs in each mode, ``concurrency`` at a time (jobs alternate modes, so both see the same load)."""
+    """``runs`` jobs in each mode, ``concurrency`` at a time (jobs alternate modes, so both see the same load);
+    ``auto``'s borrow through one lender, whose clock runs ``scale`` times faster, as the fake does."""
     function_ms = BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / scale
     plan = [(mode, run) for run in range(runs) for mode in MODES]
     lock, jobs = threading.Lock(), []
     health = MemoryHealth(scale)  # a fresh stack's: auto's first jobs find nothing measured
+    keys = MemoryKeyStore()
+    jobs_at_once = min(concurrency, stated_streams) if stated_streams else 100
+    quotas = KeyQuotas(streams=stated_streams, jobs=jobs_at_once, whole_tokens=whole_reservation(3000).total)
+    started = time.monotonic()
+
+    def key_clock() -> float:
+        """The key's clock in real seconds: the fake plays ``scale`` times faster."""
+        return (time.monotonic() - started) * scale
 
     def go(mode: str, run: int) -> None:
         with httpx.Client() as client:  # each call sets its own timeouts (the stream reader)
             dish = DISHES[run % len(DISHES)]
             mine = health if mode == "auto" else None
-            done = one_job(client, base_url, model, mode, dish, limits, function_ms, mine)
+            lender = None
+            if mode == "auto":
+                deadline = key_clock() + function_ms * scale / 1000
+                lender = KeyLender(keys, quotas, f"{mode}-{run}", deadline, key_clock)
+            done = one_job(client, base_url, model, mode, dish, limits, function_ms, mine, lender)
         with lock:
             jobs.append(record(scenario, mode, run, done, scale))
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+    with ThreadPoolExecutor(max_workers=min(concurrency, jobs_at_once)) as pool:
         for future in [pool.submit(go, mode, run) for mode, run in plan]:
             future.result()
     return sorted(jobs, key=lambda j: (MODES.index(j.mode), j.run))
@@ -200,6 +262,8 @@ def summarise(jobs: Sequence[SectionsJob]) -> list[dict[str, Any]]:
                     "mode": mode,
                     "runs": len(mine),
                     "valid": len(valid),
+                    "lost": len(mine) - len(valid),
+                    "wholeAfter": sum(1 for j in mine if j.wholeAfter),
                     "totalMs": {"p50": _p(valid, "totalMs", 50), "p95": _p(valid, "totalMs", 95)},
                     "ingredientsMs": {"p50": _p(mine, "ingredientsMs", 50)},
                     "stepsKnownMs": {"p50": _p(mine, "stepsKnownMs", 50)},
@@ -230,7 +294,7 @@ def s(ms: float | None) -> str:
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     header = (
-        f"{'scenario':<11} {'mode':<9} {'valid':>6}  {'recipe p50/p95 s':>16}  {'ingredients p50 s':>17}  "
+        f"{'scenario':<26} {'mode':<9} {'valid':>6} {'lost':>4}  {'recipe p50/p95 s':>16}  {'ingredients p50 s':>17}  "
         f"{'steps known p50 s':>17}  {'tokens in (cached) / out':>24}"
     )
     lines = [header, "-" * len(header)]
@@ -238,7 +302,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
         share = r["cachedPromptShare"]
         tokens = f"{r['promptTokens']} ({share:.0%}) / {r['completionTokens']}" if r["promptTokens"] else "-"
         lines.append(
-            f"{r['scenario']:<11} {r['mode']:<9} {str(r['valid']) + '/' + str(r['runs']):>6}  "
+            f"{r['scenario']:<26} {r['mode']:<9} {str(r['valid']) + '/' + str(r['runs']):>6} {r['lost']:>4}  "
             f"{s(r['totalMs']['p50']) + ' / ' + s(r['totalMs']['p95']):>16}  {s(r['ingredientsMs']['p50']):>17}  "
             f"{s(r['stepsKnownMs']['p50']):>17}  {tokens:>24}"
         )
@@ -248,17 +312,22 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The bench's rows as the table ``docs/sections.md`` shows (``make docs``)."""
     out = [
-        "| scenario | mode | valid | recipe p50 / p95 s | ingredients readable p50 s | every step known p50 s "
-        "| prompt tokens (cached) | written tokens |",
-        "|---|---|---|---|---|---|---|---|",
+        "| scenario | mode | valid | lost | written whole after sections | recipe p50 / p95 s "
+        "| ingredients readable p50 s | every step known p50 s | prompt tokens (cached) | written tokens |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
-            f"| {r['scenario']} | {r['mode']} | {r['valid']}/{r['runs']} | {s(r['totalMs']['p50'])} / "
+            f"| {r['scenario']} | {r['mode']} | {r['valid']}/{r['runs']} | {r['lost']} | {r['wholeAfter']} "
+            f"| {s(r['totalMs']['p50'])} / "
             f"{s(r['totalMs']['p95'])} | {s(r['ingredientsMs']['p50'])} | {s(r['stepsKnownMs']['p50'])} "
-            f"| {r['promptTokens']} ({r['cachedPromptShare']:.0%}) | {r['completionTokens']} |"
+            f"| {_tokens_in(r)} | {r['completionTokens']} |"
         )
     return "\n".join(out)
+
+
+def _tokens_in(r: dict[str, Any]) -> str:
+    return f"{r['promptTokens']} ({r['cachedPromptShare']:.0%})" if r["promptTokens"] else "-"
 
 
 def _peak(rows: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -314,7 +383,8 @@ def _modes(rows: Sequence[dict[str, Any]], scenario: str) -> dict[str, dict[str,
 
 
 def _sec(row: dict[str, Any], key: str = "totalMs", p: str = "p50") -> float:
-    return float(row[key][p]) / 1000
+    value = row[key][p]
+    return float("inf") if value is None else float(value) / 1000
 
 
 def _verdict(ok: bool) -> str:
@@ -325,7 +395,8 @@ def goals(rows: Sequence[dict[str, Any]]) -> str:
     """The default setup's (``auto``) figures against the goals set for it (``docs/sections.md``)."""
     peak, off, capped = (_modes(rows, s) for s in ("peak", "off-peak", "capped key"))
     auto, whole = peak["auto"], peak["whole"]
-    ratios = {s: _sec(_modes(rows, s)["auto"]) / _sec(_modes(rows, s)["whole"]) for s in SCENARIOS}
+    present = dict.fromkeys(r["scenario"] for r in rows)
+    ratios = {s: _sec(_modes(rows, s)["auto"]) / _sec(_modes(rows, s)["whole"]) for s in present}
     worst = max(ratios, key=lambda s: ratios[s])
     written = auto["completionTokens"] / whole["completionTokens"] - 1
     merges = sum(r["mergeFailures"] for r in rows if r["mode"] == "auto")
@@ -346,11 +417,30 @@ def goals(rows: Sequence[dict[str, Any]]) -> str:
             f"| never more than 5 % slower than whole | worst {ratios[worst]:.2f} × ({worst}) "
             f"| {_verdict(ratios[worst] <= 1.05)} |",
             f"| written tokens within +10 % | {written:+.1%} | {_verdict(written <= 0.10)} |",
+            *_quota_goals(rows),
             f"| parts that did not merge | {merges} of {jobs} jobs | stated |",
             f"| prompt tokens, stated | {auto['promptTokens']} a recipe ({auto['cachedPromptShare']:.0%} a cached "
             f"prefix), whole {whole['promptTokens']} ({whole['cachedPromptShare']:.0%}) | stated |",
         ]
     )
+
+
+def _quota_goals(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One goal row per key's quota scenario: no job lost, and p50 within 1.05 x whole's."""
+    out = []
+    for scenario in QUOTA_SCENARIOS:
+        modes = _modes(rows, scenario)
+        if not modes:
+            continue
+        auto, whole = modes["auto"], modes["whole"]
+        ratio = _sec(auto) / _sec(whole)
+        lost = {m: r["lost"] for m, r in modes.items()}
+        said = ", ".join(f"{m} {n}" for m, n in lost.items())
+        out.append(
+            f"| {scenario}: 0 of {auto['runs']} jobs lost, p50 ≤ 1.05 × whole | lost: {said}; {ratio:.2f} × "
+            f"({_sec(auto):.1f} s, whole {_sec(whole):.1f} s) | {_verdict(auto['lost'] == 0 and ratio <= 1.05)} |"
+        )
+    return out
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -386,6 +476,22 @@ def draw(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     plt.close(fig)
 
 
+def _scenario_jobs(url: str, name: str, sc: Scenario, runs: int, scale: float, pace_s: float) -> list[SectionsJob]:
+    """A scenario's jobs: on the shared fake, or on a fake of its own whose key has the scenario's quotas (a fresh
+    key: its minute and its requests at once its own), the minute scaled as the fake's time is."""
+    limits = scaled_limits(scale)
+    if sc.quota is None:
+        return run_scenario(url, name, sc.model, runs, sc.users, scale, limits, sc.stated_streams)
+    quota = replace(
+        sc.quota, minute_s=sc.quota.minute_s / scale, busy_retry_after_s=sc.quota.busy_retry_after_s / scale
+    )
+    keyed = FakeModelProcess(pace_s=pace_s, key_quota=quota)
+    try:
+        return run_scenario(keyed.start(), name, sc.model, runs, sc.users, scale, limits, sc.stated_streams)
+    finally:
+        keyed.stop()
+
+
 def main(
     runs: int,
     chart: str = "",
@@ -398,15 +504,17 @@ def main(
 ) -> list[dict[str, Any]]:
     """Bench both modes; print the table, write the chart and (``out``) the jobs and rows as JSON."""
     logger.setLevel("WARNING")  # one line per call is the product's, not the bench's
-    fake = None if base_url else FakeModelProcess(pace_s=REAL_MS_PER_TOKEN / 1000 / scale)
-    scenarios = {m: m for m in models} if base_url else SCENARIOS
+    pace_s = REAL_MS_PER_TOKEN / 1000 / scale
+    fake = None if base_url else FakeModelProcess(pace_s=pace_s)
+    scenarios = {m: Scenario(m, users=concurrency) for m in models} if base_url else SCENARIOS
     url = base_url or (fake.start() if fake else "")
     effective = 1.0 if base_url else scale
     jobs: list[SectionsJob] = []
     try:
-        for scenario, model in scenarios.items():
-            at_once = 1 if scenario == "capped key" else concurrency
-            jobs += run_scenario(url, scenario, model, runs, at_once, effective, scaled_limits(effective))
+        for name, sc in scenarios.items():
+            if name == "peak" or name == "off-peak":
+                sc = replace(sc, users=concurrency)
+            jobs += _scenario_jobs(url, name, sc, runs, effective, pace_s)
     finally:
         if fake:
             fake.stop()

@@ -8,7 +8,13 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from chuixiang.generation.mode_choice import OTHER_STREAMS
+from chuixiang.generation.section_tokens import sections_reservation, whole_reservation
+from chuixiang.settings import Settings
 from chuixiang_local.template import REPO_ROOT
+
+#: A whole answer's ``max_tokens`` (``RECIPE_MAX_TOKENS``' default).
+MAX_TOKENS = int(Settings.model_fields["recipe_max_tokens"].default)
 
 SECTIONS_BENCH = REPO_ROOT / "docs" / "bench" / "sections.json"
 #: The evening: 17:00 to 21:00, arrivals thickest at 18:30 (a normal curve of sd 40 min, cut at both ends).
@@ -21,7 +27,8 @@ IMAGE_S = 30.0
 
 @dataclass(frozen=True)
 class JobProfile:
-    """One job's recipe stage as measured: how long, how many model requests, stream-seconds and tokens."""
+    """One job's recipe stage as measured: how long, how many model requests, stream-seconds, the most streams
+    open at once, and tokens; what its requests reserved at admission (prompt + ``max_tokens``, every call)."""
 
     mode: str
     recipe_s: float
@@ -29,6 +36,27 @@ class JobProfile:
     stream_seconds: float
     prompt_tokens: int
     completion_tokens: int
+    most_streams: int = 1
+
+    @property
+    def reserved_tokens(self) -> int:
+        """What a provider counting tokens at admission reserves for it: one whole answer's, or its sections'
+        (the outline, its steps ranges, the extras and the image prompt: ``requests`` - 3 ranges)."""
+        if self.mode == "whole":
+            return whole_reservation(MAX_TOKENS).total
+        return sections_reservation(max(1, self.requests - OTHER_STREAMS)).total
+
+    @property
+    def extra_streams(self) -> int:
+        """The streams it opened beyond the one its job holds."""
+        return max(0, self.most_streams - 1)
+
+    @property
+    def extra_seconds(self) -> float:
+        """How long its extra streams were open (its stream-seconds beyond its own stream's, over them)."""
+        if not self.extra_streams:
+            return 0.0
+        return min(self.recipe_s, max(0.0, self.stream_seconds - self.recipe_s) / self.extra_streams)
 
     @property
     def tokens(self) -> int:
@@ -54,6 +82,7 @@ def measured_jobs(scenario: str = "peak", path: Path = SECTIONS_BENCH) -> dict[s
                     stream_seconds=j["streamSeconds"],
                     prompt_tokens=j["promptTokens"],
                     completion_tokens=j["completionTokens"],
+                    most_streams=j.get("mostStreams", 1),
                 )
             )
     return out

@@ -34,6 +34,17 @@ PROVIDERS: dict[str, Provider] = {
         rpm=500,
         tpm=200_000,
     ),
+    # Moonshot caps a key's requests at once by its account's cumulative top-up (checked 2026-12-04).
+    "moonshot-tier0": Provider(
+        "Moonshot (Kimi), tier 0", "https://platform.moonshot.ai/docs/pricing/limits", rpm=3, tpm=500_000, streams=1
+    ),
+    "moonshot-tier1": Provider(
+        "Moonshot (Kimi), tier 1",
+        "https://platform.moonshot.ai/docs/pricing/limits",
+        rpm=200,
+        tpm=2_000_000,
+        streams=50,
+    ),
 }
 
 
@@ -90,3 +101,16 @@ class MinuteWindow:
     def take(self, now: float, n: int) -> None:
         self.taken.append((now, n))
         self.total += n
+
+    def fits_at(self, now: float, n: int) -> float:
+        """The earliest moment ``n`` more fit (``now`` if they do; never, if ``n`` alone is over the limit)."""
+        used = self.used(now)
+        if used + n <= self.limit:
+            return now
+        if n > self.limit:
+            return float("inf")
+        for at, taken in self.taken:
+            used -= taken
+            if used + n <= self.limit:
+                return at + 60
+        return now + 60

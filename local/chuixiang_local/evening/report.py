@@ -28,12 +28,15 @@ class Scenario:
         return f"{self.users:,} users, {stack}, {PROVIDERS[self.provider].name}"
 
 
-#: The defaults at 1,000 and 10,000 users, then RecipeConcurrency raised to see what binds next, on both keys.
+#: The defaults at 1,000 and 10,000 users, then RecipeConcurrency raised to see what binds next, on both keys; then
+#: the keys a new team starts with, capped on requests at once (Moonshot's tiers 0 and 1), their cap stated.
 SCENARIOS = (
     Scenario(1000, "qwen-plus"),
     Scenario(10_000, "qwen-plus"),
     Scenario(10_000, "qwen-plus", (("RecipeConcurrency", "1000"),)),
     Scenario(10_000, "gpt-4o-mini-tier1", (("RecipeConcurrency", "1000"),)),
+    Scenario(1000, "moonshot-tier1", (("RecipeKeyStreams", "50"),)),
+    Scenario(100, "moonshot-tier0", (("RecipeKeyStreams", "1"),)),
 )
 
 
@@ -51,9 +54,10 @@ def markdown(scenario: Scenario, rows: list[dict[str, Any]]) -> str:
     provider = PROVIDERS[scenario.provider]
     aws = AWS_REGIONS[scenario.region]
     lines = [
-        f"**{scenario.title}** (limits {provider.rpm:,} RPM, {provider.tpm:,} TPM; Lambda {aws.lambda_concurrency:,})",
+        f"**{scenario.title}** (limits {provider.rpm:,} RPM, {provider.tpm:,} TPM{_streams(provider.streams)}; "
+        f"Lambda {aws.lambda_concurrency:,})",
         "",
-        "| mode | served | failed | gave up | wait p50 / p95 | refused (where) | with a pass | peak streams | "
+        "| mode | served | failed | gave up | wait p50 / p95 | refused (where) | in sections | peak streams | "
         "peak RPM | peak TPM | peak Lambda | transitions/s | WCU/s | $ / 1,000 jobs |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -61,7 +65,7 @@ def markdown(scenario: Scenario, rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['mode']} | {r['outcomes'].get('served', 0):,} | {_failed(r):,} | "
             f"{r['outcomes'].get('gave up', 0):,} | "
-            f"{_s(r['waitS']['p50'])} / {_s(r['waitS']['p95'])} | {_refused(r)} | {r['wideJobs']:,} | "
+            f"{_s(r['waitS']['p50'])} / {_s(r['waitS']['p95'])} | {_refused(r)} | {r['sectionsJobs']:,} | "
             f"{r['peak']['streams']:g} | {r['peak']['rpm']:,} | {r['peak']['tpm']:,} | {r['peak']['lambda']:g} | "
             f"{r['peak']['transitionsPerS']} | {r['peak']['wcuPerS']:,} | {r['usdPer1000Jobs']:.2f} |"
         )
@@ -84,8 +88,13 @@ def _refused(r: dict[str, Any]) -> str:
         **{f"provider {k.upper()}": v for k, v in r["providerRefused"].items()},
     }
     found = [f"{n:,} {name}" for name, n in where.items() if n]
-    fell = f"; {r['fellBackToWhole']:,} fell back to whole" if r["fellBackToWhole"] else ""
-    return (", ".join(found) or "none") + fell
+    fell = f"; {r['fellBackToWhole']:,} written whole after" if r["fellBackToWhole"] else ""
+    waited = f"; {r['waitedOut']:,} waited out" if r["waitedOut"] else ""
+    return (", ".join(found) or "none") + fell + waited
+
+
+def _streams(streams: int | None) -> str:
+    return f", {streams:,} requests at once" if streams is not None else ""
 
 
 def tables() -> str:

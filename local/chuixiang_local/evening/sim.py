@@ -4,10 +4,18 @@ jobs at the peak, then the image stage. On its way a job meets every limit that 
 Step Functions' ``StartExecution`` bucket, Lambda's concurrency (with the ASL's retrier), and the provider's
 requests and tokens per minute and concurrent streams.
 
-What it simplifies, on purpose: a job's model requests are made when its recipe stage starts (a section starts a
-few seconds later in production: the per-minute windows barely notice); a ``parallel`` job refused by the
-provider falls back to one whole stream (production degrades or merges-then-falls-back; the effect on the
-provider is the same); and polls are counted as rates, not simulated one by one.
+A job is admitted as production admits it (one slot a job, ``RecipeConcurrency`` at once, no more than
+``RecipeKeyStreams`` when stated) and borrows its extra streams through production's own lending policy
+(:mod:`chuixiang.resilience.key_loans`: the key's stated quotas, its refusals, the probes). The provider counts
+what it counts: requests, tokens reserved at admission (prompt + ``max_tokens`` of every call), and streams open
+at each instant (a job's own for its whole recipe stage, its borrowed ones while its sections write). A refusal is
+handled as the product handles it: a job in sections is written whole after it (``wholeAfter``), a whole answer
+waits as it is told and asks again while its budget holds an attempt (``RecipeTotalTimeoutMs`` less
+``RecipeMinAttemptMs``), then fails; and the key's lender learns the refusal.
+
+What it simplifies, on purpose: a job's requests are counted when its recipe stage starts; a refused job in
+sections falls back to whole at once (in production after its refusal, a few seconds in); and polls are counted
+as rates, not simulated one by one.
 """
 
 from __future__ import annotations
@@ -21,12 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chuixiang.resilience.key_loans import PROBE_FIRST_S
+from chuixiang.generation.section_tokens import whole_reservation
 from chuixiang.job_start import POLL_AFTER_MS
+from chuixiang.resilience.key_loans import KeyQuotas, KeyRecord, given_back, lend, lent
 from chuixiang.stores.admission import RETRY_AFTER_MAX_S
 from chuixiang.stores.job_times import EXPECTED_JOB_S, MIN_SAMPLES
 from chuixiang_local.commands.cost import LAMBDA_ARM_GB_SECOND, Assumptions
-from chuixiang_local.evening.profile import EVENING_S, IMAGE_S, JobProfile, arrivals
+from chuixiang_local.evening.profile import EVENING_S, IMAGE_S, MAX_TOKENS, JobProfile, arrivals
 from chuixiang_local.evening.quotas import AwsQuotas, MinuteWindow, Provider, TokenBucket
 from chuixiang_local.template import Template
 
@@ -55,23 +64,28 @@ class Stack:
     """What the template configures that an evening meets."""
 
     mode: str
-    streams: int  #: RecipeConcurrency: the model streams admission allows at once
-    max_streams: int  #: RecipeMaxStreams: the streams of one job written in sections
+    jobs: int  #: jobs admission lets run at once (RecipeConcurrency; no more than RecipeKeyStreams when stated)
+    key_streams: int  #: RecipeKeyStreams (0: not stated)
+    key_tpm: int  #: RecipeKeyTokensPerMinute (0: not stated)
     give_up_s: float
     progress_interval_s: float
     recipe_memory_mb: int
     image_memory_mb: int
+    patience_s: float  #: how long a whole answer refused for the key's quota waits: its total less an attempt
 
     @classmethod
     def of(cls, template: Template, mode: str) -> Stack:
+        concurrency, key_streams = int(template.number("RecipeConcurrency")), int(template.number("RecipeKeyStreams"))
         return cls(
             mode=mode,
-            streams=int(template.number("RecipeConcurrency")),
-            max_streams=int(template.number("RecipeMaxStreams")),
+            jobs=min(concurrency, key_streams) if key_streams else concurrency,
+            key_streams=key_streams,
+            key_tpm=int(template.number("RecipeKeyTokensPerMinute")),
             give_up_s=template.number("ClientGiveUpSeconds"),
             progress_interval_s=template.number("ProgressIntervalMs") / 1000,
             recipe_memory_mb=int(template.number("RecipeMemorySize")),
             image_memory_mb=int(template.number("ImageMemorySize")),
+            patience_s=(template.number("RecipeTotalTimeoutMs") - template.number("RecipeMinAttemptMs")) / 1000,
         )
 
 
@@ -82,56 +96,9 @@ class User:
     recipe_at: float | None = None
     outcome: str = "waiting"
     lambda_tries: int = 0
-    taken: int = 0  #: what admission gave its job (:meth:`Slots.take`)
-    width: int = 1  #: the streams admission granted its job
+    stage_start: float = 0.0  #: when its recipe stage started (a refused whole answer waits from there)
+    borrowed: bool = False  #: its key lent it streams (it is written in sections)
     profile: JobProfile | None = None
-
-
-class Slots:
-    """Admission's slots as the api function takes them: ``streams`` job slots; under ``auto`` also wide passes,
-    each covering ``width`` slots (a pass and the slots it covers exclude each other); narrow jobs go to the slots
-    no pass covers, then into the most broken range; under ``parallel`` only passes."""
-
-    def __init__(self, mode: str, streams: int, width: int) -> None:
-        self.mode, self.width = mode, width
-        self.passes = streams // width if mode != "whole" else 0
-        self.uncovered = streams - self.passes * width
-        self.narrow_in = [0] * self.passes  # narrow jobs in each pass's range
-        self.pass_held = [False] * self.passes
-
-    def free_count(self) -> int:
-        """Jobs that could be admitted now (one stream each; passes under ``parallel``)."""
-        if self.mode == "parallel":
-            return self.pass_held.count(False)
-        ranges = sum(self.width - n for n, held in zip(self.narrow_in, self.pass_held, strict=True) if not held)
-        return self.uncovered + ranges
-
-    def take(self, wide_ok: bool) -> int | None:
-        """A pass (returns ``-(k+1)``) when ``wide_ok`` and one is whole, else a narrow slot's range (``k``, or
-        ``passes`` for an uncovered slot); ``None``: nothing free."""
-        whole = [k for k in range(self.passes) if not self.pass_held[k] and self.narrow_in[k] == 0]
-        if (wide_ok or self.mode == "parallel") and whole:
-            self.pass_held[whole[0]] = True
-            return -(whole[0] + 1)
-        if self.mode == "parallel":
-            return None
-        if self.uncovered:
-            self.uncovered -= 1
-            return self.passes
-        open_ = [k for k in range(self.passes) if not self.pass_held[k] and self.narrow_in[k] < self.width]
-        if not open_:
-            return None
-        k = max(open_, key=lambda k: self.narrow_in[k])
-        self.narrow_in[k] += 1
-        return k
-
-    def give_back(self, taken: int) -> None:
-        if taken < 0:
-            self.pass_held[-taken - 1] = False
-        elif taken == self.passes:
-            self.uncovered += 1
-        else:
-            self.narrow_in[taken] -= 1
 
 
 class Line:
@@ -173,6 +140,7 @@ class Counts:
     lambda_throttles: int = 0
     provider_refused: dict[str, int] = field(default_factory=lambda: {"rpm": 0, "tpm": 0, "streams": 0})
     fell_back_to_whole: int = 0
+    waited_out: int = 0  #: refusals of a whole answer waited out inside its budget
 
 
 class PerSecond:
@@ -225,14 +193,15 @@ class Evening:
         self.rng = random.Random(seed)  # nosec B311  # a simulation's arrivals, reproducible by its seed
         self.users = [User(t) for t in arrivals(users, self.rng)]
         self.line = Line(users)
-        self.slots = Slots(stack.mode, stack.streams, stack.max_streams)
+        self.in_flight = 0
+        self.key = KeyRecord()
+        self.quotas = KeyQuotas(stack.key_streams, stack.key_tpm, stack.jobs, whole_reservation(MAX_TOKENS).total)
         self.frees_at: dict[int, float] = {}  # admitted user -> when admission expects its slot back
         self.job_times: deque[float] = deque(maxlen=JOB_TIMES_KEPT)
         self.admitted_at: dict[int, float] = {}  # what admission's Retry-After is from
         self.start_bucket = TokenBucket(aws.start_execution_bucket, aws.start_execution_refill_s)
         self.rpm, self.tpm = MinuteWindow(provider.rpm), MinuteWindow(provider.tpm)
         self.streams_now = 0.0
-        self.refused_at: float | None = None  #: the provider's last 429
         self.functions_now = 0
         self.counts = Counts()
         horizon = int(EVENING_S + stack.give_up_s + 600)
@@ -262,7 +231,7 @@ class Evening:
             self._leave_line(u)
             return
         ahead = self.line.ahead(u.ticket) if u.ticket >= 0 else self.line.length
-        free = self.slots.free_count()
+        free = self.stack.jobs - self.in_flight
         if free <= ahead:
             self.counts.admission_429 += 1
             self.writes.at(now, 1 + math.ceil(self.line.length / LINE_BUCKETS * PLACE_BYTES / 1024))
@@ -274,13 +243,9 @@ class Evening:
             self.counts.start_execution_503 += 1
             self.at(now + THROTTLED_RETRY_S, i, self.post)
             return
-        others_wait = self.line.length - (1 if u.ticket >= 0 else 0) > 0
         self._leave_line(u)
         self.writes.at(now, ADMITTED_WCU)
-        taken = self.slots.take(wide_ok=self.stack.mode == "auto" and not others_wait)
-        if taken is None:  # free_count said there was room: the two disagree
-            raise RuntimeError("admission's slots changed between counting and taking")
-        u.taken, u.width = taken, self.stack.max_streams if taken < 0 else 1
+        self.in_flight += 1
         self.frees_at[i] = now + self._expected_s()
         self.admitted_at[i] = now
         self.transitions.at(now, TRANSITIONS[0])
@@ -316,55 +281,92 @@ class Evening:
             u.lambda_tries += 1
             self.at(now + wait, i, self.recipe_start)
             return
-        limited = self.refused_at is not None and now - self.refused_at < PROBE_FIRST_S
-        mode = "whole" if u.width == 1 or (self.stack.mode == "auto" and limited) else self.stack.mode
-        profile = self._provider_admits(self.rng.choice(self.jobs[mode]), now)
-        if profile is None:
+        self.functions_now += 1
+        u.stage_start = now
+        u.profile = self._planned(i, now)
+        self._ask_provider(i, now)
+
+    def _planned(self, i: int, now: float) -> JobProfile:
+        """The job's plan: its mode's measured job, in sections only with what its key lends it."""
+        drawn = self.rng.choice(self.jobs[self.stack.mode])
+        if drawn.mode == "whole":
+            return drawn
+        tokens = max(0, drawn.reserved_tokens - self.quotas.whole_tokens)
+        loan = lend(self.key, self.quotas, str(i), drawn.extra_streams, tokens, now)
+        if not loan.streams:
+            return self.rng.choice(self.jobs["whole"])
+        self.key = lent(self.key, str(i), loan, now, now + self.stack.patience_s + drawn.recipe_s)
+        self.users[i].borrowed = True
+        return drawn
+
+    def _ask_provider(self, i: int, now: float) -> None:
+        """The provider admits the job's requests, or refuses: sections are written whole after it, a whole
+        answer waits as told while its budget holds an attempt, then fails."""
+        u = self.users[i]
+        assert u.profile is not None  # nosec B101  # set by recipe_start
+        refused = self._refusal(u.profile, now)
+        if refused is None:
+            self._admitted(i, u.profile, now)
+            return
+        self.counts.provider_refused[refused] += 1
+        self.key = given_back(self.key, str(i), now, refused=True)
+        if u.profile.mode != "whole":
+            self.counts.fell_back_to_whole += 1
+            u.profile, u.borrowed = self.rng.choice(self.jobs["whole"]), False
+            self._ask_provider(i, now)
+            return
+        retry_at = max(now + 1.0, self._fits_at(u.profile, now, refused))
+        if retry_at - u.stage_start > self.stack.patience_s:
+            self.functions_now -= 1
             self._end(i, now, "failed: provider refused")
             return
-        u.profile = profile
-        self.streams_now += profile.streams
-        self.functions_now += 1
+        self.counts.waited_out += 1
+        self.at(retry_at, i, self._ask_provider)
+
+    def _fits_at(self, profile: JobProfile, now: float, refused: str) -> float:
+        """When the refused quota is told to fit again (a stream: a second from now)."""
+        if refused == "rpm":
+            return self.rpm.fits_at(now, profile.requests)
+        if refused == "tpm":
+            return self.tpm.fits_at(now, profile.reserved_tokens)
+        return now + 1.0
+
+    def _admitted(self, i: int, profile: JobProfile, now: float) -> None:
         end = now + profile.recipe_s
-        self.streams.add(now, end, profile.streams)
-        self.functions.add(now, end + IMAGE_S, 1 + API_CONCURRENCY_PER_JOB)
+        sections_at = end - profile.extra_seconds
+        self.streams_now += 1  # its own now; its borrowed ones when its sections open
+        self.streams.add(now, end, 1)
+        if profile.extra_streams:
+            self.streams.add(sections_at, end, profile.extra_streams)
+            self.at(sections_at, i, self._sections_open)
+        self.functions.add(self.users[i].stage_start, end + IMAGE_S, 1 + API_CONCURRENCY_PER_JOB)
         self.writes.add(now, end, ITEM_WCU / self.stack.progress_interval_s)
+        self.rpm.take(now, profile.requests)
+        self.tpm.take(now, profile.reserved_tokens)
+        self.requests.at(now, profile.requests)
+        self.tokens.at(now, profile.reserved_tokens)
         self.at(end, i, self.recipe_end)
 
-    def _provider_admits(self, profile: JobProfile, now: float) -> JobProfile | None:
-        """The profile the provider lets run: as drawn, or one whole stream when a parallel job's requests are
-        refused; ``None`` when even that is."""
-        refused = self._refusal(profile, now)
-        if refused:
-            self.refused_at = now  # a 429: auto borrows no streams until a probe
-        if refused and profile.mode != "whole":
-            self.counts.fell_back_to_whole += 1
-            profile = self.rng.choice(self.jobs["whole"])
-            refused = self._refusal(profile, now)
-        if refused:
-            self.counts.provider_refused[refused] += 1
-            self.refused_at = now
-            return None
-        self.rpm.take(now, profile.requests)
-        self.tpm.take(now, profile.tokens)
-        self.requests.at(now, profile.requests)
-        self.tokens.at(now, profile.tokens)
-        return profile
+    def _sections_open(self, i: int, now: float) -> None:
+        profile = self.users[i].profile
+        self.streams_now += profile.extra_streams if profile else 0
 
     def _refusal(self, profile: JobProfile, now: float) -> str | None:
         if not self.rpm.fits(now, profile.requests):
             return "rpm"
-        if not self.tpm.fits(now, profile.tokens):
+        if not self.tpm.fits(now, profile.reserved_tokens):
             return "tpm"
         limit = self.provider.streams
-        if limit is not None and self.streams_now + profile.streams > limit:
+        if limit is not None and self.streams_now + 1 + profile.extra_streams > limit:
             return "streams"
         return None
 
     def recipe_end(self, i: int, now: float) -> None:
         u = self.users[i]
-        streams = u.profile.streams if u.profile else 0.0
-        self.streams_now -= streams
+        if u.profile is not None:
+            self.streams_now -= 1 + u.profile.extra_streams
+        if u.borrowed:
+            self.key = given_back(self.key, str(i), now, refused=False)
         u.recipe_at = now
         self.transitions.at(now, TRANSITIONS[1])
         self.at(now + IMAGE_S, i, self.job_end)
@@ -375,7 +377,7 @@ class Evening:
 
     def _end(self, i: int, now: float, outcome: str) -> None:
         self.users[i].outcome = outcome
-        self.slots.give_back(self.users[i].taken)
+        self.in_flight -= 1
         del self.frees_at[i]
         self.job_times.append(now - self.admitted_at.pop(i))
         self.transitions.at(now, TRANSITIONS[2])
@@ -392,7 +394,7 @@ class Evening:
             "mode": self.stack.mode,
             "provider": self.provider.name,
             "users": len(self.users),
-            "wideJobs": sum(u.width > 1 for u in served),
+            "sectionsJobs": sum(1 for u in served if u.profile and u.profile.mode != "whole"),
             "outcomes": outcomes,
             "waitS": {"p50": _pct(waits, 50), "p95": _pct(waits, 95)},
             "admission429": self.counts.admission_429,
@@ -400,6 +402,7 @@ class Evening:
             "lambdaThrottles": self.counts.lambda_throttles,
             "providerRefused": self.counts.provider_refused,
             "fellBackToWhole": self.counts.fell_back_to_whole,
+            "waitedOut": self.counts.waited_out,
             "peak": {
                 "streams": round(self.streams.peak(), 1),
                 "rpm": round(self.requests.peak_minute()),

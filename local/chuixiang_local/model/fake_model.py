@@ -665,10 +665,13 @@ class FakeModelProcess:
     would share the local cloud's interpreter lock with moto and slow every AWS call;
     the CLI's local stack (``cook``, ``serve``, ``invoke``) uses this."""
 
-    def __init__(self, pace_s: float, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, pace_s: float, *, host: str = "127.0.0.1", port: int = 0, key_quota: KeyQuota | None = None
+    ) -> None:
         self.pace_s = pace_s
         self.host = host
         self.port = port
+        self.key_quota = key_quota or KeyQuota()
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> str:
@@ -683,6 +686,7 @@ class FakeModelProcess:
                 self.host,
                 "--port",
                 str(self.port),
+                *quota_args(self.key_quota),
             ],
             # stdin: see exit_with_parent; a session of its own: Ctrl-C is the parent's to handle (serve drains
             # its jobs first, and they need the model), the parent stops this process itself.
@@ -707,6 +711,16 @@ class FakeModelProcess:
                 self._proc.wait()
 
 
+def quota_args(quota: KeyQuota) -> list[str]:
+    """The command line that gives the fake model process ``quota``."""
+    args = ["--key-minute-s", str(quota.minute_s), "--key-busy-retry-s", str(quota.busy_retry_after_s)]
+    if quota.max_open is not None:
+        args += ["--key-max-open", str(quota.max_open)]
+    if quota.tokens_per_minute is not None:
+        args += ["--key-tokens-per-minute", str(quota.tokens_per_minute)]
+    return args
+
+
 def main() -> None:
     """``python -m chuixiang_local.model.fake_model --pace-ms 2``: print the base URL, serve until SIGTERM."""
     import argparse
@@ -715,8 +729,13 @@ def main() -> None:
     ap.add_argument("--pace-ms", type=float, default=2.0)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--key-max-open", type=int, default=None, help="requests at once the key takes (429 beyond)")
+    ap.add_argument("--key-tokens-per-minute", type=int, default=None, help="prompt + max_tokens, at admission")
+    ap.add_argument("--key-minute-s", type=float, default=60.0, help="the minute, scaled with the pace")
+    ap.add_argument("--key-busy-retry-s", type=float, default=1.0, help="Retry-After of a request refused as busy")
     args = ap.parse_args()
-    model = FakeModel(pace_s=args.pace_ms / 1000, host=args.host, port=args.port)
+    quota = KeyQuota(args.key_max_open, args.key_tokens_per_minute, args.key_minute_s, args.key_busy_retry_s)
+    model = FakeModel(pace_s=args.pace_ms / 1000, host=args.host, port=args.port, key_quota=quota)
     print(model.start(), flush=True)
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
