@@ -104,7 +104,7 @@ def test_the_steps_ranges_start_before_the_outline_ends(fake: FakeModel) -> None
     outline_end = next(t for section, t in fake.answered if section == "outline")
     starts = {s: t for (path, t, _), s in zip(fake.requests, fake.sections, strict=True) if s and s != "outline"}
     ranges = {s: t for s, t in starts.items() if s.startswith("steps:")}
-    assert len(ranges) == 3 and all(t < outline_end for t in ranges.values()), (outline_end, starts)  # 4 planned
+    assert len(ranges) == 6 and all(t < outline_end for t in ranges.values()), (outline_end, starts)
     assert starts["extras"] < outline_end and starts["imagePrompt"] < outline_end  # with the first range
 
 

@@ -52,7 +52,6 @@ def test_against_a_model_at_a_url_both_modes_run_in_real_time(fake: FakeModel, t
         ("their-model", "auto", 1),
     ]
     jobs = json.loads(out.read_text())["jobs"]
-    # four ranges of two steps planned (the most a reservation of 2.5x a whole answer's allows): six steps make
-    # three, beside the outline, the extras and the image prompt; auto's first job the same
-    assert {j["mode"]: j["calls"] for j in jobs} == {"whole": 1, "parallel": 6, "auto": 6}
+    # six steps, a range each, beside the outline, the extras and the image prompt; auto's first job the same
+    assert {j["mode"]: j["calls"] for j in jobs} == {"whole": 1, "parallel": 9, "auto": 9}
     assert fake.sections.count("outline") == 2

@@ -59,8 +59,13 @@ def test_every_call_repeats_one_prefix_and_differs_only_in_its_last_message() ->
     outline = outline_text(Outline.model_validate(section_doc(recipe_for("红烧肉"), "outline")))
     first = messages("红烧肉", OUTLINE_SECTION, None)
     later = [messages("红烧肉", s, outline) for s in plan(Outline.model_validate(json.loads(outline)))]
-    assert all(m[:-1] == later[0][:-1] for m in later)  # system, dish, outline: identical bytes in each
-    assert first[:-1] == later[0][:2]  # and the outline's call starts the same way
+    steps, others = [m for m in later if "步" in m[-1]["content"]], [m for m in later if "步" not in m[-1]["content"]]
+    assert len(steps) == 2 and len(others) == 2  # six steps: two ranges
+    # Each kind repeats one prefix, identical bytes: the steps ranges theirs (a system prompt of their own, the dish,
+    # the outline), the extras and the image prompt the outline call's start and the outline.
+    assert all(m[:-1] == steps[0][:-1] for m in steps) and all(m[:-1] == others[0][:-1] for m in others)
+    assert first[:-1] == others[0][:2] and steps[0][1:-1] == others[0][1:-1]
+    assert len(steps[0][0]["content"]) < len(first[0]["content"]) / 2  # what every range repeats, and reserves
     assert len({m[-1]["content"] for m in later}) == len(later)
 
 

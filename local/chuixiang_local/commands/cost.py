@@ -90,10 +90,10 @@ class Assumptions:
     #: RecipeSections=parallel's recipe seconds and its prompt and written tokens, in proportion to ``whole``'s
     #: above; and in each mode the share of the prompt a 64-token-block prefix cache (DeepSeek's) held.
     parallel_recipe_seconds: float = 25.0
-    parallel_prompt_tokens: int = 5120
+    parallel_prompt_tokens: int = 3117
     parallel_completion_tokens: int = 1694
     whole_cached_share: float = 0.76
-    parallel_cached_share: float = 0.9
+    parallel_cached_share: float = 0.8
 
     def tokens_usd(self, prompt: float, completion: float, cached: float = 0.0) -> float:
         """The bill of ``prompt`` tokens (``cached`` of them held by a prefix cache) and ``completion`` tokens."""

@@ -287,14 +287,15 @@ class Evening:
         self._ask_provider(i, now)
 
     def _planned(self, i: int, now: float) -> JobProfile:
-        """The job's plan: its mode's measured job, in sections only with what its key lends it."""
-        drawn = self.rng.choice(self.jobs[self.stack.mode])
-        if drawn.mode == "whole":
-            return drawn
+        """The job's plan: its mode's measured job, in sections only with what its key lends it. Both draws are made
+        for every job, so a mode whose key lends nothing plays exactly ``whole``'s evening."""
+        whole, drawn = self.rng.choice(self.jobs["whole"]), self.rng.choice(self.jobs[self.stack.mode])
+        if drawn.mode == "whole" or self.stack.mode == "whole":
+            return whole
         tokens = max(0, drawn.reserved_tokens - self.quotas.whole_tokens)
         loan = lend(self.key, self.quotas, str(i), drawn.extra_streams, tokens, now)
         if not loan.streams:
-            return self.rng.choice(self.jobs["whole"])
+            return whole
         self.key = lent(self.key, str(i), loan, now, now + self.stack.patience_s + drawn.recipe_s)
         self.users[i].borrowed = True
         return drawn

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from .mode_choice import OTHER_STREAMS, RecipeShape
 from .progress import CHARS_PER_TOKEN
 from .recipe_format import SYSTEM_PROMPT as WHOLE_SYSTEM_PROMPT
-from .sections import EXTRAS, IMAGE_PROMPT, OUTLINE, OUTLINE_INSTRUCTION, Section, split_steps
+from .sections import (
+    EXTRAS,
+    IMAGE_PROMPT,
+    OUTLINE,
+    OUTLINE_INSTRUCTION,
+    STEPS_SYSTEM_PROMPT,
+    Section,
+    split_steps,
+)
 from .sections import SYSTEM_PROMPT as SECTIONS_SYSTEM_PROMPT
 
 #: A section asks for this many times what it typically writes…
@@ -73,11 +81,12 @@ def sections_reservation(ranges: int, shape: RecipeShape | None = None) -> Reser
     range: its head) before its instruction."""
     shape = shape or RecipeShape()
     system = _tokens(len(SECTIONS_SYSTEM_PROMPT)) + DISH_AND_FRAMING
+    steps_system = _tokens(len(STEPS_SYSTEM_PROMPT)) + DISH_AND_FRAMING
     outline = math.ceil(shape.tokens * shape.outline_share)
     head = math.ceil(shape.tokens * shape.head_share)
     steps = split_steps(1, shape.steps, ranges)
     prompts = system + _tokens(len(OUTLINE_INSTRUCTION))  # the outline's call
-    prompts += sum(system + head + DISH_AND_FRAMING for _ in steps)
+    prompts += sum(steps_system + head + DISH_AND_FRAMING for _ in steps)
     prompts += (OTHER_STREAMS - 1) * (system + outline + DISH_AND_FRAMING)
     outline_section = Section(OUTLINE, core=True)
     others = (Section(EXTRAS, core=False), Section(IMAGE_PROMPT, core=False))

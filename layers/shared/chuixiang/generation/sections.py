@@ -86,6 +86,15 @@ SYSTEM_PROMPT = """你是一位中餐菜谱作者。一份菜谱分几部分写�
  "imagePrompt": 80~120 个英文单词的成品图描述}"""
 
 
+#: A steps range's system prompt: only what a step needs (its shape, its length, the main ingredients named). The
+#: ranges share it, the dish and the outline's head as their prefix (a cache holds it for the next ranges); it is a
+#: third of the full structure's, and eight ranges each repeating that would reserve more than the plan may
+#: (:mod:`.section_tokens`).
+STEPS_SYSTEM_PROMPT = """你是一位中餐菜谱作者，按给出的大纲写菜谱中的几步。
+只输出一个 JSON 对象，不要任何解释或代码块标记：
+{"steps": [{"order": 序号, "text": 60~160 字，写出用到的主料名}]}"""
+
+
 @dataclass(frozen=True)
 class Section:
     """One part of the recipe: its name (the header's value), whether the recipe needs it, and for a range
@@ -164,9 +173,10 @@ def plan(outline: Outline, groups: int | None = None) -> list[Section]:
 
 
 def messages(dish: str, section: Section, outline_text: str | None) -> list[dict[str, str]]:
-    """The request's messages: the system prompt, the dish and (after it) the outline as the model wrote it,
-    identical in every call of the job, then the section's instruction."""
-    shared = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": f"菜名：{dish}"}]
+    """The request's messages: the system prompt (a steps range's own), the dish and (after it) the outline as the
+    model wrote it, identical in every call of its kind, then the section's instruction."""
+    system = STEPS_SYSTEM_PROMPT if section.first else SYSTEM_PROMPT
+    shared = [{"role": "system", "content": system}, {"role": "user", "content": f"菜名：{dish}"}]
     if outline_text is not None:
         shared.append({"role": "assistant", "content": outline_text})
     return [*shared, {"role": "user", "content": section.instruction()}]
