@@ -14,8 +14,8 @@ before(async () => {
   model = await failingModel();
   demoPort = await freePort();
   serve = await startServe({
-    // 11 streams: one job in sections (RecipeSections=auto gives it the one wide pass) holds them all.
-    overrides: { RecipeConcurrency: "11", RecipeConcurrencyPerCaller: "0" },
+    // One job at once (admission counts jobs, whatever the job's streams): a job held by another client fills it.
+    overrides: { RecipeConcurrency: "1", RecipeConcurrencyPerCaller: "0" },
     args: ["--model-base-url", model.url, "--demo-port", String(demoPort)],
   });
   browser = await launch();
@@ -81,7 +81,7 @@ test("a 429: the page reads Retry-After (exposed by CORS), waits it out, then co
   const held = await fetch(`${serve.base}/recipes`, {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ dish: "占着位置的菜" }),
   });
-  assert.equal(held.status, 202); // every stream, held by another client's job (in sections: the one wide pass)
+  assert.equal(held.status, 202); // the one job slot, held by another client's job
   const { page, answers } = await demoPage();
   await cook(page, "宫保鸡丁");
   await page.waitForSelector('body[data-state="succeeded"]', { timeout: 90_000 });

@@ -1,7 +1,7 @@
 """``RecipeSections`` ``whole`` and ``parallel``, compared over models that replay the write-up's measurements.
 
 Each scenario is one model, every job run in both modes through the production recipe stage
-(``generate_recipe`` or ``generate_recipe_in_sections``: the stream reader, the router, the limits):
+(``generate_recipe`` or ``write_in_sections``: the stream reader, the router, the limits):
 
 * ``peak``: ``fake-evening``, the production model at the evening peak as one stream was measured (first
   content 6.2 s, ~18 tokens/s, pauses up to 4.1 s); each stream at that speed however many are open, as

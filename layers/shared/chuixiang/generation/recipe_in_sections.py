@@ -66,22 +66,6 @@ from .stream_sharing import StreamSharing
 V = TypeVar("V", bound=BaseModel)
 
 
-def generate_recipe_in_sections(
-    client: httpx.Client,
-    endpoint: ModelEndpoint,
-    limits: RecipeLimits,
-    dish: str,
-    budget: Budget,
-    routes: Routes | None = None,
-    progress: ProgressReporter | None = None,
-    choice: ModeChoice | None = None,
-) -> RecipeOutcome:
-    """Write the recipe for ``dish`` in sections over ``routes`` (default: ``endpoint.model`` alone), within
-    ``budget`` and the total limit, in ``choice.ranges`` steps sections (default: as many as the default stream
-    limit allows); ``progress`` shows each section and the parts as they complete."""
-    return write_in_sections(client, endpoint, limits, dish, budget, routes, progress, choice).outcome
-
-
 @dataclass(frozen=True)
 class SectionsEnd:
     """What a run in sections ended with, and why the stage should write the recipe whole instead (None: it
@@ -101,7 +85,10 @@ def write_in_sections(
     progress: ProgressReporter | None = None,
     choice: ModeChoice | None = None,
 ) -> SectionsEnd:
-    """:func:`generate_recipe_in_sections`, with the reason to write whole when its sections failed as sections."""
+    """Write the recipe for ``dish`` in sections over ``routes`` (default: ``endpoint.model`` alone), within
+    ``budget`` and the total limit, in ``choice.ranges`` steps sections (default: as many as the default stream
+    limit allows); ``progress`` shows each section and the parts as they complete. The end says why to write
+    whole instead when its sections failed as sections."""
     run = _SectionsRun(client, endpoint, limits, dish, routes or Routes((endpoint.model,)), progress)
     ranges = choice.ranges if choice else most_ranges(default_max_streams(), RecipeShape())
     outcome = run.run(budget.within(limits.total_ms), ranges)
