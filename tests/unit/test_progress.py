@@ -127,6 +127,33 @@ def test_a_write_that_no_longer_applies_cancels_the_call() -> None:
     assert heard == ["the job no longer runs the recipe stage"]
 
 
+def test_the_parts_shown_stay_until_the_whole_answer_written_after_the_sections_shows_as_much() -> None:
+    """Sections abandoned for a whole answer: the partial a user had (the outline, two steps) is written again
+    while the whole answer's own partial shows less, then the whole answer's from when it shows as much."""
+    written: list[Any] = []
+    reporter = ProgressReporter(lambda p, q: written.append(q) or True, interval_s=1, expected_tokens=100)
+    head = '{"name": "番茄炒蛋", "summary": "家常", "ingredients": {"main": [{"name": "鸡蛋"}]}, "steps": ['
+    step = '{"order": %d, "text": "炒%d"}, '
+    sections = FakeStream(
+        content_chars=10, first_text_at=time.monotonic(), text=head + "".join(step % (n, n) for n in (1, 2, 3))
+    )
+    reporter.watch(sections)
+    reporter.report()
+    shown = written[-1]
+    assert shown and len(shown["steps"]) == 2
+    reporter.hold_partial()
+    whole = FakeStream(content_chars=1, first_text_at=time.monotonic(), text='{"name": "番茄炒蛋", "summ')
+    reporter.watch(whole)
+    reporter.report()
+    assert written[-1] == shown  # the whole answer has only its name: the parts shown stay
+    whole.text, whole.content_chars = head + "".join(step % (n, n) for n in (1, 2, 3, 4)), 50
+    reporter.report()
+    assert len(written[-1]["steps"]) == 3  # it shows more: it replaces them, and holds no longer
+    whole.text, whole.content_chars = '{"name": "番茄炒蛋", "su', 60
+    reporter.report()
+    assert written[-1] is None  # nothing complete: the stored partial is left as it was (not held again)
+
+
 # --- through the recipe step, on a real socket, with the job in DynamoDB (moto) ----------------
 
 
