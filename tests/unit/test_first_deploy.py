@@ -455,7 +455,7 @@ def test_first_deploy_states_the_peak_the_ladder_computes() -> None:
     peak, admitted = re.search(r"cannot hold (\d+) at the peak: (\d+) admitted jobs", said).groups()  # type: ignore[union-attr]
     doc = " ".join((REPO_ROOT / "docs" / "first-deploy.md").read_text().split())
     assert f"the peak needs {peak} concurrent Lambda executions: {admitted} admitted jobs" in doc
-    assert f"`RecipeConcurrency` {int(Template().number('RecipeConcurrency'))} streams" in doc
+    assert f"`RecipeConcurrency` {int(Template().number('RecipeConcurrency'))} jobs at once" in doc
 
 
 def test_a_stack_name_the_schedules_cannot_carry_is_refused_before_the_deploy() -> None:
