@@ -126,9 +126,12 @@ def test_a_lone_surrogate_in_a_degradable_section_drops_it(fake: FakeModel, para
     outcome.result.model_dump_json().encode()
 
 
-def test_a_lone_surrogate_in_a_whole_answer_is_replaced(fake: FakeModel) -> None:
+@pytest.mark.parametrize("kind", ["surrogate", "surrogate_delta"])
+def test_a_lone_surrogate_in_a_whole_answer_is_replaced(fake: FakeModel, kind: str) -> None:
+    """Escaped in the recipe's JSON text, or decoded from the event into the text itself (as OpenRouter's
+    ``delta.content`` was reported to carry one)."""
     whole = Template({**SCALED, "RecipeSections": "whole"})
-    fake.chat_script.append(ChatBehaviour(kind="surrogate"))
+    fake.chat_script.append(ChatBehaviour(kind=kind))
     outcome, _ = cooked(whole, fake)
     assert outcome.error is None and outcome.result is not None, outcome.error
     assert outcome.result.name.startswith("\ufffd")

@@ -114,7 +114,8 @@ class ChatBehaviour:
     #: ok|reasoning_only|error_mid|length|json|eof_no_done|reset_mid|garbage|think|largest (the largest recipe kept)
     #: |not_json (a 200 whose body is not JSON)|step_short (a steps range one step short: the parts do not merge)
     #: |whole_recipe (a section request answered with the whole recipe: a model that ignores the section prompt)
-    #: |surrogate (a lone surrogate, ``\ud83c``, in the JSON's first string)|extra_titles (an outline with two titles
+    #: |surrogate (a lone surrogate, ``\ud83c``, in the JSON's first string)|surrogate_delta (one decoded from the
+    #: event's ``delta.content``, as OpenRouter was reported to send)|extra_titles (an outline with two titles
     #: more than the steps written)|titles_then_stall (an outline that stalls for ``stall_s`` once its titles close).
     #: With ``echo_headers`` the error_mid, garbage and not_json answers carry the request's headers (the key among
     #: them), as a leaky proxy's do; error_mid as an ``event: error``.
@@ -293,6 +294,9 @@ def _chunk_base(body: dict[str, Any]) -> dict[str, Any]:
 
 #: A lone surrogate as a model's JSON carries it: half of 🍅 (U+1F345), the other half never sent.
 LONE_SURROGATE = "\\ud83c"
+#: One as OpenRouter's stream was reported to carry it in ``delta.content`` itself (the event's JSON escapes it,
+#: the reader decodes it into the text): Kohaku-Lab/KohakuTerrarium pull request 48.
+DECODED_SURROGATE = "\udcaf"
 
 
 def answer_text(body: dict[str, Any], b: ChatBehaviour, section: str | None) -> str:
@@ -305,9 +309,9 @@ def answer_text(body: dict[str, Any], b: ChatBehaviour, section: str | None) -> 
     if b.kind == "step_short" and "steps" in doc:  # a range one step short: the parts do not merge
         doc["steps"] = doc["steps"][:-1]
     text = json.dumps(doc, ensure_ascii=False)
-    if b.kind == "surrogate":  # into the first string value: `"name": "\ud83c番茄炒蛋"`, `"steps": [{"order"…`
+    if b.kind in ("surrogate", "surrogate_delta"):  # into the first string value (the recipe's name)
         quote = text.index('": "') + 4
-        text = text[:quote] + LONE_SURROGATE + text[quote:]
+        text = text[:quote] + (LONE_SURROGATE if b.kind == "surrogate" else DECODED_SURROGATE) + text[quote:]
     return text
 
 
@@ -401,7 +405,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _event(self, doc: Any) -> None:
-        self._chunk(b"data: " + json.dumps(doc, ensure_ascii=False).encode() + b"\n\n")
+        try:
+            data = json.dumps(doc, ensure_ascii=False).encode()
+        except UnicodeEncodeError:  # a lone surrogate: a provider's JSON carries it escaped (``\udcaf``)
+            data = json.dumps(doc).encode()
+        self._chunk(b"data: " + data + b"\n\n")
 
     def _open_stream(self, base: dict[str, Any]) -> None:
         self.send_response(200)
