@@ -131,7 +131,12 @@ def test_the_parts_shown_stay_until_the_whole_answer_written_after_the_sections_
     """Sections abandoned for a whole answer: the partial a user had (the outline, two steps) is written again
     while the whole answer's own partial shows less, then the whole answer's from when it shows as much."""
     written: list[Any] = []
-    reporter = ProgressReporter(lambda p, q: written.append(q) or True, interval_s=1, expected_tokens=100)
+
+    def write(progress: Progress, partial: Any) -> bool:
+        written.append(partial)
+        return True
+
+    reporter = ProgressReporter(write, interval_s=1, expected_tokens=100)
     head = '{"name": "番茄炒蛋", "summary": "家常", "ingredients": {"main": [{"name": "鸡蛋"}]}, "steps": ['
     step = '{"order": %d, "text": "炒%d"}, '
     sections = FakeStream(
