@@ -75,3 +75,30 @@ def test_the_published_schema_states_the_dish_rule() -> None:
 
     published = _LOADS((REPO_ROOT / "docs" / "openapi.json").read_text())
     assert published["components"]["schemas"]["CreateRecipeRequest"]["properties"]["dish"]["maxLength"] == 40
+
+
+@pytest.mark.parametrize(
+    "body", ['[{"dish": "番茄炒蛋"}]', '"番茄炒蛋"', "42", "true"], ids=["array", "string", "number", "bool"]
+)
+def test_a_body_that_is_not_a_json_object_is_refused(body: str) -> None:
+    """The schema says object: an array of dishes was accepted and its first cooked."""
+    answer = api_gate.gate(http_event("POST", "/recipes", body))
+    assert answer is not None and answer["statusCode"] == 400
+    error = _LOADS(answer["body"])["error"]
+    assert error["code"] == "INVALID_DISH" and "must be a JSON object" in error["reason"]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "refused"),
+    [
+        ("application/json; charset=utf-16", True),
+        ("application/json; charset=ISO-8859-1", True),
+        ('application/json; charset="UTF-8"', False),
+        ("application/json;charset=utf8", False),
+        ("application/json", False),
+    ],
+)
+def test_a_charset_other_than_utf8_is_refused(content_type: str, refused: bool) -> None:
+    """RFC 8259 8.1: JSON between systems is UTF-8; a UTF-8 body declared UTF-16 was accepted as UTF-8."""
+    event = http_event("POST", "/recipes", json.dumps({"dish": "番茄炒蛋"}), headers={"Content-Type": content_type})
+    assert _refusal(event) == ((415, "UNSUPPORTED_MEDIA_TYPE") if refused else None)

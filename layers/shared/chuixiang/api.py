@@ -92,14 +92,21 @@ POST_RESPONSES: dict[int, OpenAPIResponse] = {
         "description": "Job accepted (or joined): poll `Location` every `pollAfterMs` until `deadlineAt`",
         "content": {"application/json": {"model": CreateRecipeResponse}},
     },
-    400: {"description": "INVALID_DISH or INVALID_IDEMPOTENCY_KEY", "content": _ERROR},
+    400: {
+        "description": "INVALID_DISH (the body is not a JSON object with a valid `dish`) or INVALID_IDEMPOTENCY_KEY",
+        "content": _ERROR,
+    },
     405: {"description": "METHOD_NOT_ALLOWED (see the Allow header)", "content": _ERROR},
     409: {
         "description": "REQUEST_IN_PROGRESS: the same Idempotency-Key is being processed; retry shortly",
         "content": _ERROR,
     },
     413: {"description": "PAYLOAD_TOO_LARGE: the body is over 8 KiB", "content": _ERROR},
-    415: {"description": "UNSUPPORTED_MEDIA_TYPE: the body must be application/json", "content": _ERROR},
+    415: {
+        "description": "UNSUPPORTED_MEDIA_TYPE: the body must be application/json, in UTF-8 (a charset other than "
+        "utf-8 is refused)",
+        "content": _ERROR,
+    },
     422: {"description": "IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used for another dish", "content": _ERROR},
     429: {
         "description": "TOO_MANY_JOBS: no more jobs can be taken now; retry after `Retry-After` seconds",

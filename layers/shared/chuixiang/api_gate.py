@@ -64,6 +64,19 @@ def media_type(header: str | None) -> str:
     return (header or "").split(";")[0].strip().lower()
 
 
+#: The names a ``charset`` parameter may give UTF-8 (case-insensitive: RFC 9110 8.3.2).
+UTF8_NAMES = ("utf-8", "utf8")
+
+
+def charset_of(header: str | None) -> str | None:
+    """The ``charset`` parameter of a ``Content-Type`` header, lower-cased and unquoted (None: not said)."""
+    for param in (header or "").split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
+
+
 def gate(event: dict[str, Any]) -> dict[str, Any] | None:
     """Refuse, in the one error shape, what would otherwise reach the resolver as an exception:
     an unknown method on a known path (405), a POST body that is not JSON (415), not UTF-8 or nested
@@ -93,6 +106,12 @@ def gate(event: dict[str, Any]) -> dict[str, Any] | None:
         said = f"content-type {content_type!r}" if content_type else "no content-type"
         return proxy_error(
             415, HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, f"{said}: the body must be sent as application/json"
+        )
+    charset = charset_of(headers.get("content-type"))
+    if charset is not None and charset not in UTF8_NAMES:
+        # JSON exchanged between systems is UTF-8 (RFC 8259 8.1); a body declared otherwise is not read as if UTF-8.
+        return proxy_error(
+            415, HttpErrorCode.UNSUPPORTED_MEDIA_TYPE, f"charset {charset!r}: the body must be UTF-8 JSON"[:200]
         )
     key = headers.get("idempotency-key")
     if key is not None and not IDEMPOTENCY_KEY.match(key):
@@ -131,6 +150,9 @@ def _body_refusal(event: dict[str, Any]) -> dict[str, Any] | None:
         return proxy_error(400, ErrorCode.INVALID_DISH, f"the body holds a number Python will not read: {exc}"[:200])
     if _depth(parsed, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         return proxy_error(400, ErrorCode.INVALID_DISH, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if parsed is not None and not isinstance(parsed, dict):
+        kind = "an array" if isinstance(parsed, list) else f"a {type(parsed).__name__}"
+        return proxy_error(400, ErrorCode.INVALID_DISH, f'the body must be a JSON object {{"dish": …}}, not {kind}')
     return None
 
 

@@ -17,10 +17,9 @@ from .stores.jobs import JobStore
 from .timeouts import STATE_MACHINE
 
 
-def readable_by(item: JobItem, caller: str) -> bool:
+def readable_by(owners: set[str], caller: str) -> bool:
     """A job is its owners' (who created or joined it); one made without a caller (no authorizer, or
     before owners were kept) is readable by whoever holds its id."""
-    owners = item.owners
     return not caller or not owners or caller in owners or _legacy_owner(caller) in owners
 
 
@@ -36,8 +35,12 @@ def load_job_document(job_id: str, caller: str = "") -> JobDocument | None:
     no such job, or not the caller's (the same answer: a job id says nothing about another caller)."""
     settings = get_settings()
     store = JobStore(settings)
+    # Who may read it first, in a read of that alone: another caller's job and a missing one cost the same.
+    owners = store.owners(job_id)
+    if owners is None or not readable_by(owners, caller):
+        return None
     item = store.read(job_id)
-    if item is None or not readable_by(item, caller):
+    if item is None:  # deleted between the two reads
         return None
     if past_deadline(item.status, item.deadlineAt, item.createdAt, STATE_MACHINE.of(settings)):
         store.fail(job_id, ErrorCode.JOB_TIMED_OUT, "reconciled by GET after deadlineAt")

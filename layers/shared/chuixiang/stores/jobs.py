@@ -180,6 +180,20 @@ class JobStore:
         item = self.table.get_item(Key=job_key(job_id), ConsistentRead=True).get("Item")
         return from_dynamo(item) if item else None
 
+    def owners(self, job_id: str) -> set[str] | None:
+        """Who may read the job (its ``owners``; empty: whoever holds its id), in one small read of that attribute
+        alone; None: no such job. The same read, whatever the job holds, for a job that exists and one that does
+        not: a caller learns nothing of another caller's job from how long the answer took."""
+        item = self.table.get_item(
+            Key=job_key(job_id),
+            ConsistentRead=True,
+            ProjectionExpression="pk, #owners",
+            ExpressionAttributeNames={"#owners": "owners"},
+        ).get("Item")
+        if item is None:
+            return None
+        return {str(o) for o in item.get("owners") or ()}  # type: ignore[union-attr]
+
     def read(self, job_id: str) -> JobItem | None:
         """The job, typed (:class:`JobItem`); None: no such job."""
         item = self.get(job_id)
