@@ -41,26 +41,53 @@ from chuixiang_local.model.profiles import (
 from chuixiang_local.servers import exit_with_parent, stop_server
 
 
+def _png_chunk(tag: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+
 def make_png(width: int = 64, height: int = 64, seed: int = 0, size_bytes: int | None = None) -> bytes:
-    """A real, decodable RGB PNG (a colour gradient) built with zlib alone; ``size_bytes`` pads it with
-    an ancillary chunk of random bytes (incompressible, as a large photo is) to exactly that size."""
+    """A real, decodable RGB PNG (a colour gradient) built with zlib alone; with ``size_bytes``, a picture of
+    random pixels (incompressible, as a large photo is) of exactly that size, every byte of it picture: the
+    chunks a picture is kept with (:func:`noise_png`)."""
+    if size_bytes is not None:
+        return noise_png(size_bytes, seed)
     rows = []
     for y in range(height):
         row = bytearray([0])
         for x in range(width):
             row += bytes(((x * 4 + seed) % 256, (y * 4 + seed * 3) % 256, (seed * 7) % 256))
         rows.append(bytes(row))
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    head = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"".join(rows)))
-    tail = chunk(b"IEND", b"")
-    if size_bytes is not None:
-        padding = size_bytes - len(head) - len(tail) - 12  # a chunk's length, tag and CRC
-        head += chunk(b"prVt", random.Random(seed).randbytes(max(0, padding)))  # nosec B311  # filler, not a secret
-    return head + tail
+    idat = _png_chunk(b"IDAT", zlib.compress(b"".join(rows)))
+    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + idat + _png_chunk(b"IEND", b"")
+
+
+#: Bytes a PNG of one IDAT spends besides its pixel rows: signature, IHDR, the IDAT's and IEND's framing, the zlib
+#: header and checksum, and the final (empty) stored block.
+_PNG_FRAME = 8 + 25 + 12 + 12 + 2 + 4 + 5
+
+
+def noise_png(size_bytes: int, seed: int = 0) -> bytes:
+    """An RGB PNG of random pixels, exactly ``size_bytes`` long (at least 200): its rows as stored deflate blocks,
+    the remainder made up with empty stored blocks (5 bytes) and empty IDAT chunks (12), both of which a decoder
+    reads past."""
+    width = 256
+    row = 1 + 3 * width
+    rng = random.Random(seed)  # nosec B311  # pixels, not a secret
+    height = max(1, (size_bytes - _PNG_FRAME - 150) * 65535 // (65540 * row))
+    raw = b"".join(b"\x00" + rng.randbytes(3 * width) for _ in range(height))
+    blocks = [raw[i : i + 65535] for i in range(0, len(raw), 65535)]
+    used = _PNG_FRAME + sum(5 + len(b) for b in blocks)
+    gap = size_bytes - used
+    empty_idats = next(b for b in range(5) if (gap - 12 * b) % 5 == 0 and gap >= 12 * b)
+    empty_blocks = (gap - 12 * empty_idats) // 5
+    stream = bytearray(b"\x78\x01")
+    for block in [*blocks, *([b""] * empty_blocks)]:
+        stream += b"\x00" + struct.pack("<HH", len(block), 0xFFFF ^ len(block)) + block
+    stream += b"\x01" + struct.pack("<HH", 0, 0xFFFF) + struct.pack(">I", zlib.adler32(raw))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    idats = _png_chunk(b"IDAT", bytes(stream)) + _png_chunk(b"IDAT", b"") * empty_idats
+    return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + idats + _png_chunk(b"IEND", b"")
 
 
 def recipe_for(dish: str) -> dict[str, Any]:
