@@ -20,6 +20,11 @@ Held by construction, not by listing echo paths:
 
 The configured key is registered when its endpoint is built (:func:`register_secret`), so no caller has to
 carry it; the patterns catch keys we were never told about (bearer tokens, ``sk-…`` keys, ``api_key=…``).
+
+What the in-place removal leaves is then read in every form a reader could decode (:mod:`.key_forms`: escaped to
+any depth, percent- or entity-encoded, NFKC, NUL- or zero-width-separated, case-folded; the key reversed, in rot13,
+hex, base32, base64 of UTF-8 and UTF-16): a text still holding a piece of a registered key in any of them is not
+kept at all, only :func:`echo_notice` (that the provider's answer echoed the credentials, and its length).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, quote_plus
+
+from .key_forms import KeyPieces, key_pieces
 
 REDACTED = "[REDACTED]"
 #: The shortest secret the redactor accepts, and the shortest piece of one it removes: a shorter run of a
@@ -46,7 +53,29 @@ _PATTERNS = (
 _ASCII_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)(?:\\u00(?!22|5[cC])([2-7][0-9a-fA-F])|\\/)")
 _known: set[str] = set()
 _pieces: set[str] = set()
+_registered: list[str] = []
+_forms = KeyPieces(frozenset(), frozenset())
 _lock = threading.Lock()
+#: What is kept of a text in which a key was found in some encoding: this, and the text's length.
+ECHO_NOTICE = "[the provider's answer echoed the credentials"
+
+
+def echo_notice(text: str) -> str:
+    """What is kept of ``text`` once a key was found in it: that, and how long it was."""
+    return f"{ECHO_NOTICE}: {len(text)} characters withheld]"
+
+
+def is_echo_notice(text: str) -> bool:
+    return text.startswith(ECHO_NOTICE)
+
+
+def key_echoed(text: str, secrets: Iterable[str | None] = ()) -> bool:
+    """Whether ``text`` holds a piece of a registered secret (or of ``secrets``) in any form a reader could
+    decode (:mod:`.key_forms`)."""
+    extra = [s for s in secrets if s and len(s) >= MIN_SECRET_CHARS]
+    with _lock:
+        forms = _forms
+    return forms.found_in(text) or (bool(extra) and key_pieces(*extra).found_in(text))
 
 
 class SecretTooShort(ValueError):
@@ -62,10 +91,14 @@ def register_secret(secret: str | None) -> None:
             f"the model key has {len(secret)} characters; at least {MIN_SECRET_CHARS} are needed "
             "to keep it out of logs and job documents"
         )
+    global _forms
     with _lock:
         for form in (secret, *encoded_forms(secret)):
             _known.add(form)
             _pieces.update(_pieces_of(form))
+        if secret not in _registered:
+            _registered.append(secret)
+            _forms = key_pieces(*_registered)
 
 
 def encoded_forms(secret: str) -> list[str]:
@@ -116,7 +149,15 @@ def _without_pieces(text: str, pieces: set[str]) -> str:
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """``text`` with each registered secret, each of ``secrets`` and every piece of them, bearer tokens,
-    ``sk-`` keys and ``api_key=…`` values replaced; JSON escapes of ASCII read as what they stand for."""
+    ``sk-`` keys and ``api_key=…`` values replaced; JSON escapes of ASCII read as what they stand for. A text that
+    still holds a secret in another encoding is withheld whole (:func:`echo_notice`)."""
+    secrets = list(secrets)
+    removed = _removed(text, secrets)
+    return echo_notice(text) if key_echoed(removed, secrets) else removed
+
+
+def _removed(text: str, secrets: list[str | None]) -> str:
+    """``text`` with the plain forms of the secrets and the patterns replaced in place."""
     text = _unescape_ascii(text)
     extra = [s for s in secrets if s and len(s) >= MIN_SECRET_CHARS]
     with _lock:

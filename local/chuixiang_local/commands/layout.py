@@ -19,6 +19,7 @@ LAYERS: list[dict[str, set[str]]] = [
     {
         "foundation": {
             "clock",
+            "key_forms",
             "redaction",
             "timeouts",
             "limit_rules",

@@ -156,6 +156,8 @@ class ChatBehaviour:
     keepalive_every_s: float | None = None  #: SSE comments sent while stalled
     retry_after: str | None = None
     echo_headers: bool = False  #: an error answer that echoes the request's headers (a leaky proxy)
+    #: An answer whose first string echoes the request's key, written as this function writes it (a proxy's encoding)
+    echo_key_as: Callable[[str], str] | None = None
     body_delay_s: float = 0.0  #: kind "json": headers at once, the document this much later (not streaming)
 
 
@@ -490,6 +492,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._chat_error(b)
             return
         text = answer_text(body, b, section)
+        if b.echo_key_as is not None:
+            key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+            quote = text.index('": "') + 4  # into the first string value
+            text = text[:quote] + json.dumps(b.echo_key_as(key))[1:-1] + text[quote:]
         echoed = json.dumps(self._headers_auth_first()) if b.echo_headers else ""
         if b.kind == "not_json":
             self._body(200, "text/html", f"<html>502 Bad Gateway; request was {echoed}</html>".encode())

@@ -22,7 +22,7 @@ from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RE
 from ..upstream.chat import ChatRequest, Completion, SSEReader, StreamLimits, chat_call
 from ..upstream.dialects import Dialect, dialect_for
 from ..upstream.endpoint import ModelEndpoint
-from ..upstream.failures import EmptyAnswer, FirstContentTimeout, InvalidAnswer, UpstreamError
+from ..upstream.failures import CredentialsEchoed, EmptyAnswer, FirstContentTimeout, InvalidAnswer, UpstreamError
 from ..upstream.transport import Cancellation
 from .call_figures import call_report
 from .recipe_format import strip_reasoning
@@ -92,6 +92,8 @@ def with_thinking(completion: Completion) -> Completion:
 def to_answer(completion: Completion, parse: Callable[[str], T]) -> T:
     """Turn a finished completion (``<think>`` counted: :func:`with_thinking`) into ``parse``'s value or a
     classified failure."""
+    if completion.echoed:
+        raise CredentialsEchoed("the provider's answer echoed the credentials: nothing of it is kept")
     content = strip_reasoning(completion.content)[0]
     if not content.strip():
         if completion.finish_reason == "length":

@@ -20,6 +20,7 @@ from ..upstream.failures import (
     CircuitOpen,
     ConnectFailed,
     ConnectionDropped,
+    CredentialsEchoed,
     EmptyAnswer,
     InvalidAnswer,
     StatusError,
@@ -38,7 +39,9 @@ FAILURE_KINDS: dict[type[UpstreamError], str] = {
     UpstreamTimeout: "TIMEOUT",
     Cancelled: "TIMEOUT",  # the job's time ran out or it was stopped; nobody reads this code (the job moved on)
     # the upstream gave no answer (as opposed to a timeout or a bad answer)
-    **dict.fromkeys((ConnectFailed, ConnectionDropped, StatusError, StreamError, CircuitOpen), "UPSTREAM_ERROR"),
+    **dict.fromkeys(
+        (ConnectFailed, ConnectionDropped, StatusError, StreamError, CircuitOpen, CredentialsEchoed), "UPSTREAM_ERROR"
+    ),
     InvalidAnswer: "INVALID",
     EmptyAnswer: "EMPTY",
 }

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..redaction import redact
+from ..redaction import key_echoed, redact
 from .chat_events import (
     error_in,
     first_candidate,
@@ -69,6 +69,8 @@ class Completion:
     chunks: int = 0
     total_ms: int = 0
     streamed: bool = True
+    #: The model's text held the key in some encoding (a provider or proxy echoing the request): it is no answer
+    echoed: bool = False
 
     @property
     def output_chars(self) -> int:
@@ -148,8 +150,10 @@ class SSEReader:
     def completion(self) -> Completion:
         """What was read so far, as the reader alone knows it (the transport adds its own figures)."""
         tally = self.tally
+        raw = "".join(tally.parts)
         return Completion(
-            content=redact("".join(tally.parts)),  # a model that echoes the request writes no key into a job
+            content=redact(raw),  # a model that echoes the request writes no key into a job
+            echoed=key_echoed(raw),
             content_chars=tally.content_chars,
             reasoning_chars=tally.reasoning_chars,
             finish_reason=tally.finish_reason,

@@ -13,6 +13,7 @@
     ├── CircuitOpen            the model's breaker is open: no request was sent
     ├── Cancelled              nobody will read the answer any more (the job moved on): the call was closed
     ├── StreamError            an ``error`` object or undecodable data in the stream
+    ├── CredentialsEchoed      the answer held the key in some encoding: a provider or proxy echo
     ├── InvalidAnswer          an answer that is not what was asked for
     │   └── AnswerTooLarge     over a byte, chunk or character cap
     └── EmptyAnswer            no content at all (e.g. reasoning only)
@@ -207,6 +208,14 @@ class Cancelled(UpstreamError):
 class StreamError(UpstreamError):
     kind = "stream_error"
     outcome = "stream_error"
+
+
+class CredentialsEchoed(UpstreamError):
+    """The answer held the key in some encoding: a provider or a proxy echoed the request. Nothing of it is kept,
+    and it is no recipe (the cache would serve it to every later requester of the dish)."""
+
+    kind = "echo"
+    outcome = "credentials_echoed"
 
 
 class InvalidAnswer(UpstreamError):
