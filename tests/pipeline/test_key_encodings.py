@@ -9,14 +9,16 @@ hex, the solidus escaped) in the recipe's text, split across SSE chunks, in ever
 from __future__ import annotations
 
 import base64
+import codecs
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
+from chuixiang.key_forms import key_pieces
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import recipe_for
@@ -25,6 +27,7 @@ from ..support.provider_corpus import Replay, ReplayServer
 from ..support.scaled import SCALED
 
 KEY = "team.key-7f3a9c2e/0b1d.A9x"  # no known key shape: only the redactor's knowledge of it hides it
+ANY_FORM = key_pieces(KEY)
 PIECES = [KEY[i : i + 8] for i in range(len(KEY) - 7)]
 #: The key base64-encoded (at an alignment of its own: after "key=") and percent-encoded, whole.
 ENCODED = [base64.b64encode(b"key=" + KEY.encode()).decode()[8:-4], quote(KEY, safe="")]
@@ -84,6 +87,28 @@ def recipe_with_encoded_key() -> str:
     return json.dumps(recipe, ensure_ascii=False)
 
 
+#: The forms a prober found in the stored recipe, each as the model (or a proxy rewriting its answer) wrote it.
+IN_THE_RECIPE: dict[str, Callable[[str], str]] = {
+    "percent_of_every_byte": lambda k: "".join(f"%{b:02X}" for b in k.encode()),
+    "hex": lambda k: k.encode().hex(),
+    "base32": lambda k: base64.b32encode(k.encode()).decode(),
+    "base64_of_utf16": lambda k: base64.b64encode(k.encode("utf-16-le")).decode(),
+    "fullwidth": lambda k: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in k),
+    "entities": lambda k: "".join(f"&#{ord(c)};" for c in k),
+    "nul_separated": lambda k: "\0".join(k),
+    "zero_width_separated": lambda k: "\u200b".join(k),
+    "reversed": lambda k: k[::-1],
+    "rot13": lambda k: codecs.encode(k, "rot13"),
+    "escaped_three_times": lambda k: "".join(f"\\\\u{ord(c):04x}" for c in k),
+}
+
+
+def recipe_with(written: str) -> str:
+    recipe = recipe_for("番茄炒蛋")
+    recipe["summary"] = f"模型写下的是 {written} 这一串"
+    return json.dumps(recipe, ensure_ascii=False)
+
+
 def error_body(status: int) -> Replay:
     doc = {"error": {"message": f"bad request from key {KEY}", "type": "invalid_request_error", "code": KEY}}
     return Replay(
@@ -135,6 +160,31 @@ CASES: dict[str, Replay] = {
     ),
     # The key base64- and percent-encoded in the recipe the model writes (the job document shows it).
     "base64_and_percent_in_the_recipe": Replay(sse(chunks(recipe_with_encoded_key(), 40))),
+    # What a prober still found stored: the key in the recipe in a form a reader could decode…
+    **{
+        f"{form}_in_the_recipe": Replay(sse(chunks(recipe_with(write(KEY)), 40)))
+        for form, write in IN_THE_RECIPE.items()
+    },
+    # …escaped twice in an error body (a gateway wrapping an upstream's JSON error in its own string), in a UTF-16
+    # error body, hex in one; and a finish reason escaped twice.
+    "escaped_twice_in_an_error_body": Replay(
+        json.dumps({"error": {"message": json.dumps({"message": f"bad key {fully_escaped(KEY)}"})}}).encode(),
+        writes=lambda b: [b],
+        content_type="application/json",
+        status=502,
+    ),
+    "utf16_error_body": Replay(
+        json.dumps({"error": {"message": f"bad key {KEY}"}}).encode("utf-16"),
+        writes=lambda b: [b],
+        content_type="application/json; charset=utf-16",
+        status=400,
+    ),
+    "hex_in_an_error_body": Replay(
+        f"upstream refused key 0x{KEY.encode().hex()}".encode(), writes=lambda b: [b], status=401
+    ),
+    "finish_reason_escaped_twice": Replay(
+        sse(chunks(json.dumps(recipe_for("番茄炒蛋"), ensure_ascii=False), 60, finish=json.dumps(fully_escaped(KEY))))
+    ),
 }
 
 
@@ -155,7 +205,7 @@ def test_the_key_is_nowhere_whole_or_in_pieces(case: str, echoing: tuple[LocalCl
     cloud, server, log_path = echoing
     server.replay = CASES[case]
     api = LocalApi(cloud)
-    job_id = api.post_dish(f"回显密钥的菜{case}")[1]["jobId"]
+    job_id = api.post_dish(f"回显密钥的菜{list(CASES).index(case)}")[1]["jobId"]  # a dish of at most 40 characters
     doc = api.wait(job_id, give_up_s=30)
     assert doc["status"] in ("SUCCEEDED", "FAILED"), doc
     assert server.chat_requests, "the model was asked"
@@ -171,3 +221,7 @@ def test_the_key_is_nowhere_whole_or_in_pieces(case: str, echoing: tuple[LocalCl
     }
     leaked = {where: [p for p in PIECES + ENCODED if p in text] for where, text in places.items()}
     assert not any(leaked.values()), leaked
+    # And under every decoding a reader could apply (escapes to any depth, %XX, entities, NFKC, NULs and
+    # zero-width characters removed, case folded; the key reversed, rot13, hex, base32, base64 of UTF-8/16).
+    decodable = [where for where, text in places.items() if ANY_FORM.found_in(text)]
+    assert not decodable, decodable
