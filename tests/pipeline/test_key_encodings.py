@@ -9,9 +9,8 @@ hex, the solidus escaped) in the recipe's text, split across SSE chunks, in ever
 from __future__ import annotations
 
 import base64
-import codecs
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -23,6 +22,7 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import recipe_for
 
+from ..support.key_encodings import KEY_FORMS
 from ..support.provider_corpus import Replay, ReplayServer
 from ..support.scaled import SCALED
 
@@ -88,18 +88,10 @@ def recipe_with_encoded_key() -> str:
 
 
 #: The forms a prober found in the stored recipe, each as the model (or a proxy rewriting its answer) wrote it.
-IN_THE_RECIPE: dict[str, Callable[[str], str]] = {
-    "percent_of_every_byte": lambda k: "".join(f"%{b:02X}" for b in k.encode()),
-    "hex": lambda k: k.encode().hex(),
-    "base32": lambda k: base64.b32encode(k.encode()).decode(),
-    "base64_of_utf16": lambda k: base64.b64encode(k.encode("utf-16-le")).decode(),
-    "fullwidth": lambda k: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in k),
-    "entities": lambda k: "".join(f"&#{ord(c)};" for c in k),
-    "nul_separated": lambda k: "\0".join(k),
-    "zero_width_separated": lambda k: "\u200b".join(k),
-    "reversed": lambda k: k[::-1],
-    "rot13": lambda k: codecs.encode(k, "rot13"),
-    "escaped_three_times": lambda k: "".join(f"\\\\u{ord(c):04x}" for c in k),
+IN_THE_RECIPE = {
+    f: KEY_FORMS[f]
+    for f in KEY_FORMS
+    if f not in ("escaped_twice", "space_separated", "soft_hyphen_separated", "upper_cased")
 }
 
 

@@ -4,8 +4,6 @@ kept; a degradable section that echoes it is dropped. And the redactor withholds
 
 from __future__ import annotations
 
-import base64
-import codecs
 import json
 from collections.abc import Callable
 
@@ -15,30 +13,18 @@ from chuixiang.redaction import is_echo_notice, key_echoed, redact, register_sec
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 
+from ..support.key_encodings import KEY_FORMS
 from ..support.scaled import SCALED
 from ..support.stages import run_recipe
 
 KEY = "sk-echo-Qm9aX7kLp2Vt8RzW4nYe"
 
-#: The forms a prober found the key stored in, each as a proxy or gateway would write it.
-FORMS: dict[str, Callable[[str], str]] = {
-    "escaped twice": lambda k: "".join(f"\\\\u{ord(c):04x}" for c in k),
-    "escaped three times": lambda k: "".join(f"\\\\\\\\u{ord(c):04x}" for c in k),
-    "percent of every byte": lambda k: "".join(f"%{b:02X}" for b in k.encode()),
-    "hex": lambda k: k.encode().hex(),
-    "base32": lambda k: base64.b32encode(k.encode()).decode(),
-    "base64 of UTF-16": lambda k: base64.b64encode(k.encode("utf-16-le")).decode(),
-    "fullwidth": lambda k: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in k),
-    "entities": lambda k: "".join(f"&#{ord(c)};" for c in k),
-    "NUL-separated": lambda k: "\0".join(k),
-    "zero-width": lambda k: "\u200b".join(k),
-    "soft hyphens": lambda k: "\u00ad".join(k),
-    "spaces": lambda k: " ".join(k),
-    "reversed": lambda k: k[::-1],
-    "rot13": lambda k: codecs.encode(k, "rot13"),
-    "upper-cased": str.upper,
-    "half of it": lambda k: k[len(k) // 2 :],
-}
+
+def _half(key: str) -> str:
+    return key[len(key) // 2 :]
+
+
+FORMS: dict[str, Callable[[str], str]] = {**KEY_FORMS, "half_of_it": _half}
 
 
 @pytest.fixture(autouse=True)
@@ -52,14 +38,14 @@ def test_a_text_holding_the_key_in_any_form_is_withheld_whole(form: str) -> None
     kept = redact(echoed)
     # Withheld whole (the plain key and its plain pieces are replaced in place): no form of it is left.
     assert kept != echoed and (is_echo_notice(kept) or not key_echoed(kept)), kept
-    if form not in ("half of it", "upper-cased"):
+    if form not in ("half_of_it", "upper_cased"):
         assert is_echo_notice(kept) and str(len(echoed)) in kept, kept
     assert redact("番茄炒蛋：鸡蛋 3 个，番茄 2 个，盐 3 g。A photo of tomato egg stir-fry.") == (
         "番茄炒蛋：鸡蛋 3 个，番茄 2 个，盐 3 g。A photo of tomato egg stir-fry."
     )  # a recipe is left as it is
 
 
-@pytest.mark.parametrize("form", ["escaped twice", "hex", "fullwidth", "NUL-separated", "reversed"])
+@pytest.mark.parametrize("form", ["escaped_twice", "hex", "fullwidth", "nul_separated", "reversed"])
 def test_a_recipe_echoing_the_key_fails_the_job_and_is_never_kept(fake: FakeModel, form: str) -> None:
     whole = Template({**SCALED, "RecipeSections": "whole"})
     fake.chat_script.append(ChatBehaviour(echo_key_as=FORMS[form]))
