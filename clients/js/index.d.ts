@@ -115,8 +115,12 @@ export type RequestFn = (request: Request) => Promise<Response>;
 
 export interface ClientOptions {
   baseUrl: string;
-  /** Asked before every request, so a refreshed token is used. */
-  getToken?: () => string | null | undefined | Promise<string | null | undefined>;
+  /**
+   * Asked before every request, so a refreshed token is used; with `forceRefresh: true` once after the API refused
+   * its token (401): return a new one, not the one kept in storage. A rejection (the sign-in failed) ends the job
+   * `UNAUTHORIZED`.
+   */
+  getToken?: (options: { forceRefresh: boolean }) => string | null | undefined | Promise<string | null | undefined>;
   /** The older name of `getToken` (or a fixed token). */
   token?: string | (() => string | Promise<string>);
   /** Default: `wx.request` where there is a `wx`, else `fetch`. */

@@ -43,6 +43,15 @@ export const UNREACHABLE = Object.freeze({
   message: "网络不太好，暂时连不上服务器，请稍后再试。",
 });
 
+/** `getToken` rejected (the sign-in failed): the job ends UNAUTHORIZED, never retried as a network error. */
+class TokenRefusedError extends Error {
+  /** @param {unknown} cause */
+  constructor(cause) {
+    super(`getToken failed: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = "TokenRefusedError";
+  }
+}
+
 /** The API could not be reached for longer than the job may take: `cook` rejects with this. */
 export class ApiUnreachableError extends Error {
   /** @param {unknown} cause */
@@ -213,6 +222,21 @@ function refused(dish, body, jobId = "", retryable = false) {
   return { jobId, dish, status: "FAILED", pollAfterMs: null, deadlineAt: "", error: { ...error, retryable } };
 }
 
+/** A 429 whose Retry-After runs past the client's give-up time: the API's own error, or this. */
+const TOO_MANY = { error: { code: "TOO_MANY_JOBS", message: "现在做菜的人太多了，请稍后再试。" } };
+/** @param {any} body */
+function tooMany(body) {
+  return body?.error?.code === "TOO_MANY_JOBS" ? body : TOO_MANY;
+}
+
+/** The end of a job the page is told of: its document, and the state `done`.
+ * @param {JobDocument} doc @param {(doc: JobDocument) => void} progress @param {(s: Status) => void} status */
+function ended(doc, progress, status) {
+  progress(doc);
+  status({ state: "done" });
+  return doc;
+}
+
 /** A 401 the token could not fix: retryable once a new token is had (signing in again). */
 const UNAUTHORIZED = { error: { code: "UNAUTHORIZED", message: "登录已过期，请重新登录后再试。" } };
 /** 401s in a row before the client stops asking for a fresh token (one refresh, then the user must sign in). */
@@ -226,10 +250,12 @@ function stateOf(doc) {
 }
 
 /**
- * @param {{baseUrl: string, getToken?: () => string | null | undefined | Promise<string | null | undefined>,
+ * @param {{baseUrl: string,
+ *   getToken?: (options: {forceRefresh: boolean}) => string | null | undefined | Promise<string | null | undefined>,
  *   token?: string | (() => string | Promise<string>), request?: RequestFn, timeoutMs?: number,
  *   giveUpMs?: number}} options
- *   `getToken`: asked before every request, so a refreshed token is used (`token`: the same, older name).
+ *   `getToken`: asked before every request, so a refreshed token is used, with `forceRefresh: true` once after
+ *   the API refused its token (401): the one it holds was refused, sign in again (`token`: the older name).
  *   `request`: the transport (default: `wx.request` where there is a `wx`, else `fetch`). `timeoutMs`: one
  *   request's limit. `giveUpMs`: the whole `cook`, stuck requests included (default ClientGiveUpSeconds).
  */
@@ -244,13 +270,23 @@ export function createClient({
   const base = baseUrl.endsWith("/") ? baseUrl : `${baseUrl}/`;
   const wx = /** @type {any} */ (globalThis).wx;
   const transport = request ?? (wx?.request ? wxRequest(wx) : fetchRequest);
-  const tokenOf = getToken ?? (typeof token === "function" ? token : () => token);
+  /** @param {boolean} forceRefresh */
+  const tokenOf = (forceRefresh) =>
+    getToken ? getToken({ forceRefresh }) : typeof token === "function" ? token() : token;
 
-  /** @param {Partial<Request>} req @param {number} until @returns {Promise<Response>} */
-  async function send(req, until) {
+  /**
+   * @param {Partial<Request>} req @param {number} until @param {boolean} [forceRefresh] the API refused the
+   *   last token: ask for a new one @returns {Promise<Response>}
+   */
+  async function send(req, until, forceRefresh = false) {
     /** @type {Record<string, string>} */
     const headers = { accept: "application/json", ...(req.headers || {}) };
-    const bearer = await tokenOf();
+    let bearer;
+    try {
+      bearer = await tokenOf(forceRefresh);
+    } catch (error) {
+      throw new TokenRefusedError(error);
+    }
     if (bearer) headers.authorization = `Bearer ${bearer}`;
     const left = Math.max(1, Math.min(timeoutMs, until - Date.now()));
     return transport(/** @type {Request} */ ({ ...req, headers, timeoutMs: left }));
@@ -275,6 +311,7 @@ export function createClient({
         answer = await once(until);
       } catch (error) {
         if (signal?.aborted) throw abortError(signal);
+        if (error instanceof TokenRefusedError) throw error;
         const wait = jittered(backoff);
         if (Date.now() + wait > until) throw new ApiUnreachableError(error);
         status({ state: "offline", retryAt: Date.now() + wait });
@@ -299,8 +336,9 @@ export function createClient({
   function start(dish, key, until, status, signal) {
     const body = JSON.stringify({ dish });
     let unauthorized = 0;
-    const post = (/** @type {number} */ limit) =>
-      send(
+    let refresh = false;
+    const post = (/** @type {number} */ limit) => {
+      const sent = send(
         {
           method: "POST",
           url: resolveUrl(base, "recipes"),
@@ -309,7 +347,11 @@ export function createClient({
           signal,
         },
         limit,
+        refresh,
       );
+      refresh = false;
+      return sent;
+    };
     status({ state: "submitting" });
     return persist(
       post,
@@ -319,9 +361,17 @@ export function createClient({
           const location = resolveUrl(base, r.headers.location || `recipes/${r.body.jobId}`);
           return { done: { accepted: r.body, location } };
         }
-        if (r.status === 401 && ++unauthorized < UNAUTHORIZED_TRIES) return { waitMs: 0 }; // a fresh token
+        if (r.status === 401 && ++unauthorized < UNAUTHORIZED_TRIES) {
+          refresh = true; // the token was refused: a fresh one, not the one the app keeps
+          return { waitMs: 0 };
+        }
         if (r.status === 401) return { done: { failed: refused(dish, UNAUTHORIZED, "", true) } };
-        if (r.status === 429) return { waitMs: retryAfterMs(r.headers["retry-after"]), state: "queued" };
+        if (r.status === 429) {
+          const waitMs = retryAfterMs(r.headers["retry-after"]);
+          // Come back after the client gives up? Say so now, not after sleeping it out.
+          if (Date.now() + waitMs > until) return { done: { failed: refused(dish, tooMany(r.body), "", true) } };
+          return { waitMs, state: "queued" };
+        }
         if (r.status === 503) return { waitMs: retryAfterMs(r.headers["retry-after"]), state: "offline" };
         if (r.status === 409) return { waitMs: 1000 }; // the same key's first request is still being answered
         if (r.status >= 500) return { waitMs: jittered(DEFAULT_RETRY_AFTER_MS), state: "offline" };
@@ -346,15 +396,23 @@ export function createClient({
     let doc = accepted;
     let waitMs = accepted.pollAfterMs ?? 3000;
     let unauthorized = 0;
+    let refresh = false;
     for (;;) {
       status({ state: stateOf(doc), retryAt: Date.now() + waitMs });
       await sleep(Math.min(waitMs, Math.max(0, deadline - Date.now()) + 1000), signal);
       const late = Date.now() > deadline;
       doc = await persist(
-        (limit) => send({ method: "GET", url: location, signal }, limit),
+        (limit) => {
+          const sent = send({ method: "GET", url: location, signal }, limit, refresh);
+          refresh = false;
+          return sent;
+        },
         (r) => {
           if (r.status === 200) return { done: /** @type {JobDocument} */ (r.body) };
-          if (r.status === 401 && ++unauthorized <= UNAUTHORIZED_TRIES) return { waitMs: jittered(2000) };
+          if (r.status === 401 && ++unauthorized <= UNAUTHORIZED_TRIES) {
+            refresh = true;
+            return { waitMs: jittered(2000) };
+          }
           if (r.status === 401) return { done: refused(dish, UNAUTHORIZED, accepted.jobId, true) };
           if (r.status === 429 || r.status >= 500)
             return { waitMs: retryAfterMs(r.headers["retry-after"]), state: "offline" };
@@ -394,64 +452,89 @@ export function createClient({
     return resolveUrl(base, `recipes/${encodeURIComponent(jobId)}`);
   }
 
-  return {
-    /**
-     * Cook `dish`: resolves to the final job document, SUCCEEDED or FAILED (with `error.code` and the
-     * Chinese `error.message`; a refused request is a FAILED document too). Rejects only when `signal`
-     * aborts, or with ApiUnreachableError when the API stays unreachable until `giveUpMs` has passed.
-     * @param {string} dish
-     * @param {{onProgress?: (doc: JobDocument) => void, onStatus?: (s: Status) => void, signal?: Signal,
-     *   idempotencyKey?: string}} [options]
-     * @returns {Promise<JobDocument>}
-     */
-    async cook(dish, { onProgress, onStatus, signal, idempotencyKey } = {}) {
-      const until = Date.now() + giveUpMs;
-      const progress = guarded(onProgress);
-      const status = guarded(onStatus);
+  /**
+   * Cook `dish`: resolves to the final job document, SUCCEEDED or FAILED (with `error.code` and the
+   * Chinese `error.message`; a refused request is a FAILED document too). Rejects only when `signal`
+   * aborts, or with ApiUnreachableError when the API stays unreachable until `giveUpMs` has passed.
+   * @param {string} dish
+   * @param {{onProgress?: (doc: JobDocument) => void, onStatus?: (s: Status) => void, signal?: Signal,
+   *   idempotencyKey?: string}} [options]
+   * @returns {Promise<JobDocument>}
+   */
+  async function cook(dish, { onProgress, onStatus, signal, idempotencyKey } = {}) {
+    const until = Date.now() + giveUpMs;
+    const progress = guarded(onProgress);
+    const status = guarded(onStatus);
+    let jobId = "";
+    try {
       const started = await start(dish, idempotencyKey || newKey(), until, status, signal);
-      if ("failed" in started) {
-        progress(started.failed);
-        status({ state: "done" });
-        return started.failed;
-      }
+      if ("failed" in started) return ended(started.failed, progress, status);
+      jobId = started.accepted.jobId;
       progress(started.accepted);
-      return follow(dish, started.accepted, started.location, until, progress, status, signal);
-    },
+      return await follow(dish, started.accepted, started.location, until, progress, status, signal);
+    } catch (error) {
+      if (error instanceof TokenRefusedError) return ended(refused(dish, UNAUTHORIZED, jobId, true), progress, status);
+      throw error;
+    }
+  }
 
-    /**
-     * One poll of a job: its document now (a FAILED document for one the API does not know).
-     * @param {string} jobId @param {{signal?: Signal}} [options] @returns {Promise<JobDocument>}
-     */
-    async getJob(jobId, { signal } = {}) {
-      const until = Date.now() + timeoutMs * 3;
-      return persist(
-        (limit) => send({ method: "GET", url: locationOf(jobId), signal }, limit),
-        (r) => (r.status === 200 ? { done: /** @type {JobDocument} */ (r.body) } : r.status >= 500 || r.status === 429
-          ? { waitMs: retryAfterMs(r.headers["retry-after"]) }
-          : { done: refused("", r.status === 401 ? UNAUTHORIZED : r.body, jobId, r.status === 401) }),
+  /**
+   * One poll of a job: its document now (a FAILED document for one the API does not know).
+   * @param {string} jobId @param {{signal?: Signal}} [options] @returns {Promise<JobDocument>}
+   */
+  async function getJob(jobId, { signal } = {}) {
+    const until = Date.now() + timeoutMs * 3;
+    let refresh = false;
+    let unauthorized = 0;
+    try {
+      return await persist(
+        (limit) => {
+          const sent = send({ method: "GET", url: locationOf(jobId), signal }, limit, refresh);
+          refresh = false;
+          return sent;
+        },
+        (r) => {
+          if (r.status === 200) return { done: /** @type {JobDocument} */ (r.body) };
+          if (r.status === 401 && ++unauthorized < UNAUTHORIZED_TRIES) {
+            refresh = true;
+            return { waitMs: 0 };
+          }
+          if (r.status >= 500 || r.status === 429) return { waitMs: retryAfterMs(r.headers["retry-after"]) };
+          return { done: refused("", r.status === 401 ? UNAUTHORIZED : r.body, jobId, r.status === 401) };
+        },
         until,
         () => {},
         signal,
       );
-    },
+    } catch (error) {
+      if (error instanceof TokenRefusedError) return refused("", UNAUTHORIZED, jobId, true);
+      throw error;
+    }
+  }
 
-    /**
-     * Pick up a job started earlier (a reloaded page keeps its `jobId`) and follow it to the end, as `cook`.
-     * @param {string} jobId
-     * @param {{onProgress?: (doc: JobDocument) => void, onStatus?: (s: Status) => void, signal?: Signal}} [options]
-     * @returns {Promise<JobDocument>}
-     */
-    async resume(jobId, { onProgress, onStatus, signal } = {}) {
-      const until = Date.now() + giveUpMs;
-      const progress = guarded(onProgress);
-      const status = guarded(onStatus);
-      const doc = await this.getJob(jobId, { signal });
-      progress(doc);
-      if (doc.status === "SUCCEEDED" || doc.status === "FAILED") {
-        status({ state: "done" });
-        return doc;
+  /**
+   * Pick up a job started earlier (a reloaded page keeps its `jobId`) and follow it to the end, as `cook`.
+   * @param {string} jobId
+   * @param {{onProgress?: (doc: JobDocument) => void, onStatus?: (s: Status) => void, signal?: Signal}} [options]
+   * @returns {Promise<JobDocument>}
+   */
+  async function resume(jobId, { onProgress, onStatus, signal } = {}) {
+    const until = Date.now() + giveUpMs;
+    const progress = guarded(onProgress);
+    const status = guarded(onStatus);
+    const doc = await getJob(jobId, { signal });
+    if (doc.status === "SUCCEEDED" || doc.status === "FAILED") return ended(doc, progress, status);
+    progress(doc);
+    try {
+      return await follow(doc.dish ?? "", doc, locationOf(jobId), until, progress, status, signal);
+    } catch (error) {
+      if (error instanceof TokenRefusedError) {
+        return ended(refused(doc.dish ?? "", UNAUTHORIZED, jobId, true), progress, status);
       }
-      return follow(doc.dish ?? "", doc, locationOf(jobId), until, progress, status, signal);
-    },
-  };
+      throw error;
+    }
+  }
+
+  // Plain functions, not methods: `const { cook, resume } = client` works as React and Vue code writes it.
+  return { cook, getJob, resume };
 }

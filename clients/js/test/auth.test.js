@@ -68,3 +68,63 @@ test("resume: a reloaded page picks its job up again by id", async () => {
   assert.deepEqual(asked.map((r) => r.url), ["https://example.cn/api/recipes/j3", "https://example.cn/api/recipes/j3"]);
   assert.deepEqual([states[0], states.at(-1)], ["drawing", "done"]);
 });
+
+test("after a 401 getToken is told to refresh, once: the token an app keeps in storage was refused", async () => {
+  const calls = [];
+  const { asked, request } = scripted([
+    { status: 401 },
+    { status: 202, headers: { location: "/recipes/j5" }, body: { jobId: "j5", status: "PENDING", pollAfterMs: 10, deadlineAt: future() } },
+    { status: 401 },
+    { status: 200, body: { jobId: "j5", status: "SUCCEEDED", pollAfterMs: null, deadlineAt: future() } },
+  ]);
+  const getToken = async ({ forceRefresh }) => {
+    calls.push(forceRefresh);
+    return forceRefresh ? "fresh" : "kept";
+  };
+  const job = await createClient({ baseUrl: "https://api.example.cn", request, getToken }).cook("番茄炒蛋");
+  assert.equal(job.status, "SUCCEEDED");
+  assert.deepEqual(calls, [false, true, false, true]);
+  assert.deepEqual(asked.map((r) => r.headers.authorization), ["Bearer kept", "Bearer fresh", "Bearer kept", "Bearer fresh"]);
+});
+
+test("a getToken that rejects (the sign-in failed) ends the job UNAUTHORIZED at once, not retried as the network", async () => {
+  const { asked, request } = scripted([]);
+  const started = Date.now();
+  const statuses = [];
+  const job = await createClient({
+    baseUrl: "https://api.example.cn",
+    request,
+    getToken: async () => {
+      throw new Error("wx.login failed");
+    },
+  }).cook("番茄炒蛋", { onStatus: (s) => statuses.push(s.state) });
+  assert.equal(job.status, "FAILED");
+  assert.equal(job.error.code, "UNAUTHORIZED");
+  assert.equal(job.error.retryable, true);
+  assert.equal(asked.length, 0); // no request without a token
+  assert.ok(Date.now() - started < 500, "at once");
+  assert.ok(!statuses.includes("offline") && statuses.at(-1) === "done", statuses.join());
+});
+
+test("the client's functions work taken off it: const { cook, getJob, resume } = client", async () => {
+  const { request } = scripted([
+    { status: 200, body: { jobId: "j6", dish: "水煮鱼", status: "SUCCEEDED", pollAfterMs: null, deadlineAt: future() } },
+    { status: 200, body: { jobId: "j6", dish: "水煮鱼", status: "SUCCEEDED", pollAfterMs: null, deadlineAt: future() } },
+  ]);
+  const { getJob, resume } = createClient({ baseUrl: "https://api.example.cn", request });
+  assert.equal((await resume("j6")).status, "SUCCEEDED");
+  assert.equal((await getJob("j6")).status, "SUCCEEDED");
+});
+
+test("a 429 whose Retry-After runs past giveUpMs ends at once as TOO_MANY_JOBS, not slept out", async () => {
+  const { asked, request } = scripted([
+    { status: 429, headers: { "retry-after": "30" }, body: { error: { code: "TOO_MANY_JOBS", message: "现在做菜的人太多了，请稍后再试。" } } },
+  ]);
+  const started = Date.now();
+  const job = await createClient({ baseUrl: "https://api.example.cn", request, giveUpMs: 5_000 }).cook("宫保鸡丁");
+  assert.equal(job.status, "FAILED");
+  assert.equal(job.error.code, "TOO_MANY_JOBS");
+  assert.equal(job.error.retryable, true);
+  assert.equal(asked.length, 1);
+  assert.ok(Date.now() - started < 500, "at once");
+});

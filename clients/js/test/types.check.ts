@@ -24,3 +24,14 @@ export async function cook(dish: string): Promise<string> {
 export async function again(jobId: string): Promise<JobDocument> {
   return client.resume(jobId, { onStatus: (s) => s.retryAt });
 }
+
+// The client's functions work taken off it, as React and Vue code destructures it.
+const { cook: cookAlone, getJob: getJobAlone, resume: resumeAlone } = client;
+void cookAlone("番茄炒蛋");
+void getJobAlone("j1");
+void resumeAlone("j1");
+const refreshing = createClient({
+  baseUrl: "https://api.example.cn",
+  getToken: async ({ forceRefresh }) => (forceRefresh ? "fresh" : "kept"),
+});
+void refreshing;
