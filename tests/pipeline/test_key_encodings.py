@@ -20,7 +20,7 @@ import pytest
 from chuixiang.key_forms import key_pieces
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
-from chuixiang_local.model.fake_model import recipe_for
+from chuixiang_local.model.fake_model import FakeModel, ImageBehaviour, recipe_for
 
 from ..support.key_encodings import KEY_FORMS
 from ..support.provider_corpus import Replay, ReplayServer
@@ -217,3 +217,21 @@ def test_the_key_is_nowhere_whole_or_in_pieces(case: str, echoing: tuple[LocalCl
     # zero-width characters removed, case folded; the key reversed, rot13, hex, base32, base64 of UTF-8/16).
     decodable = [where for where, text in places.items() if ANY_FORM.found_in(text)]
     assert not decodable, decodable
+
+
+def test_a_picture_echoing_the_key_is_stored_as_pixels_only(tmp_path: Path) -> None:
+    """The image model answers a real PNG whose ancillary chunks carry the key (an ICC profile's name, a palette's,
+    a private chunk, hex in one): the picture served and stored holds none of it, under any decoding."""
+    with (
+        FakeModel(pace_s=0.001) as model,
+        open(tmp_path / "log", "w") as log,
+        LocalCloud(SCALED, model_base_url=model.base_url, work_dir=tmp_path, log=log, model_api_key=KEY) as cloud,
+    ):
+        model.image_script.append(ImageBehaviour(kind="key_in_chunks"))
+        api = LocalApi(cloud)
+        doc = api.wait(api.post_dish("回显密钥的图")[1]["jobId"], give_up_s=30)
+        assert doc["status"] == "SUCCEEDED" and doc["image"], doc
+        stored = Path(doc["image"]["url"]).read_bytes()
+        assert stored.startswith(b"\x89PNG") and b"IDAT" in stored
+        assert not [p for p in PIECES if p.encode() in stored] and KEY.encode().hex().encode()[:16] not in stored
+        assert not ANY_FORM.found_in(stored.decode("latin-1"))

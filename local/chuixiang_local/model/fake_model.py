@@ -62,6 +62,19 @@ def make_png(width: int = 64, height: int = 64, seed: int = 0, size_bytes: int |
     return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", header) + idat + _png_chunk(b"IEND", b"")
 
 
+def with_key_chunks(png: bytes, key: str) -> bytes:
+    """``png`` with ``key`` in chunks a prober found stored byte for byte: an ICC profile's name, a suggested
+    palette's name, a private chunk, a text chunk (hex in one of them), before its pixels."""
+    chunks = (
+        _png_chunk(b"iCCP", key.encode() + b"\x00\x00" + zlib.compress(b"profile")),
+        _png_chunk(b"sPLT", key.encode() + b"\x00\x08"),
+        _png_chunk(b"prVt", key.encode().hex().encode()),
+        _png_chunk(b"tEXt", b"Comment\x00" + key.encode()),
+    )
+    at = png.index(b"IDAT") - 4
+    return png[:at] + b"".join(chunks) + png[at:]
+
+
 #: Bytes a PNG of one IDAT spends besides its pixel rows: signature, IHDR, the IDAT's and IEND's framing, the zlib
 #: header and checksum, and the final (empty) stored block.
 _PNG_FRAME = 8 + 25 + 12 + 12 + 2 + 4 + 5
@@ -165,6 +178,7 @@ class ChatBehaviour:
 class ImageBehaviour:
     #: ok|garbage|stall|url (answer with a link to the picture, as dall-e-* does by default)
     #: |echo (a 200 answer that is not an images answer and echoes the request's headers)
+    #: |key_in_chunks (a real picture whose ancillary chunks carry the request's key, as a proxy was seen to write it)
     kind: str = "ok"
     status: int = 200
     delay_s: float = 0.0
@@ -689,6 +703,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         seed = zlib.crc32(str(body.get("prompt", "")).encode()) % 256
         data = b"<html>not an image</html>" if b.kind == "garbage" else make_png(seed=seed, size_bytes=b.size_bytes)
+        if b.kind == "key_in_chunks":
+            data = with_key_chunks(data, self.headers.get("Authorization", "").removeprefix("Bearer "))
         wanted = body.get("response_format") or ("url" if model.startswith("dall-e-") else "b64_json")
         if b.kind == "url" or wanted == "url":
             path = f"/v1/files/image-{len(self.fake.files)}.png"
