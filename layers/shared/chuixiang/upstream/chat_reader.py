@@ -127,6 +127,7 @@ class SSEReader:
         self._framer: SSEFramer | None = None
         self._blank = b""  #: leading white space, before the body said what it is
         self._head = b""  #: the start of a body read as a stream (for the detail when it was no stream)
+        self._so_far: tuple[int, str] = (0, "")  #: the parts the last text_so_far was made of, and it
 
     # What a progress reporter reads from another thread (plain attribute reads; nothing is locked).
 
@@ -145,7 +146,12 @@ class SSEReader:
         return token_count(usage.get("completion_tokens")) if usage else None
 
     def text_so_far(self) -> str:
-        return redact("".join(list(self.tally.parts)))
+        """The text so far, redacted; read again only once more was written (the outline's head is polled every
+        20 ms, and redacting reads the whole text in every form a key could take)."""
+        parts = list(self.tally.parts)
+        if self._so_far[0] != len(parts):
+            self._so_far = (len(parts), redact("".join(parts)))
+        return self._so_far[1]
 
     def completion(self) -> Completion:
         """What was read so far, as the reader alone knows it (the transport adds its own figures)."""
