@@ -32,9 +32,9 @@ PIECE = 8
 MAX_DEPTH = 8
 _ESCAPE = re.compile(r"\\+(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2}))")
 #: What separates a key's characters without being read: controls (Cc), format characters (Cf: zero-width, soft
-#: hyphen, bidi marks, BOM, tag characters…), surrogates (Cs), white space and separators (Z*, \s), and the joiners a key or an
-#: encoding uses (``-_.:/+=~``). One regex: a 128 MB function has a fraction of a core, and the text of a stream
-#: being written is read again every progress interval.
+#: hyphen, bidi marks, BOM, tag characters…), surrogates (Cs), white space and separators (Z*, \s), and the
+#: joiners a key or an encoding uses (``-_.:/+=~``). One regex: a 128 MB function has a fraction of a core, and
+#: the text of a stream being written is read again every progress interval.
 _REMOVED = re.compile(
     "[\x00-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
     "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff"
