@@ -1,4 +1,4 @@
-"""Admission counts jobs (DESIGN: ``RecipeConcurrency`` is jobs at once, each holding one model stream): a burst
+"""Admission counts jobs (``RecipeConcurrency`` is jobs at once, each holding one model stream): a burst
 of ``limit`` callers is all admitted whatever mode their recipes are written in, and requests at the same moment
 never hold more than ``limit`` slots (on an in-process moto table whose conditional writes are atomic as
 DynamoDB's are)."""
