@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from chuixiang_local.template import Template
 
@@ -44,3 +48,17 @@ def test_each_timeout_line_is_the_functions_timeout() -> None:
         assert name, line
         assert line["value"] == int(template.resolve(functions[name[1]]["Properties"]["Timeout"])), line
     assert {line["value"] for line in lines} == {170, 90}
+
+
+def test_drawing_without_matplotlib_says_how_to_install_it_instead_of_crashing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After `make run` (no charts extra), `chuixiang dashboard --out` crashed with ModuleNotFoundError: it is a
+    configuration error (exit 2) that names the install command."""
+    from chuixiang_local.commands import cli
+    from chuixiang_local.commands.charts import INSTALL
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: `import matplotlib` fails
+    code = cli.main(["dashboard", "--logs", str(tmp_path), "--out", str(tmp_path / "d.png")])
+    assert code == 2
+    assert INSTALL in capsys.readouterr().err and not (tmp_path / "d.png").exists()

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chuixiang_local.commands.charts import pyplot
+
 if TYPE_CHECKING:
     from chuixiang_local.commands.bench import BenchCall
 
@@ -15,10 +17,7 @@ LIMIT_STYLES = {"first content": ("tab:orange", "--"), "idle": ("tab:gray", ":")
 
 
 def draw(path: Path, rows: Sequence[dict[str, Any]], calls: Sequence[BenchCall], limits_ms: dict[str, float]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     models = [r["model"] for r in rows]
     fig, (times, valid) = plt.subplots(

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chuixiang_local.commands.charts import pyplot
 from chuixiang_local.template import Template
 
 #: A series: time bucket (ms) -> the bucket's values.
@@ -342,10 +343,7 @@ def report(widgets: list[Widget]) -> str:
 
 def draw(widgets: list[Widget], out: Path) -> None:
     """The widgets in the dashboard's own grid (24 columns), each series as CloudWatch would plot it."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = max(w.y + w.height for w in widgets)
     fig = plt.figure(figsize=(24, rows * 0.55), dpi=60)

@@ -35,6 +35,7 @@ from chuixiang.resilience.router import Routes
 from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.chat import StreamLimits
 from chuixiang.upstream.endpoint import ModelEndpoint
+from chuixiang_local.commands.charts import pyplot
 from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.model.memory_health import MemoryHealth
 from chuixiang_local.model.profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile
@@ -155,10 +156,7 @@ def main(jobs: int, chart: str = "") -> None:
     for scenario, strategy, ok, p50, p95, per in rows:
         print(f"  {scenario:<9} {strategy:<8} {ok:>8.0%} {p50:>7.1f} {p95:>7.1f} {per:>14.0f}")
     if chart:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, axes = plt.subplots(1, len(SCENARIOS), figsize=(4 * len(SCENARIOS), 3.5))
         for ax, scenario in zip(axes, SCENARIOS, strict=True):

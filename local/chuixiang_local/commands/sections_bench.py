@@ -55,6 +55,7 @@ from chuixiang.stores.key_streams import KeyLender
 from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.commands.bench import percentile
+from chuixiang_local.commands.charts import pyplot
 from chuixiang_local.commands.routing_bench import limits as scaled_limits
 from chuixiang_local.model.fake_model import FakeModelProcess
 from chuixiang_local.model.key_quota import KeyQuota
@@ -454,10 +455,7 @@ def _mark(ax: Any, x: range, ms: list[float | None], color: str, label: str) -> 
 
 
 def draw(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     scenarios = list(dict.fromkeys(r["scenario"] for r in rows))
     fig, axes = plt.subplots(1, len(scenarios), figsize=(4.2 * len(scenarios), 3.6), squeeze=False)

@@ -1,0 +1,25 @@
+"""The charts' one way to matplotlib: the ``charts`` extra is not what running needs (``make run`` does not
+install it), so a command that draws says how to get it instead of crashing on an import."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chuixiang_local.template import ConfigError
+
+INSTALL = ".venv/bin/pip install -e '.[charts]'"
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (no display), or a :class:`ConfigError` (exit 2) naming the
+    install command."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ConfigError(
+            f"drawing a chart needs matplotlib, which `make run` does not install: {INSTALL} (make test does)"
+        ) from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
