@@ -108,3 +108,23 @@ def test_option_scanning_stops_where_a_command_does() -> None:
 
 def test_each_document_is_read(tmp_path: Path) -> None:
     assert {doc for doc, *_ in COMMANDS} >= {"runbook.md", "first-deploy.md"}
+
+
+#: What the CLI accepts but does not do what an operator means (each seen in this runbook before).
+_OR_WITHOUT_FIRST_Q = re.compile(r"""--filter-pattern '"[^"']*" \?""")  # `"a" ?"b"`: AND-ish; OR is `?"a" ?"b"`
+
+
+def test_the_commands_do_what_an_operator_means() -> None:
+    """Beyond the CLI's own rules (CloudWatch Logs' filter syntax, CloudFormation's alarm names, the query
+    statuses): a filter's OR form puts ``?`` before each term; ``filter-log-events`` has a ``--start-time`` (it
+    scans the group's whole retention otherwise); an alarm is looked up by the name CloudFormation gives it
+    (``<stack>-<LogicalId>-<suffix>``: a prefix, never ``--alarm-names <LogicalId>``); a loop over a query's
+    status ends on every terminal one."""
+    for doc in DOCS:
+        text = doc.read_text()
+        assert not _OR_WITHOUT_FIRST_Q.search(text), f'{doc.name}: a filter\'s OR form is ?"a" ?"b"'
+        for service, operation, options in ((s, o, opts) for d, s, o, opts in COMMANDS if d == doc.name):
+            if (service, operation) == ("logs", "filter-log-events"):
+                assert "start-time" in options, f"{doc.name}: filter-log-events without --start-time"
+        assert "--alarm-names <" not in text, f"{doc.name}: alarms are named <stack>-<LogicalId>-<suffix>"
+        assert "= Complete ]" not in text, f"{doc.name}: a query loop must end on Failed, Cancelled and Timeout too"
