@@ -29,14 +29,13 @@ kept at all, only :func:`echo_notice` (that the provider's answer echoed the cre
 
 from __future__ import annotations
 
-import base64
 import re
 import threading
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from .key_forms import KeyPieces, key_pieces
+from .key_forms import KeyPieces, base64_forms, key_pieces
 
 REDACTED = "[REDACTED]"
 #: The shortest secret the redactor accepts, and the shortest piece of one it removes: a shorter run of a
@@ -105,12 +104,7 @@ def encoded_forms(secret: str) -> list[str]:
     """How else a model or a proxy may write ``secret``: percent-encoded, and in base64 (standard and URL-safe)
     at each of the three alignments it can have inside a longer base64 text (the characters its bytes alone
     decide)."""
-    raw = secret.encode()
-    forms = {quote(secret, safe=""), quote_plus(secret)}
-    for offset in range(3):
-        encoded = base64.b64encode(b"\0" * offset + raw).decode()
-        middle = encoded[4 if offset else 0 : (offset + len(raw)) // 3 * 4]
-        forms |= {middle, middle.replace("+", "-").replace("/", "_")}
+    forms = {quote(secret, safe=""), quote_plus(secret), *base64_forms(secret.encode())}
     return sorted(f for f in forms if f != secret and len(f) >= MIN_SECRET_CHARS)
 
 

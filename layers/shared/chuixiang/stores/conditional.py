@@ -22,21 +22,3 @@ def applied(write: Callable[..., Any], **request: Any) -> bool:
             return False
         raise
     return True
-
-
-def transacted(write: Callable[..., Any], **request: Any) -> bool:
-    """Run ``transact_write_items(**request)``: False when a condition in it did not hold (the transaction
-    was cancelled for it, or because another transaction held one of its items); any other error raises."""
-    try:
-        write(**request)
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
-        reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-        if error.get("Code") == "TransactionCanceledException" and set(reasons) <= CANCELLED_BY_ANOTHER:
-            return False
-        raise
-    return True
-
-
-#: A transaction's items cancelled for these reasons: its conditions, or a conflict with another transaction.
-CANCELLED_BY_ANOTHER = {"None", "ConditionalCheckFailed", "TransactionConflict", None}
