@@ -111,3 +111,27 @@ test("a request accepted and never answered is bounded; giveUpMs bounds the whol
     silent.close();
   }
 });
+
+test("on a phone: the client's functions taken off it, getToken told whether to refresh, a failed sign-in ends UNAUTHORIZED", async () => {
+  const { wx, client } = phone();
+  const asked = [];
+  const { cook } = client.createClient({
+    baseUrl: serve.base,
+    getToken: (options) => {
+      asked.push(options.forceRefresh);
+      return "phone-token";
+    },
+  });
+  const job = await cook("回锅肉");
+  assert.equal(job.status, "SUCCEEDED", JSON.stringify(job.error));
+  assert.ok(asked.length > 0 && asked.every((f) => f === false), asked.join()); // no 401: never asked to refresh
+  const before = wx.requests.length;
+  const { cook: signedOut } = client.createClient({
+    baseUrl: serve.base,
+    getToken: () => Promise.reject(new Error("wx.login:fail")),
+  });
+  const refused = await signedOut("水煮鱼");
+  assert.equal(refused.status, "FAILED");
+  assert.equal(refused.error.code, "UNAUTHORIZED");
+  assert.equal(wx.requests.length, before); // no request sent without a token
+});
