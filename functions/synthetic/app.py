@@ -7,7 +7,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chuixiang.observability import logger, metrics
 from chuixiang.settings import get_settings
 from chuixiang.stores.secrets import synthetic_token
-from chuixiang.synthetic import REQUEST_TIMEOUT_S, SyntheticEvent, run_synthetic
+from chuixiang.stores.synthetic_lease import SyntheticLease
+from chuixiang.stores.table import jobs_table
+from chuixiang.synthetic import REQUEST_TIMEOUT_S, SyntheticEvent, SyntheticResult, run_alone, run_synthetic
 
 
 @logger.inject_lambda_context
@@ -15,7 +17,13 @@ from chuixiang.synthetic import REQUEST_TIMEOUT_S, SyntheticEvent, run_synthetic
 @event_parser(model=SyntheticEvent)
 def lambda_handler(event: SyntheticEvent, context: LambdaContext) -> dict:
     settings = get_settings()
-    token = synthetic_token(settings)
-    headers = {"User-Agent": "chuixiang-synthetic", **({"Authorization": f"Bearer {token}"} if token else {})}
-    with httpx.Client(base_url=settings.api_url, headers=headers, timeout=REQUEST_TIMEOUT_S) as client:
-        return run_synthetic(event, client, context.get_remaining_time_in_millis).model_dump()
+    lease = SyntheticLease(jobs_table(settings))
+    remaining = context.get_remaining_time_in_millis
+
+    def run() -> SyntheticResult:
+        token = synthetic_token(settings)
+        headers = {"User-Agent": "chuixiang-synthetic", **({"Authorization": f"Bearer {token}"} if token else {})}
+        with httpx.Client(base_url=settings.api_url, headers=headers, timeout=REQUEST_TIMEOUT_S) as client:
+            return run_synthetic(event, client, remaining)
+
+    return run_alone(lease, context.aws_request_id, remaining, run).model_dump()

@@ -182,12 +182,15 @@ def test_an_explicit_deny_wins_and_not_action_and_if_exists_read_as_iam_reads_th
     deny = {"Effect": "Deny", "NotAction": ["dynamodb:GetItem"], "Resource": TABLE}
     assert evaluate([allow, deny], request)[0] is Decision.EXPLICIT_DENY
     assert evaluate([allow, deny], Request("dynamodb:GetItem", TABLE, {}))[0] is Decision.ALLOW
-    guarded = {**allow, "Condition": {"StringEqualsIfExists": {"aws:RequestedRegion": "cn-north-1"}}}
+    guarded = {**allow, "Condition": {"StringEqualsIfExists": {"dynamodb:Select": "ALL_ATTRIBUTES"}}}
     assert evaluate([guarded], request)[0] is Decision.ALLOW  # the key is absent: IfExists holds
-    on_key = {**allow, "Condition": {"StringEquals": {"aws:RequestedRegion": "cn-north-1"}}}
+    on_key = {**allow, "Condition": {"StringEquals": {"dynamodb:Select": "ALL_ATTRIBUTES"}}}
     assert evaluate([on_key], request)[0] is Decision.IMPLICIT_DENY  # absent without IfExists: false
     with pytest.raises(UnsupportedCondition):
         evaluate([{**allow, "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}}], request)
+    # A global key IAM sets on every request is never "absent": not computed here, it is refused loudly.
+    with pytest.raises(UnsupportedCondition):
+        evaluate([{**allow, "Condition": {"StringEqualsIfExists": {"aws:RequestedRegion": "cn-north-1"}}}], request)
 
 
 def test_every_condition_key_the_template_uses_is_computed_or_never_reaches_the_local_cloud() -> None:

@@ -11,7 +11,10 @@ the job ends or its deadline has passed, and publishes what a user would have se
   not succeed (one background failure in two hundred is not an outage; two in a row are, and a total outage
   fails both in seconds). ``SyntheticFailingAlarm`` pages on it.
 
-A refusal (429) is admission's business (``AdmissionBurnAlarm``), not a failure here.
+A refusal (429) is admission's business (``AdmissionBurnAlarm``), not a failure here. An answer that is not the
+API's shape (a WAF's HTML page, a 202 without a job, a deadline that is no time) is ``api_error`` with its status,
+never a crash: a crash publishes nothing, and only the missing-data alarm would notice, half an hour later.
+Runs never overlap (:mod:`chuixiang.stores.synthetic_lease`).
 """
 
 from __future__ import annotations
@@ -20,14 +23,15 @@ import time
 import uuid
 from collections.abc import Callable
 from enum import StrEnum
+from typing import TypeVar
 
 import httpx
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
-from .clock import now_utc, parse_iso
 from .job_status import JobStatus
 from .observability import dimensioned_metric, logger, metrics
+from .stores.synthetic_lease import SyntheticLease
 from .timeouts import SAFETY_MARGIN_S, finish_margin_ms
 
 #: Dishes the synthetic job cooks in turn; each run's name gets the second it started.
@@ -71,6 +75,32 @@ class SyntheticJob(BaseModel):
 class SyntheticResult(BaseModel):
     jobs: list[SyntheticJob]
     failing: bool  #: the run's failure stands (``SyntheticFailures`` 1)
+    skipped: bool = False  #: another run held the lease: this one cooked nothing and published nothing
+
+
+class Accepted(BaseModel):
+    """What a ``202`` must say for the run to follow the job (the API's ``JobAccepted``, the fields read)."""
+
+    jobId: str = Field(min_length=1)
+    deadlineAt: AwareDatetime
+
+
+class _Error(BaseModel):
+    code: str | None = None
+
+
+class Seen(BaseModel):
+    """What a ``200`` poll must say (the job document, the fields read)."""
+
+    model_config = ConfigDict(extra="ignore")
+    status: JobStatus
+    error: _Error | None = None
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+#: The code of an answer that is not the API's shape.
+MALFORMED = "MALFORMED_ANSWER"
 
 
 Clock = Callable[[], float]
@@ -135,11 +165,9 @@ class Cook:
             raise _Give(Outcome.REFUSED, 429, _error_code(answer))
         if answer.status_code != 202:
             raise _Give(Outcome.API_ERROR, answer.status_code, _error_code(answer))
-        body = answer.json()
-        deadline = body.get("deadlineAt")
+        accepted = _shaped(Accepted, answer)
         # The client's rule: wait until the job's deadline and the safety margin (the state machine ends it by then).
-        give_up = parse_iso(deadline).timestamp() if deadline else now_utc().timestamp()
-        return str(body["jobId"]), give_up + SAFETY_MARGIN_S
+        return accepted.jobId, accepted.deadlineAt.timestamp() + SAFETY_MARGIN_S
 
     def _poll(self, job_id: str, give_up_at: float) -> None:
         """Poll at the pace the API asks for; at least once, however late it already is."""
@@ -157,11 +185,19 @@ class Cook:
 
     @staticmethod
     def _ended(answer: httpx.Response) -> None:
-        body = answer.json()
-        if body.get("status") == JobStatus.SUCCEEDED:
+        seen = _shaped(Seen, answer)
+        if seen.status is JobStatus.SUCCEEDED:
             raise _Give(Outcome.OK, 200)
-        if body.get("status") == JobStatus.FAILED:
-            raise _Give(Outcome.FAILED, 200, (body.get("error") or {}).get("code"))
+        if seen.status is JobStatus.FAILED:
+            raise _Give(Outcome.FAILED, 200, seen.error.code if seen.error else None)
+
+
+def _shaped(model: type[_M], answer: httpx.Response) -> _M:
+    """``answer``'s body as ``model``, or the run's end as an ``api_error`` with the answer's status."""
+    try:
+        return model.model_validate_json(answer.content)
+    except ValidationError:
+        raise _Give(Outcome.API_ERROR, answer.status_code, MALFORMED) from None
 
 
 def dish_of_the_moment(clock: Clock = time.time) -> str:
@@ -169,6 +205,21 @@ def dish_of_the_moment(clock: Clock = time.time) -> str:
     answers it; the dishes take turns."""
     now = int(clock())
     return f"{DISHES[now // 60 % len(DISHES)]} {time.strftime('%m%d%H%M%S', time.gmtime(now))}"
+
+
+def run_alone(
+    lease: SyntheticLease, run_id: str, remaining_ms: Callable[[], float], run: Callable[[], SyntheticResult]
+) -> SyntheticResult:
+    """``run()`` when no other run is under way; else a skipped result, and nothing published (the run under way
+    publishes its own)."""
+    now = time.time()
+    if not lease.take(run_id, now, now + remaining_ms() / 1000):
+        logger.warning("synthetic run skipped: the previous run is still under way")
+        return SyntheticResult(jobs=[], failing=False, skipped=True)
+    try:
+        return run()
+    finally:
+        lease.give_back(run_id)
 
 
 def run_synthetic(

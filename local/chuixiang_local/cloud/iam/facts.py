@@ -26,17 +26,46 @@ from .calls import AwsCall
 #: S3 API Reference, HeadObject: "you must have the s3:GetObject permission"; HeadBucket: "s3:ListBucket".
 DOCUMENTED_ACTIONS = {("s3", "HeadObject"): "GetObject", ("s3", "HeadBucket"): "ListBucket"}
 
-#: The condition keys computed from a request here. A policy condition on any other key finds it absent,
-#: as IAM does when a request does not carry a key (false, or true under ForAllValues / IfExists).
+#: The condition keys computed from a request here. A policy condition on any other service key finds it
+#: absent, as IAM does when a request does not carry a key (false, or true under ForAllValues / IfExists); a
+#: condition on a global ``aws:`` key not computed here is refused loudly (:data:`policy.GLOBAL_KEYS_COMPUTED`).
 COMPUTED_KEYS = frozenset(
     {
         "aws:requestedregion",
         "aws:securetransport",
         "aws:principalarn",
+        "aws:principalaccount",
+        "aws:principaltype",
+        "aws:principalisawsservice",
+        "aws:viaawsservice",
+        "aws:userid",
         "states:statemachinequalifier",
         "dynamodb:leadingkeys",
     }
 )
+
+
+def principal_context(role_arn: str, session: str, account: str, region: str) -> dict[str, list[str]]:
+    """The global keys IAM sets on every request a Lambda function's or a state machine's role session makes
+    (IAM User Guide, *AWS global condition context keys*, each key's "Availability"):
+
+    * ``aws:PrincipalArn``: the role's ARN, not the session's ("For IAM roles, the request context returns the
+      ARN of the role, not the ARN of the user that assumed the role");
+    * ``aws:PrincipalAccount``, ``aws:PrincipalType`` (``AssumedRole``), ``aws:userid`` (``role-id:session``;
+      the role's unique id is AWS's, so the role's name stands for it here), ``aws:RequestedRegion``;
+    * ``aws:PrincipalIsAWSService`` and ``aws:ViaAWSService``: ``false`` (the function calls the service itself);
+    * ``aws:SecureTransport``: ``true`` (every SDK call from Lambda is HTTPS; locally, loopback HTTP).
+    """
+    return {
+        "aws:principalarn": [role_arn],
+        "aws:principalaccount": [account],
+        "aws:principaltype": ["AssumedRole"],
+        "aws:userid": [f"{role_arn.rsplit('/', 1)[-1]}:{session}"],
+        "aws:principalisawsservice": ["false"],
+        "aws:viaawsservice": ["false"],
+        "aws:requestedregion": [region],
+        "aws:securetransport": ["true"],
+    }
 
 
 class UnknownAction(Exception):
@@ -210,7 +239,13 @@ def _transaction_items(call: AwsCall) -> list[AwsCall]:
 
 
 def authorisation_of(
-    call: AwsCall, *, principal_arn: str, account: str, partition: str, leading_key: Callable[[str], str | None]
+    call: AwsCall,
+    *,
+    principal_arn: str,
+    account: str,
+    partition: str,
+    leading_key: Callable[[str], str | None],
+    session: str = "session",
 ) -> list[Authorisation]:
     """What IAM checks, once per resource the call acts on: a batch call on several tables (DynamoDB's
     ``RequestItems``) is authorised on each, a transaction on each of its items. ``leading_key(table)``: the
@@ -220,7 +255,12 @@ def authorisation_of(
             Authorisation(a.action, a.resource, {**a.context, "dynamodb:enclosingoperation": [call.operation]})
             for one in _transaction_items(call)
             for a in authorisation_of(
-                one, principal_arn=principal_arn, account=account, partition=partition, leading_key=leading_key
+                one,
+                principal_arn=principal_arn,
+                account=account,
+                partition=partition,
+                leading_key=leading_key,
+                session=session,
             )
         ]
     action = iam_action(call.service, call.operation)
@@ -241,12 +281,7 @@ def authorisation_of(
     )
     out = []
     for one in calls:
-        context = {
-            "aws:requestedregion": [one.region],
-            "aws:principalarn": [principal_arn],
-            # Local calls travel over loopback HTTP; on AWS every SDK call here is HTTPS.
-            "aws:securetransport": ["true"],
-        }
+        context = principal_context(principal_arn, session, account, one.region)
         resource = _service_rules(one, resource_of(one, action, account, partition), context, leading_key)
         out.append(Authorisation(action, resource, context))
     return out

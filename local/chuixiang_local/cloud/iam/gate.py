@@ -39,7 +39,13 @@ class Principal:
 
     @property
     def arn(self) -> str:
+        """The session's ARN: what an AccessDenied message names."""
         return f"arn:{self.partition}:sts::{ACCOUNT}:assumed-role/{self.role}/{self.session}"
+
+    @property
+    def role_arn(self) -> str:
+        """The role's ARN: what ``aws:PrincipalArn`` and a key policy's ``Principal`` match."""
+        return f"arn:{self.partition}:iam::{ACCOUNT}:role/{self.role}"
 
 
 @dataclass(frozen=True)
@@ -99,10 +105,11 @@ class IamGate:
         try:
             authorisations = authorisation_of(
                 call,
-                principal_arn=principal.arn,
+                principal_arn=principal.role_arn,
                 account=ACCOUNT,
                 partition=principal.partition,
                 leading_key=self.leading_key,
+                session=principal.session,
             )
         except UnknownAction as exc:
             return Refusal(principal, Authorisation(f"{call.service}:{call.operation}", "?"), str(exc))

@@ -7,7 +7,14 @@ Conditions: the operators of the IAM reference's condition operator table (strin
 ``Null``), their ``IfExists`` forms and the ``ForAnyValue:``/``ForAllValues:`` set qualifiers. A key the
 request does not carry makes its condition false, except where IAM says true: a negated operator
 (``StringNotEquals``…), ``…IfExists`` and ``ForAllValues:`` (``Null`` tests presence itself).
-An operator not listed here is refused loudly (:class:`UnsupportedCondition`), never read as a match.
+An operator not listed here is refused loudly (:class:`UnsupportedCondition`), never read as a match; so is a
+condition on a global ``aws:`` key the request does not carry unless IAM documents it as absent for a role
+session calling a service directly (:data:`GLOBAL_KEYS_ABSENT`): a Deny on ``aws:PrincipalTag/team`` must not
+pass for want of the tag.
+
+A policy IAM would refuse (:func:`grammar_problems`: an ``Effect`` other than ``Allow``/``Deny``, no
+``Action``/``NotAction``, no ``Resource``/``NotResource`` in an identity policy, an unknown operator) is
+CloudFormation's ``MalformedPolicyDocument``: the local cloud refuses to deploy it.
 """
 
 from __future__ import annotations
@@ -111,12 +118,41 @@ def _matches(op: str, value: str, wanted: list[str]) -> bool:
     return any(test(value, w) for w in wanted)
 
 
+#: Global keys IAM documents as absent from a request a role session makes to a service directly (not through
+#: another service, not from a VPC endpoint, not as an IAM user): a condition on them finds them absent.
+#: IAM User Guide, *AWS global condition context keys*, each key's "Availability".
+GLOBAL_KEYS_ABSENT = frozenset(
+    {
+        "aws:sourcearn",  # "only when a call to your resource is being made directly by an AWS service principal"
+        "aws:sourceaccount",
+        "aws:sourceorgid",
+        "aws:sourceorgpaths",
+        "aws:calledvia",  # "only if a service that supports aws:CalledVia uses the credentials of an IAM principal"
+        "aws:calledviafirst",
+        "aws:calledvialast",
+        "aws:username",  # "not present for IAM roles"
+        "aws:sourcevpc",  # "only if the request is made through a VPC endpoint"
+        "aws:sourcevpce",
+        "aws:vpcsourceip",
+    }
+)
+
+
+def _refuse_uncomputed(key: str, context: Mapping[str, list[str]]) -> None:
+    name = key.lower()
+    if name.startswith("aws:") and name not in context and name not in GLOBAL_KEYS_ABSENT:
+        raise UnsupportedCondition(
+            f"a condition on {key!r}, a global key IAM may set on this request, which is not computed locally"
+        )
+
+
 def condition_holds(operator: str, key: str, wanted: Any, context: Mapping[str, list[str]]) -> bool:
     """One ``operator: {key: wanted}`` entry of a Condition block."""
     qualifier, _, op = operator.rpartition(":")
     if_exists = op.endswith("IfExists")
     op = op.removesuffix("IfExists")
     wanted_values = [str(w).lower() if isinstance(w, bool) else str(w) for w in _as_list(wanted)]
+    _refuse_uncomputed(key, context)
     values = context.get(key.lower())
     if op == "Null":  # "true": the key is absent; "false": present
         return (values is None) == (wanted_values[0].lower() == "true")
@@ -150,6 +186,11 @@ def conditions_hold(block: Mapping[str, Mapping[str, Any]] | None, context: Mapp
 
 
 def applies(statement: Mapping[str, Any], request: Request) -> bool:
+    """A statement without an action or a resource element (or with both of a pair) is none IAM accepts: it
+    applies to nothing, never to everything."""
+    for pair in (("Action", "NotAction"), ("Resource", "NotResource")):
+        if (pair[0] in statement) == (pair[1] in statement):
+            return False
     if "Action" in statement and not action_matches(statement["Action"], request.action):
         return False
     if "NotAction" in statement and action_matches(statement["NotAction"], request.action):
@@ -169,8 +210,35 @@ def evaluate(statements: Iterable[Mapping[str, Any]], request: Request) -> tuple
             continue
         if statement.get("Effect") == "Deny":
             return Decision.EXPLICIT_DENY, statement
-        allowed_by = allowed_by or statement
+        if statement.get("Effect") == "Allow":  # anything else is no statement IAM accepts (grammar_problems)
+            allowed_by = allowed_by or statement
     return (Decision.ALLOW, allowed_by) if allowed_by is not None else (Decision.IMPLICIT_DENY, None)
+
+
+def _operator_known(operator: str) -> bool:
+    qualifier, _, op = operator.rpartition(":")
+    op = op.removesuffix("IfExists")
+    return qualifier in ("", "ForAnyValue", "ForAllValues") and (op in _OPERATORS or op == "Null")
+
+
+def grammar_problems(statement: Mapping[str, Any], *, identity: bool = True) -> list[str]:
+    """Why IAM would refuse ``statement`` as written (IAM User Guide, *IAM JSON policy elements*): ``Effect``
+    "Valid values for Effect are Allow and Deny. The Effect value is case sensitive"; each statement "must
+    include either an Action or NotAction element", and in an identity policy "either a Resource or a
+    NotResource element"; never both of a pair; no ``Principal`` in an identity policy; known operators only."""
+    problems = []
+    if statement.get("Effect") not in ("Allow", "Deny"):
+        problems.append(f"Effect {statement.get('Effect')!r} is neither Allow nor Deny (case-sensitive)")
+    for pair in (("Action", "NotAction"), ("Resource", "NotResource")):
+        present = [k for k in pair if k in statement]
+        if len(present) == 2:
+            problems.append(f"both {pair[0]} and {pair[1]}")
+        elif not present and (pair[0] == "Action" or identity):
+            problems.append(f"neither {pair[0]} nor {pair[1]}")
+    if identity and ("Principal" in statement or "NotPrincipal" in statement):
+        problems.append("a Principal in an identity-based policy")
+    problems += [f"unknown condition operator {op!r}" for op in statement.get("Condition", {}) if not _operator_known(op)]
+    return problems
 
 
 def statements_of(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -178,4 +246,4 @@ def statements_of(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return _as_list(document.get("Statement", []))
 
 
-__all__ = ["Decision", "Request", "UnsupportedCondition", "evaluate", "statements_of"]
+__all__ = ["Decision", "Request", "UnsupportedCondition", "evaluate", "grammar_problems", "statements_of"]

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chuixiang_local.template import Template
+from chuixiang_local.template import ConfigError, Template
 
-from .policy import Decision, Request, evaluate, statements_of
+from .policy import Decision, Request, evaluate, grammar_problems, statements_of
 
 #: The resources that run with a role, and the property that names it.
 _ROLE_PROPERTY = {"AWS::Lambda::Function": "Role", "AWS::StepFunctions::StateMachine": "RoleArn"}
@@ -36,6 +36,9 @@ def roles(transformed: dict[str, Any], template: Template) -> dict[str, Role]:
         # A policy may be conditional as a whole (``Fn::If`` with ``AWS::NoValue``: the synthetic job's token).
         policies = template.resolve(role.get("Policies", []))
         statements = [dict(s) for policy in policies if policy for s in statements_of(policy["PolicyDocument"])]
+        malformed = [f"{p}" for statement in statements for p in grammar_problems(statement)]
+        if malformed:  # what CloudFormation's create of the role would fail on
+            raise ConfigError(f"{role_lid}: MalformedPolicyDocument: {'; '.join(malformed)}")
         out[lid] = Role(role_lid, statements, [str(template.resolve(a)) for a in role.get("ManagedPolicyArns", [])])
     return out
 
