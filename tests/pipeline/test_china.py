@@ -94,7 +94,10 @@ def lambda_snapstart(resources: Resources) -> list[str]:
 
 
 def lambda_s3_destination(resources: Resources) -> list[str]:
-    configs = {**of_type(resources, "AWS::Lambda::EventInvokeConfig"), **of_type(resources, "AWS::Lambda::EventSourceMapping")}
+    configs = {
+        **of_type(resources, "AWS::Lambda::EventInvokeConfig"),
+        **of_type(resources, "AWS::Lambda::EventSourceMapping"),
+    }
     return [lid for lid, r in configs.items() if re.search(r'"arn:[^"]*:s3:::', json.dumps(r.get("Properties", {})))]
 
 
@@ -115,7 +118,9 @@ def apigw_edge(resources: Resources) -> list[str]:
 
 def apigw_own_domain(resources: Resources) -> list[str]:
     """The HTTP APIs reachable without an ICP-filed domain of their own: no domain mapped, or execute-api on."""
-    mapped = {json.dumps(r["Properties"]["ApiId"]) for r in of_type(resources, "AWS::ApiGatewayV2::ApiMapping").values()}
+    mapped = {
+        json.dumps(r["Properties"]["ApiId"]) for r in of_type(resources, "AWS::ApiGatewayV2::ApiMapping").values()
+    }
     open_apis = []
     for lid, r in of_type(resources, "AWS::ApiGatewayV2::Api").items():
         body = r["Properties"].get("Body", {})
@@ -287,9 +292,11 @@ def test_in_china_the_roles_carry_only_an_unused_xray_write_policy(in_china: Res
 
 def test_with_its_own_domain_the_api_is_reachable_only_there(in_china: Resources) -> None:
     domain = of_type(in_china, "AWS::ApiGatewayV2::DomainName")
-    ((lid, resource),) = domain.items()
+    ((_, resource),) = domain.items()
     config = resource["Properties"]["DomainNameConfigurations"]
-    assert config == [{"CertificateArn": {"Ref": "ApiCertificateArn"}, "EndpointType": "REGIONAL", "SecurityPolicy": "TLS_1_2"}]
+    assert config == [
+        {"CertificateArn": {"Ref": "ApiCertificateArn"}, "EndpointType": "REGIONAL", "SecurityPolicy": "TLS_1_2"}
+    ]
     assert apigw_own_domain(in_china) == []
     synthetic = functions(in_china)["SyntheticFunction"]["Environment"]["Variables"]["API_URL"]
     assert synthetic == {"Fn::Sub": "https://${ApiDomainName}"}

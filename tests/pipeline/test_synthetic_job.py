@@ -42,10 +42,12 @@ Emf = list[dict[str, Any]]
 
 
 def _invoke(
-    api_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    api_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], table: Any
 ) -> tuple[dict[str, Any], Emf]:
-    """The function's handler with the environment the template gives it (``API_URL``), the scaled timeout."""
+    """The function's handler with the environment the template gives it (``API_URL``; its lease on an
+    in-process table), the scaled timeout."""
     monkeypatch.setenv("API_URL", api_url)
+    monkeypatch.setenv("JOBS_TABLE", table.name)
     get_settings.cache_clear()
     timeout_s = int(SCALED["SyntheticFunctionTimeout"])
     context = LocalContext("synthetic", 128, str(uuid.uuid4()), int((time.time() + timeout_s) * 1000))
@@ -63,9 +65,9 @@ def _metric(emf: list[dict[str, Any]], name: str) -> list[tuple[float, dict[str,
 
 
 def test_a_served_dish_is_an_ok_run(
-    serve: Serve, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    serve: Serve, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], table: Any
 ) -> None:
-    result, emf = _invoke(serve.base, monkeypatch, capsys)
+    result, emf = _invoke(serve.base, monkeypatch, capsys, table)
     [job] = result["jobs"]
     assert job["outcome"] == "ok" and job["jobId"] and not result["failing"], result
     assert serve.get(job["jobId"])["status"] == "SUCCEEDED"
@@ -77,12 +79,12 @@ def test_a_served_dish_is_an_ok_run(
 
 
 def test_with_the_model_down_the_run_fails_confirmed(
-    serve: Serve, fake: FakeModel, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    serve: Serve, fake: FakeModel, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], table: Any
 ) -> None:
     model = Template().parameters["RecipeModel"]
     fake.chat_by_model[model] = ChatBehaviour(status=503)
     try:
-        result, emf = _invoke(serve.base, monkeypatch, capsys)
+        result, emf = _invoke(serve.base, monkeypatch, capsys, table)
     finally:
         del fake.chat_by_model[model]
     assert [(j["outcome"], j["code"]) for j in result["jobs"]] == [("failed", "RECIPE_UPSTREAM_ERROR")] * 2, result
@@ -93,9 +95,9 @@ def test_with_the_model_down_the_run_fails_confirmed(
 
 
 def test_an_api_that_is_not_there_is_an_api_error_not_a_crash(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], table: Any
 ) -> None:
-    result, emf = _invoke(f"http://127.0.0.1:{free_port()}", monkeypatch, capsys)
+    result, emf = _invoke(f"http://127.0.0.1:{free_port()}", monkeypatch, capsys, table)
     assert [j["outcome"] for j in result["jobs"]] == ["api_error", "api_error"] and result["failing"]
     assert [value for value, _ in _metric(emf, "SyntheticFailures")] == [1]
 

@@ -125,7 +125,10 @@ def test_the_local_cloud_refuses_a_template_iam_would_refuse() -> None:
             "Type": "AWS::IAM::Role",
             "Properties": {
                 "Policies": [
-                    {"PolicyName": "p", "PolicyDocument": {"Statement": [{"Effect": "deny", "Action": "*", "Resource": "*"}]}}
+                    {
+                        "PolicyName": "p",
+                        "PolicyDocument": {"Statement": [{"Effect": "deny", "Action": "*", "Resource": "*"}]},
+                    }
                 ]
             },
         },

@@ -33,7 +33,7 @@ def test_the_default_key_policy_enables_iam_policies() -> None:
 
 def test_a_policy_for_an_administrator_only_locks_the_functions_out() -> None:
     locked = policy(allow(ADMIN))
-    assert len(problems(locked, [ROLE])) == 1 and "every job would fail" in problems(locked, [ROLE])[0]
+    assert len(problems(locked, [ROLE])) == 1 and "every read of the secret would fail" in problems(locked, [ROLE])[0]
     assert "first deploy" in problems(locked, [])[0]  # before the roles exist: say what to do
 
 
@@ -44,7 +44,10 @@ def test_a_role_allowed_by_name_may_decrypt() -> None:
 
 def test_an_explicit_deny_wins_over_the_delegation() -> None:
     deny = {"Effect": "Deny", "Principal": {"AWS": ROLE}, "Action": "kms:Decrypt", "Resource": "*"}
-    assert "denies" in problems(policy(allow("arn:aws:iam::123456789012:root"), deny), [ROLE])[0]
+    assert (
+        "an explicit deny in the key policy"
+        in problems(policy(allow("arn:aws:iam::123456789012:root"), deny), [ROLE])[0]
+    )
 
 
 def test_the_preflight_reads_the_secret_readers_roles_from_the_stack() -> None:
@@ -112,3 +115,85 @@ def test_an_explicit_deny_in_either_policy_wins() -> None:
     assert refusal(policy(allow(ROLE, "kms:Decrypt"), deny), IDENTITY_ALLOWS) == "an explicit deny in the key policy"
     own_deny: list[dict[str, Any]] = [*IDENTITY_ALLOWS, {"Effect": "Deny", "Action": "kms:*", "Resource": "*"}]
     assert refusal(policy(allow(ROLE, "kms:Decrypt")), own_deny) == "an explicit deny in an identity-based policy"
+
+
+# --- the cases the preflight and the local cloud disagreed on with KMS, and with each other ---------------------
+CN_KEY = "arn:aws-cn:kms:cn-north-1:123456789012:key/1234abcd"
+CN_ROLE = "arn:aws-cn:iam::123456789012:role/chuixiang-RecipeFunctionRole-X"
+
+
+def test_an_account_given_as_its_id_is_the_account_root() -> None:
+    """IAM User Guide, *Principal*: an account may be given as its id or its root ARN, and the two are the same
+    principal: the default key policy written either way enables IAM policies."""
+    assert problems(policy(allow("123456789012")), [ROLE]) == []
+    assert problems(policy(allow("123456789012")), []) == []
+    assert problems(policy(allow("210987654321")), [ROLE]) != []  # another account's root delegates nothing here
+
+
+def test_a_condition_on_the_callers_account_or_the_service_is_judged_with_the_decrypts_context() -> None:
+    """*AWS KMS condition keys*: Secrets Manager's decrypt carries kms:CallerAccount and kms:ViaService; a key
+    policy that allows the account only through Secrets Manager (as AWS's managed secret key does) lets the
+    roles in. The preflight judged these with an empty context and refused such keys."""
+    via = {
+        **allow("*", "kms:Decrypt"),
+        "Condition": {
+            "StringEquals": {
+                "kms:CallerAccount": "123456789012",
+                "kms:ViaService": "secretsmanager.us-east-1.amazonaws.com",
+            }
+        },
+    }
+    assert problems(policy(via), [ROLE]) == []
+    other = {**via, "Condition": {"StringEquals": {"kms:CallerAccount": "210987654321"}}}
+    assert problems(policy(other), [ROLE]) != []
+
+
+def test_in_china_the_service_is_named_in_the_partitions_domain() -> None:
+    """The template builds kms:ViaService as secretsmanager.<region>.${AWS::URLSuffix}: amazonaws.com.cn in China."""
+    cn_via = {
+        **allow("arn:aws-cn:iam::123456789012:root", "kms:Decrypt"),
+        "Condition": {"StringEquals": {"kms:ViaService": "secretsmanager.cn-north-1.amazonaws.com.cn"}},
+    }
+    assert key_policy_problems(policy(cn_via), CN_KEY, "123456789012", "aws-cn", [CN_ROLE]) == []
+    global_via = {
+        **cn_via,
+        "Condition": {"StringEquals": {"kms:ViaService": "secretsmanager.cn-north-1.amazonaws.com"}},
+    }
+    assert key_policy_problems(policy(global_via), CN_KEY, "123456789012", "aws-cn", [CN_ROLE]) != []
+
+
+def test_not_principal_applies_to_everyone_it_does_not_list() -> None:
+    """IAM User Guide, *NotPrincipal*: the statement applies to every principal except those listed, and with
+    ``Deny`` a role's sessions are spared only when the role's session ARN is listed too (and the account, for the
+    delegation): listing the role's ARN alone still denies the functions."""
+    root = allow("arn:aws:iam::123456789012:root")
+    deny_others = {"Effect": "Deny", "NotPrincipal": {"AWS": [ADMIN]}, "Action": "kms:Decrypt", "Resource": "*"}
+    assert "explicit deny" in problems(policy(root, deny_others), [ROLE])[0]
+    deny_but_role = {**deny_others, "NotPrincipal": {"AWS": [ADMIN, ROLE]}}
+    assert problems(policy(root, deny_but_role), [ROLE]) != []
+    allow_all_but_admin = {**allow("*", "kms:Decrypt"), "NotPrincipal": {"AWS": [ADMIN]}}
+    allow_all_but_admin.pop("Principal")
+    assert problems(policy(allow_all_but_admin), [ROLE]) == []  # an Allow to everyone else lets the role in
+
+
+def test_the_local_cloud_and_the_preflight_give_one_answer() -> None:
+    """Both ask decrypt_refusal with kms_context: a key the local cloud lets a role use passes the preflight."""
+    from chuixiang_local.cloud.iam.key_policy import kms_context, secret_reader_statement
+
+    cases = [
+        policy(allow("123456789012")),
+        policy(allow(ADMIN)),
+        policy(allow(ROLE, "kms:Decrypt")),
+        policy(allow("123456789012"), {"Effect": "Deny", "Principal": "*", "Action": "kms:*", "Resource": "*"}),
+    ]
+    for doc in cases:
+        context = kms_context(region="us-east-1", partition="aws", account="123456789012", role_arn=ROLE, session="s")
+        local = decrypt_refusal(
+            doc,
+            Request("kms:Decrypt", KEY, context),
+            role_arn=ROLE,
+            account="123456789012",
+            partition="aws",
+            identity=[secret_reader_statement(KEY, "us-east-1", "aws")],
+        )
+        assert (local is None) == (problems(doc, [ROLE]) == []), doc

@@ -190,6 +190,7 @@ def test_behind_the_jwt_authorizer_the_function_presents_the_stored_token(
     )["ARN"]
     monkeypatch.setenv("SYNTHETIC_TOKEN_SECRET_ARN", arn)
     monkeypatch.setenv("API_URL", "https://api.example")
+    monkeypatch.setenv("JOBS_TABLE", table.name)
     get_settings.cache_clear()
     seen: list[httpx.Request] = []
     statuses = iter(["SUCCEEDED"])
@@ -210,3 +211,95 @@ def test_behind_the_jwt_authorizer_the_function_presents_the_stored_token(
     assert {r.headers["authorization"] for r in seen} == {"Bearer tok-123"}
     assert {r.headers["user-agent"] for r in seen} == {"chuixiang-synthetic"}
     assert all(str(r.url).startswith("https://api.example/recipes") for r in seen)
+    assert "Item" not in table.get_item(Key={"pk": "SYNTHETIC#run"})  # the lease is given back
+
+
+# --- answers that are not the API's shape: api_error with their status, never a crash ------------------------
+
+
+def _html(status: int) -> httpx.Response:
+    return httpx.Response(
+        status, text="<html><body>Request blocked</body></html>", headers={"content-type": "text/html"}
+    )
+
+
+@pytest.mark.parametrize(
+    "post",
+    [
+        httpx.Response(202, json=[]),
+        httpx.Response(202, json={"jobId": JOB}),  # no deadline
+        httpx.Response(202, json={"jobId": JOB, "deadlineAt": "tomorrow"}),
+        httpx.Response(202, json={"jobId": "", "deadlineAt": "2026-12-04T20:00:00Z"}),
+        httpx.Response(202, json={"jobId": JOB, "deadlineAt": "2026-12-04T20:00:00"}),  # no offset: not a moment
+        _html(202),
+    ],
+)
+def test_a_202_that_is_not_a_job_is_an_api_error(post: httpx.Response) -> None:
+    client, _ = _client(iter([post, post]), lambda _: _doc("RUNNING"))
+    result = run_synthetic(SyntheticEvent(dish="d"), client, lambda: 60_000.0)
+    assert [(j.outcome, j.httpStatus, j.code) for j in result.jobs] == [
+        (Outcome.API_ERROR, 202, "MALFORMED_ANSWER")
+    ] * 2
+    assert result.failing
+
+
+@pytest.mark.parametrize(
+    "poll",
+    [
+        _html(200),
+        httpx.Response(200, json=[]),
+        httpx.Response(200, json={"status": "COOKING"}),
+        httpx.Response(200, json={"status": "FAILED", "error": "x"}),
+    ],
+)
+def test_a_poll_that_is_not_a_job_document_is_an_api_error(poll: httpx.Response) -> None:
+    client, _ = _client(iter([_created(), _created()]), lambda _: poll)
+    result = run_synthetic(SyntheticEvent(dish="d"), client, lambda: 60_000.0)
+    assert [(j.outcome, j.code) for j in result.jobs] == [(Outcome.API_ERROR, "MALFORMED_ANSWER")] * 2
+
+
+# --- one run at a time ----------------------------------------------------------------------------------------
+
+
+class _Lease:
+    """The lease as the table keeps it: one holder until it gives it back or its time passes."""
+
+    def __init__(self) -> None:
+        self.holder: tuple[str, float] | None = None
+        self.given_back: list[str] = []
+
+    def take(self, run_id: str, now: float, until: float) -> bool:
+        if self.holder and self.holder[1] >= now:
+            return False
+        self.holder = (run_id, until)
+        return True
+
+    def give_back(self, run_id: str) -> None:
+        if self.holder and self.holder[0] == run_id:
+            self.holder = None
+            self.given_back.append(run_id)
+
+
+def test_a_run_that_finds_another_under_way_cooks_nothing_and_publishes_nothing() -> None:
+    lease = _Lease()
+    inner: list[synthetic.SyntheticResult] = []
+
+    def second_run() -> synthetic.SyntheticResult:
+        overlapping = synthetic.run_alone(lease, "run-2", lambda: 60_000.0, lambda: pytest.fail("cooked twice"))
+        inner.append(overlapping)
+        return synthetic.SyntheticResult(jobs=[], failing=False)
+
+    synthetic.run_alone(lease, "run-1", lambda: 60_000.0, second_run)
+    assert inner[0].skipped and inner[0].jobs == [] and not inner[0].failing
+    assert lease.given_back == ["run-1"] and lease.holder is None  # the next tick may run
+
+
+def test_the_lease_is_given_back_when_the_run_crashes() -> None:
+    lease = _Lease()
+
+    def crash() -> synthetic.SyntheticResult:
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        synthetic.run_alone(lease, "run-1", lambda: 60_000.0, crash)
+    assert lease.holder is None

@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import httpx
 from aws_lambda_powertools.metrics import MetricUnit
@@ -31,7 +31,6 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 
 from .job_status import JobStatus
 from .observability import dimensioned_metric, logger, metrics
-from .stores.synthetic_lease import SyntheticLease
 from .timeouts import SAFETY_MARGIN_S, finish_margin_ms
 
 #: Dishes the synthetic job cooks in turn; each run's name gets the second it started.
@@ -207,8 +206,16 @@ def dish_of_the_moment(clock: Clock = time.time) -> str:
     return f"{DISHES[now // 60 % len(DISHES)]} {time.strftime('%m%d%H%M%S', time.gmtime(now))}"
 
 
+class Lease(Protocol):
+    """One run at a time (:class:`chuixiang.stores.synthetic_lease.SyntheticLease` on the table)."""
+
+    def take(self, run_id: str, now: float, until: float) -> bool: ...
+
+    def give_back(self, run_id: str) -> None: ...
+
+
 def run_alone(
-    lease: SyntheticLease, run_id: str, remaining_ms: Callable[[], float], run: Callable[[], SyntheticResult]
+    lease: Lease, run_id: str, remaining_ms: Callable[[], float], run: Callable[[], SyntheticResult]
 ) -> SyntheticResult:
     """``run()`` when no other run is under way; else a skipped result, and nothing published (the run under way
     publishes its own)."""

@@ -109,33 +109,49 @@ def _account_problems(template: Template) -> list[str]:
     return own
 
 
-#: The functions that read the model secret (ModelApiKeySecretArn), by their roles' logical ids.
-SECRET_READERS = ("RecipeFunctionRole", "ImageFunctionRole", "CanaryFunctionRole")
+#: Each customer-managed key parameter, and the roles (logical ids) of the functions that read the secret under it.
+SECRET_READERS = {
+    "ModelApiKeyKmsKeyArn": ("RecipeFunctionRole", "ImageFunctionRole", "CanaryFunctionRole"),
+    "SyntheticTokenKmsKeyArn": ("SyntheticFunctionRole",),
+}
 
 
 def _key_policy_problems(template: Template, stack_name: str) -> list[str]:
-    """With ModelApiKeyKmsKeyArn: whether the key's policy lets the functions' roles decrypt the model secret
+    """With a secret under a customer-managed key: whether the key's policy lets the readers' roles decrypt it
     (read with the caller's credentials; the roles from the stack once it exists)."""
-    key = template.parameters.get("ModelApiKeyKmsKeyArn", "")
-    if not key:
-        return []
+    problems: list[str] = []
+    for parameter, readers in SECRET_READERS.items():
+        key = template.parameters.get(parameter, "")
+        if key:
+            problems += _one_key_problems(key, readers, stack_name)
+    return problems
+
+
+def _one_key_problems(key: str, readers: tuple[str, ...], stack_name: str) -> list[str]:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
     from chuixiang_local.commands.key_policy import key_policy_problems
 
+    partition = key.split(":")[1]
     try:
         policy = boto3.client("kms").get_key_policy(KeyId=key, PolicyName="default")["Policy"]
         account = boto3.client("sts").get_caller_identity()["Account"]
-        roles = _stack_role_arns(boto3.client("cloudformation"), stack_name, key.split(":")[1], account)
+        roles = _stack_role_arns(boto3.client("cloudformation"), stack_name, partition, account, readers)
     except (BotoCoreError, ClientError) as exc:
         print(f"note: the key policy of {key} could not be read ({exc}); not checked", file=sys.stderr)
         return []
-    return key_policy_problems(policy, key, account, key.split(":")[1], roles)
+    return key_policy_problems(policy, key, account, partition, roles)
 
 
-def _stack_role_arns(cloudformation: Any, stack_name: str, partition: str, account: str) -> list[str]:
-    """The secret readers' role ARNs in the deployed stack (none before its first deploy)."""
+def _stack_role_arns(
+    cloudformation: Any,
+    stack_name: str,
+    partition: str,
+    account: str,
+    readers: tuple[str, ...] = SECRET_READERS["ModelApiKeyKmsKeyArn"],
+) -> list[str]:
+    """The readers' role ARNs in the deployed stack (none before its first deploy)."""
     from botocore.exceptions import ClientError
 
     try:
@@ -145,7 +161,7 @@ def _stack_role_arns(cloudformation: Any, stack_name: str, partition: str, accou
     return [
         f"arn:{partition}:iam::{account}:role/{r['PhysicalResourceId']}"
         for r in resources
-        if r["LogicalResourceId"] in SECRET_READERS
+        if r["LogicalResourceId"] in readers
     ]
 
 

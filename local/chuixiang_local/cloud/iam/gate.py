@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from .calls import AwsCall, parse_call
 from .facts import Authorisation, UnknownAction, authorisation_of
-from .key_policy import NEEDED, decrypt_refusal
+from .key_policy import NEEDED, decrypt_refusal, kms_context
 from .policy import Decision, Request, UnsupportedCondition, evaluate
 
 logger = logging.getLogger("chuixiang.iam")
@@ -128,17 +128,18 @@ class IamGate:
         if found is None:
             return None
         key, policy = found
-        context = {
-            "kms:viaservice": [f"secretsmanager.{call.region}.amazonaws.com"],
-            "kms:calleraccount": [ACCOUNT],
-            "aws:principalarn": [principal.arn],
-        }
+        context = kms_context(
+            region=call.region,
+            partition=principal.partition,
+            account=ACCOUNT,
+            role_arn=principal.role_arn,
+            session=principal.session,
+        )
         request = Request(NEEDED, key, context)
-        role_arn = f"arn:{principal.partition}:iam::{ACCOUNT}:role/{principal.role}"
         reason = decrypt_refusal(
             policy,
             request,
-            role_arn=role_arn,
+            role_arn=principal.role_arn,
             account=ACCOUNT,
             partition=principal.partition,
             identity=principal.statements,

@@ -237,7 +237,9 @@ def grammar_problems(statement: Mapping[str, Any], *, identity: bool = True) -> 
             problems.append(f"neither {pair[0]} nor {pair[1]}")
     if identity and ("Principal" in statement or "NotPrincipal" in statement):
         problems.append("a Principal in an identity-based policy")
-    problems += [f"unknown condition operator {op!r}" for op in statement.get("Condition", {}) if not _operator_known(op)]
+    problems += [
+        f"unknown condition operator {op!r}" for op in statement.get("Condition", {}) if not _operator_known(op)
+    ]
     return problems
 
 
