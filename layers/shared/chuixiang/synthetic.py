@@ -26,6 +26,7 @@ from enum import StrEnum
 from typing import Protocol, TypeVar
 
 import httpx
+from botocore.exceptions import ClientError
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
@@ -220,7 +221,12 @@ def run_alone(
     """``run()`` when no other run is under way; else a skipped result, and nothing published (the run under way
     publishes its own)."""
     now = time.time()
-    if not lease.take(run_id, now, now + remaining_ms() / 1000):
+    try:
+        alone = lease.take(run_id, now, now + remaining_ms() / 1000)
+    except ClientError:  # the table cannot say: watching matters more than a rare overlap
+        logger.exception("synthetic lease unavailable: running without it")
+        return run()
+    if not alone:
         logger.warning("synthetic run skipped: the previous run is still under way")
         return SyntheticResult(jobs=[], failing=False, skipped=True)
     try:
