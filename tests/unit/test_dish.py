@@ -17,7 +17,10 @@ from chuixiang.dish import InvalidDish, normalize_dish
         ("👨\u200d🍳的拿手菜", "👨\u200d🍳的拿手菜"),  # an emoji ZWJ sequence: "man cook"
         ("👩\u200d👩\u200d👧 家常菜", "👩\u200d👩\u200d👧 家常菜"),
         ("کباب\u200cها", "کباب\u200cها"),  # Persian: ZWNJ inside a word
-        ("🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f haggis", "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f haggis"),
+        (
+            "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f haggis",
+            "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f haggis",
+        ),
         ("كبسة 2 人份", "كبسة 2 人份"),
     ],
 )

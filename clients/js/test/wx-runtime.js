@@ -36,8 +36,19 @@ export function loadClient(context, file = CLIENT) {
  */
 export function wxStub(hooks = {}) {
   const requests = [];
+  const storage = new Map();
+  let logins = 0;
   return {
     requests,
+    storage,
+    /** wx.login: a fresh one-time code each time (`hooks.login` may answer `fail` instead). */
+    login({ success, fail }) {
+      logins += 1;
+      setTimeout(() => (hooks.login?.() === "fail" ? fail?.({ errMsg: "login:fail" }) : success?.({ code: `code-${logins}` })), 1);
+    },
+    getStorageSync: (key) => (storage.has(key) ? storage.get(key) : ""),
+    setStorageSync: (key, value) => void storage.set(key, value),
+    removeStorageSync: (key) => void storage.delete(key),
     request(options) {
       const { url, method = "GET", header = {}, data, timeout = 60_000, success, fail } = options;
       const plan = hooks.before?.(options);

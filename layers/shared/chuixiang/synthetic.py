@@ -26,8 +26,8 @@ from enum import StrEnum
 from typing import Protocol, TypeVar
 
 import httpx
-from botocore.exceptions import ClientError
 from aws_lambda_powertools.metrics import MetricUnit
+from botocore.exceptions import ClientError
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from .job_status import JobStatus

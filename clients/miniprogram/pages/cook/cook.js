@@ -1,25 +1,56 @@
 // One page: name a dish, follow its job with the client, show what docs/api.md's "what a mini-program shows"
 // table says (the wait, progress and ETA, the partial recipe and step titles, the error with a retry button for
-// retryable codes, the picture or its placeholder, the panels a degraded recipe hides).
+// retryable codes, the picture or its placeholder, the pairings and nutrition a degraded recipe hides).
 const { createClient, cancellable } = require("../../lib/chuixiang.js");
+const { loginTokens } = require("../../lib/login.js");
 
 const WAITING = { submitting: "正在提交…", queued: "做菜的人有点多，正在排队…", waiting: "正在排队/思考…",
   writing: "正在写菜谱…", drawing: "菜谱写好了，正在画成品图…", offline: "网络不太好，正在重试…", done: "" };
+const PAIRINGS = { side: "配菜", soup: "汤品", staple: "主食", drink: "饮品" };
+
+/** The server's `etaMs`, less the time since it was measured (`updatedAt`): a document read 15 s after its
+ * progress was written must not promise 19 s when 4 are left. */
+function eta(progress, now) {
+  if (!progress || !progress.etaMs) return "";
+  const age = progress.updatedAt ? Math.max(0, now - Date.parse(progress.updatedAt)) : 0;
+  return `约 ${Math.max(1, Math.round((progress.etaMs - age) / 1000))} 秒`;
+}
+
+/** The picture: its URL; else a placeholder while it is drawn ("drawing") or when it could not be ("failed"). */
+function picture(doc) {
+  if (doc.image && doc.image.url) return { imageUrl: doc.image.url, imagePlaceholder: "" };
+  if (doc.imageError) return { imageUrl: "", imagePlaceholder: "成品图没画出来" };
+  const drawing = doc.stage === "image" || (doc.status === "RUNNING" && Boolean(doc.recipe));
+  return { imageUrl: "", imagePlaceholder: drawing ? "成品图正在画…" : "" };
+}
+
+/** Pairings and nutrition, shown only with a recipe served whole (`degraded` without `extras`). */
+function extras(doc) {
+  const recipe = doc.recipe;
+  if (!recipe || !recipe.pairings || !recipe.nutrition || (doc.degraded || []).includes("extras")) {
+    return { showExtras: false, pairings: [], nutrition: [] };
+  }
+  const n = recipe.nutrition;
+  return {
+    showExtras: true,
+    pairings: Object.keys(PAIRINGS).filter((k) => recipe.pairings[k]).map((k) => `${PAIRINGS[k]}：${recipe.pairings[k]}`),
+    nutrition: [`热量 ${n.caloriesKcal} 千卡`, `蛋白质 ${n.proteinG} 克`, `脂肪 ${n.fatG} 克`, `碳水 ${n.carbsG} 克`],
+  };
+}
 
 /** What the page shows of one job document (pure: the page test checks it without a network). */
-function view(doc) {
+function view(doc, now = Date.now()) {
   const recipe = doc.recipe || doc.partial || null;
   const progress = doc.progress || null;
   return {
     percent: doc.status === "SUCCEEDED" ? 100 : progress ? progress.percent : 0,
-    eta: progress && progress.etaMs ? `约 ${Math.ceil(progress.etaMs / 1000)} 秒` : "",
+    eta: doc.status === "RUNNING" && doc.stage !== "image" ? eta(progress, now) : "",
     name: recipe ? recipe.name || "" : "",
     summary: recipe ? recipe.summary || "" : "",
     ingredients: recipe ? ingredientLines(recipe.ingredients) : [],
     steps: recipe ? (recipe.steps || recipe.stepTitles || []).map((s) => (typeof s === "string" ? s : s.text)) : [],
-    imageUrl: doc.image && doc.image.url ? doc.image.url : "",
-    imagePlaceholder: doc.status === "SUCCEEDED" && !(doc.image && doc.image.url),
-    showExtras: Boolean(doc.recipe) && !(doc.degraded || []).includes("extras"),
+    ...picture(doc),
+    ...extras(doc),
     error: doc.status === "FAILED" && doc.error ? doc.error.message : "",
     retryable: doc.status === "FAILED" && Boolean(doc.error && doc.error.retryable),
   };
@@ -35,7 +66,8 @@ Page({
   data: { dish: "", cooking: false, state: "", status: WAITING.done, ...view({ status: "PENDING" }) },
 
   onLoad() {
-    this.client = createClient({ baseUrl: getApp().globalData.apiBase });
+    const { apiBase, loginUrl } = getApp().globalData;
+    this.client = createClient({ baseUrl: apiBase, ...(loginUrl ? { getToken: loginTokens(wx, loginUrl) } : {}) });
   },
 
   onUnload() {
@@ -50,11 +82,15 @@ Page({
     const dish = this.data.dish.trim();
     if (!dish || this.data.cooking) return Promise.resolve();
     this.cancel = cancellable();
+    this.jobId = "";
     this.setData({ cooking: true, ...view({ status: "PENDING" }) });
     return this.client
       .cook(dish, {
         signal: this.cancel.signal,
-        onProgress: (doc) => this.setData(view(doc)),
+        onProgress: (doc) => {
+          this.jobId = doc.jobId || this.jobId;
+          this.setData(view(doc));
+        },
         onStatus: ({ state }) => this.setData({ state, status: WAITING[state] || "" }),
       })
       .then((doc) => this.setData({ cooking: false, ...view(doc) }))
@@ -66,6 +102,13 @@ Page({
 
   onRetry() {
     return this.onCook();
+  },
+
+  /** The picture's presigned link expired (403): poll the job for a fresh one. */
+  onImageError() {
+    if (!this.jobId || this.imageRetried) return Promise.resolve();
+    this.imageRetried = true;
+    return this.client.getJob(this.jobId).then((doc) => this.setData(picture(doc)), () => undefined);
   },
 });
 
