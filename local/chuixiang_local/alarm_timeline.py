@@ -15,6 +15,10 @@ treat missing data*):
 * a composite alarm's state is its rule over the other alarms' states; its ``ActionsSuppressor`` holds its
   actions while the suppressor is in ALARM, for ``ActionsSuppressorWaitPeriod`` seconds after the composite
   enters ALARM (waiting for the suppressor) and ``ActionsSuppressorExtensionPeriod`` after the suppressor leaves.
+  Held is not dropped: CloudWatch API Reference, *CompositeAlarm*, ``ActionsSuppressedBy``: "the composite alarm
+  is waiting after the suppressor alarm went out of the ALARM state. The maximum waiting time is as specified in
+  ActionsSuppressorExtensionPeriod. After this time, the composite alarm performs its actions" - a composite
+  still in ALARM then notifies.
 
 Each period's figures are the sums of what :class:`Series` holds for each metric (a ``SELECT SUM(x)`` query
 reads ``x``); a period without a data point is missing, as a count of zero is for Step Functions' metrics.
@@ -158,12 +162,15 @@ class Timeline:
             composite.notified_alarm = False
 
     def _release_pending(self, alarm: str, now: float) -> None:
+        """A composite in ALARM whose actions are held performs them once nothing holds them: the suppressor is
+        out of ALARM and past its extension, and the wait for it has passed (or it came and went)."""
         composite = self._composites[alarm]
         if composite.pending_until is None or composite.state != "ALARM":
             return
         if self._suppressed(alarm, now):
-            composite.pending_until = None  # the cause pages instead
-        elif now >= composite.pending_until:
+            composite.pending_until = min(composite.pending_until, now)  # it came: no more waiting for it
+            return
+        if now >= composite.pending_until:
             composite.pending_until = None
             composite.notified_alarm = True
             self._notify(alarm, "ALARM", now)

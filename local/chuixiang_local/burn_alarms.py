@@ -8,7 +8,7 @@ fails when they drift from this table; edit here, then ``make alarms``.
 
 Why each choice, measured with :mod:`chuixiang_local.alarm_timeline` (``tests/runner/test_alarm_timeline.py``):
 
-* **Long windows count at least ``min_bad`` bad events** (1.5: two), so one failure in a quiet hour does not page
+* **Long windows count at least ``min_bad`` bad events** (2.5: three), so two failures in a quiet hour do not page
   however few jobs ran. Gates are half-integers: a latency count is jobs × a percentile share, a float.
 * **A short window says what the last events said.** At 4 jobs an hour most 5-minute windows are empty; read as
   "no failures" they reset the page every few minutes of an outage (5 pages and 4.5 OKs in 4 hours), read as
@@ -18,9 +18,10 @@ Why each choice, measured with :mod:`chuixiang_local.alarm_timeline` (``tests/ru
   5-minute window, with more than one job, counts its failures one standard deviation low, as a long window
   does: after an outage the hour holds it, and one background failure among five jobs re-paged at 60 jobs an
   hour. The 30-minute window does not: it would hide a steady 7x burn.
-* **The tiers** are the SRE workbook's (14.4x over 1 h, 6x over 6 h pages). Its ticket tier, 1x over 3 days,
-  is longer than CloudWatch allows an alarm to look back (periods x evaluation periods <= 1 day): here 1x over
-  24 h with 2 h, as a ticket, held while the page is on (it would repeat the page's news).
+* **The tiers** are the SRE workbook's (14.4x over 1 h, 6x over 6 h pages). Its ticket tier, 1x over 3 days, fits
+  what CloudWatch allows (Period x EvaluationPeriods up to 7 days with periods of an hour or more; 1 day only
+  below an hour: PutMetricAlarm, ``Period``) but is not built yet: here 2x over 24 h (5-minute periods) with 2 h,
+  as a ticket, held while the page is on (it would repeat the page's news).
 """
 
 from __future__ import annotations

@@ -121,6 +121,23 @@ def test_a_composite_waits_for_its_suppressor_then_pages() -> None:
     assert _composite_pages(_suppressed_page(wait=0, extension=60), cause_before, 10) == [6]
 
 
+def test_a_composite_still_in_alarm_when_its_suppression_ends_performs_its_actions() -> None:
+    """API Reference, *CompositeAlarm*, ActionsSuppressedBy ExtensionPeriod: "the composite alarm is waiting after
+    the suppressor alarm went out of the ALARM state. The maximum waiting time is as specified in
+    ActionsSuppressorExtensionPeriod. After this time, the composite alarm performs its actions." Held, not
+    dropped: the symptom outlasting its cause pages once the extension is over."""
+    series = Series()
+    series.add(30, "Cause")  # the cause in ALARM from minute 1, OK again at minute 4
+    for minute in range(1, 12):
+        series.add(minute * 60 - 30, "Errors")  # the symptom in ALARM all along
+    pages = _composite_pages(_suppressed_page(wait=0, extension=120), series, 12)
+    assert pages == [6], pages  # the cause left ALARM at minute 4; two minutes later the composite acts
+    short = Series()
+    short.add(30, "Cause")
+    short.add(30, "Errors")  # the symptom over before the extension ends: no page
+    assert _composite_pages(_suppressed_page(wait=0, extension=120), short, 12) == []
+
+
 def test_metric_math_without_a_false_value_and_powers() -> None:
     alarm = {
         "Type": "AWS::CloudWatch::Alarm",
@@ -151,3 +168,24 @@ def test_a_model_down_at_60_jobs_an_hour_pages_once_within_minutes_until_it_is_b
         ok = min(n.t for n in result.oks if n.alarm == "JobSuccessBurnAlarm")
         assert end < ok <= end + 40 * 60, (ok - end) / 60
         assert result.tickets == []  # the slow burn is held while the page is on, and 2 h after
+
+
+@pytest.mark.parametrize(
+    ("alarm", "metric", "every_s", "promised_s"),
+    [("CanaryMissingAlarm", "CanaryProbes", 3600, 2 * 3600), ("SyntheticMissingAlarm", "SyntheticFailures", 300, 1800)],
+)
+def test_a_missing_run_alarm_fires_when_its_text_says(alarm: str, metric: str, every_s: int, promised_s: int) -> None:
+    """Runs on schedule for 12 hours, then none: the alarm stays quiet while they run, and files its ticket as
+    long after the last run as its AlarmDescription promises ("for two hours", "for 30 minutes"), give or take a
+    minute of evaluation."""
+    template = Template({"CanaryModels": "m"})
+    said = {3600 * 2: "for two hours", 1800: "for 30 minutes"}[promised_s]
+    assert said in template.doc["Resources"][alarm]["Properties"]["AlarmDescription"]
+    series, last = Series(), 0.0
+    for k in range(12 * 3600 // every_s + 1):
+        last = 1800 + k * every_s
+        series.add(last, metric)
+    timeline = Timeline(AlarmRules(template), [alarm])
+    timeline.run(series, 0, last + 3 * promised_s)
+    fired = [n.t - last for n in timeline.notifications if n.state == "ALARM" and n.t > 3600]
+    assert fired and promised_s <= fired[0] <= promised_s + 120, [f / 60 for f in fired]
