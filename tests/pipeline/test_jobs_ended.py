@@ -64,6 +64,13 @@ def test_every_job_is_counted_once_with_the_code_it_ended_with(tmp_path: Path) -
         ("FAILED", "JOB_STOPPED"): 1,
         ("FAILED", "RECIPE_UPSTREAM_ERROR"): 1,
     }, ended
+    # A stop is a stop everywhere: the stopped job's recipe stage, cut when it learned the job had ended, is
+    # abandoned, not failed (RecipeFailureRateAlarm reads RecipeFailed); the model's failure is the one failure.
+    points = read_points([tmp_path / "log"])
+    assert sum(p.value for p in points if p.name == "RecipeFailed") == 1
+    assert sum(p.value for p in points if p.name == "RecipeAbandoned") == 1
+    modes = Counter((dict(p.dims)["Mode"], dict(p.dims)["Basis"]) for p in points if p.name == "RecipeMode")
+    assert modes == {("whole", "configured"): 3}, modes  # RecipeSections=whole: the three stages that reported
     _the_saved_queries_say_what_happened(cloud, tmp_path / "log", str(broken["jobId"]))
 
 
@@ -85,6 +92,9 @@ def _the_saved_queries_say_what_happened(cloud: LocalCloud, log: Path, broken_jo
     [callers] = _query(cloud, "TopCallersQuery", log)  # one caller (no authorizer: one address), four POSTs
     assert callers["message"] == "job started" and callers["requests"] == 4
     assert len(str(callers["callerHash"])) == 16 and "127.0.0.1" not in log.read_text()
+    [modes] = _query(cloud, "RecipeModesQuery", log)  # why each recipe was written as it was
+    assert (modes["mode"], modes["modeBasis"], modes["jobs"]) == ("whole", "configured", 3), modes
+    assert modes["example"] == "RecipeSections=whole"
     calls = _query(cloud, "UpstreamCallsOfJobQuery", log, broken_job)
     assert calls and {(c["upstream"], c["model"], c["http_status"]) for c in calls} == {
         ("chat.completions", model, 503)

@@ -115,8 +115,11 @@ class StageError(Exception):
     tells the *client* whether trying the same dish again may help.
     """
 
-    def __init__(self, code: ErrorCode, detail: str, *, retryable: bool | None = None) -> None:
+    def __init__(self, code: ErrorCode, detail: str, *, retryable: bool | None = None, abandoned: bool = False) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
         self.retryable = retryable_default(code) if retryable is None else retryable
+        #: The stage gave up because the job had moved on (an operator's stop, its timeout, the reconciler):
+        #: not the stage's failure, and not counted as one (the job's end is counted as what ended it).
+        self.abandoned = abandoned

@@ -202,6 +202,9 @@ class RecipeMetrics(BaseModel):
     #: setting fixed it; a merge that failed and was written again whole says so).
     mode: str | None = None
     modeReason: str | None = None
+    #: ``modeReason`` in a word (``configured``, ``one_stream``, ``unmeasured``, ``predicted``, ``no_loan``): what
+    #: the ``RecipeMode`` metric and the ``recipe-modes`` saved query group by.
+    modeBasis: str | None = None
     #: In sections: why the parts did not merge into a recipe (it was then written whole, when time was left).
     mergeFailure: str | None = None
     #: Why a recipe begun in sections was written whole instead (``quota``, ``shape``, ``stall``, ``merge``: the

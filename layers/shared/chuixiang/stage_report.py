@@ -87,6 +87,10 @@ def record_stage_outcome(
     log_stage_finished(stage.value, m.model, m.totalMs, error, attempts=m.attempts, calls=len(m.calls), **figures)
     if error is None:
         return None
+    if error.abandoned:  # a stop or a timeout ended the job first: counted once, as JOB_STOPPED/JOB_TIMED_OUT
+        metrics.add_metric(name=f"{prefix}Abandoned", unit=MetricUnit.Count, value=1)
+        logger.info(f"{stage.value} abandoned: the job ended first", extra={"detail": error.detail})
+        return stage_failure(error)
     metrics.add_metric(name=f"{prefix}Failed", unit=MetricUnit.Count, value=1)
     metrics.add_metadata(key="errorCode", value=error.code.value)
     logger.warning(f"{stage.value} failed", extra={"code": error.code.value, "detail": error.detail})
@@ -98,8 +102,9 @@ def record_recipe_outcome(
 ) -> StageFailure | None:
     """The recipe stage's figures once its generation ended (which mode ran, the per-model figures, first content
     and the longest gap), then :func:`record_stage_outcome`; the failure to return, if it failed."""
-    if m.mode:  # which mode ran (RecipeSections=auto chose it): the reason is in the stage's log line
-        dimensioned_metric("RecipeMode", MetricUnit.Count, 1, Mode=m.mode)
+    if m.mode:  # which mode ran, and why in a word (a recipe begun in sections and written whole: why it was)
+        basis = f"abandoned_{m.wholeAfter}" if m.wholeAfter else (m.modeBasis or "predicted")
+        dimensioned_metric("RecipeMode", MetricUnit.Count, 1, Mode=m.mode, Basis=basis)
     recipe_model_metrics(m, valid=valid)
     if m.firstContentMs is not None:
         metrics.add_metric(name="RecipeFirstContentMs", unit=MetricUnit.Milliseconds, value=m.firstContentMs)
@@ -120,6 +125,7 @@ def record_recipe_outcome(
         degraded=m.degraded,
         mode=m.mode,
         modeReason=m.modeReason,
+        modeBasis=m.modeBasis,
         mergeFailure=m.mergeFailure,
         wholeAfter=m.wholeAfter,
     )

@@ -99,6 +99,13 @@ class ModeChoice:
     reason: str
     whole_ms: float | None = None
     parallel_ms: float | None = None
+    #: ``reason`` in a word, for a metric dimension and a query's ``stats … by``: :data:`BASES`.
+    basis: str = "predicted"
+
+
+#: Why a mode was chosen, in a word: the setting fixed it, the job may hold one stream, the model had no recent
+#: measurement, the measurements predicted it, the key had no streams to lend (written whole).
+BASES = ("configured", "one_stream", "unmeasured", "predicted", "no_loan")
 
 
 #: Why a job was written whole when it may hold one stream only.
@@ -133,18 +140,19 @@ def choose(
     or when only it is predicted to finish in ``remaining_ms``."""
     shape = shape or RecipeShape()
     if only == "whole":
-        return ModeChoice("whole", 0, "RecipeSections=whole")
+        return ModeChoice("whole", 0, "RecipeSections=whole", basis="configured")
     if max_streams == 1:
-        return ModeChoice("whole", 0, ONE_STREAM)
+        return ModeChoice("whole", 0, ONE_STREAM, basis="one_stream")
     m = Measured.of(health)
     if m is None:
         mode = only or COLD_MODE
         why = "RecipeSections=parallel" if only else f"no recent measurement of {model}: {COLD_MODE}, the default"
-        return ModeChoice(mode, most_ranges(max_streams, shape), f"{why}; measured from this job on")
+        basis = "configured" if only else "unmeasured"
+        return ModeChoice(mode, most_ranges(max_streams, shape), f"{why}; measured from this job on", basis=basis)
     ranges, parallel = best_ranges(m, shape, max_streams)
     whole = whole_ms(m, shape)
     if only == "parallel":
-        return ModeChoice("parallel", ranges, "RecipeSections=parallel", whole, parallel)
+        return ModeChoice("parallel", ranges, "RecipeSections=parallel", whole, parallel, basis="configured")
     figures = f"predicted parallel {parallel / 1000:.0f} s ({ranges} steps sections), whole {whole / 1000:.0f} s"
     if parallel <= whole * (1 - MARGIN) or (whole > remaining_ms >= parallel):
         return ModeChoice("parallel", ranges, figures, whole, parallel)

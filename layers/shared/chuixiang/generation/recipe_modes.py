@@ -88,6 +88,7 @@ def write_recipe(
         lender.give_back(refused=any(c.status == 429 for c in outcome.metrics.calls))
     outcome.metrics.mode = outcome.metrics.mode or choice.mode
     outcome.metrics.modeReason = outcome.metrics.modeReason or choice.reason
+    outcome.metrics.modeBasis = choice.basis
     return outcome
 
 
@@ -102,7 +103,7 @@ def borrowed(choice: ModeChoice, lender: Lender, limits: RecipeLimits) -> ModeCh
             fewer = f"; {ranges} of {choice.ranges} steps ranges" if ranges < choice.ranges else ""
             return replace(choice, ranges=ranges, reason=f"{choice.reason}; borrowed {loan.streams} streams{fewer}")
         why = loan.why
-    return ModeChoice("whole", 0, f"{choice.reason}; no streams to borrow ({why}): written whole")
+    return ModeChoice("whole", 0, f"{choice.reason}; no streams to borrow ({why}): written whole", basis="no_loan")
 
 
 def _written(

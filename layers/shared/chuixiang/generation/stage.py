@@ -64,7 +64,12 @@ def stage_error(stage: Stage, failure: UpstreamError | None) -> StageError | Non
     if failure is None:
         return None
     refused = isinstance(failure, StatusError) and failure.client_error
-    return StageError(code_for(stage, failure), str(failure), retryable=False if refused else None)
+    return StageError(
+        code_for(stage, failure),
+        str(failure),
+        retryable=False if refused else None,
+        abandoned=isinstance(failure, Cancelled),
+    )
 
 
 @dataclass(frozen=True)
