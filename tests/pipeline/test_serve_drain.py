@@ -40,6 +40,25 @@ def test_sigterm_refuses_new_jobs_answers_polls_and_lets_the_running_ones_finish
         assert _drained(serve) == (2, 0)
 
 
+def test_a_client_polling_as_told_reads_its_jobs_end_after_the_drain() -> None:
+    """The last executions ending is not the end of the drain: their clients poll at the pace the API asks
+    (pollAfterMs, up to 5 s) and must read SUCCEEDED, not a refused connection."""
+    with Serve({}, fake_pace_ms=20, serve_args=["--drain-seconds", "60"]) as serve:
+        job = serve.post("最后一道菜")
+        serve.proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: "draining" in serve.output(), timeout_s=10, what="serve started draining")
+        seen: list[str] = []
+        while True:
+            doc = httpx.get(f"{serve.base}/recipes/{job}", timeout=10).json()  # a refused connection raises
+            seen.append(doc["status"])
+            if doc["pollAfterMs"] is None:
+                break
+            time.sleep(doc["pollAfterMs"] / 1000)
+        assert seen[-1] == "SUCCEEDED", seen
+        assert serve.proc.wait(timeout=30) == 0
+        assert _drained(serve) == (1, 0) and "so the last jobs' ends are read" in serve.output()
+
+
 def test_the_drain_is_bounded_and_says_what_it_cut() -> None:
     with Serve({}, fake_pace_ms=200, serve_args=["--drain-seconds", "1"]) as serve:
         serve.post("慢慢写的菜")

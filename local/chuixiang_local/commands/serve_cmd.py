@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any, TextIO
 
+from chuixiang.polling import DRAWING_MS, WAITING_MS
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.commands.common import WORK_DIR, _progress, account_quota, common, local_stack
 from chuixiang_local.gateway.api_server import LOCAL_IMAGES_PATH, function_argument
@@ -153,8 +154,16 @@ def _drain(cloud: LocalCloud, api: subprocess.Popen[bytes], bound_s: float) -> N
     while left and time.monotonic() < end and api.poll() is None:
         time.sleep(0.2)
         left = running & set(cloud.running_executions())
-    if api.poll() is None:  # not stopped at once by a second signal
-        _progress(f"drained: {len(running) - len(left)} finished, {len(left)} cut")
+    if api.poll() is not None:  # stopped at once by a second signal
+        return
+    _progress(f"drained: {len(running) - len(left)} finished, {len(left)} cut")
+    if len(running) > len(left):
+        # A job that ended is not done until its client has read the end: keep answering polls for one poll
+        # interval at the slowest pace the API asks for (a client polling as told reads it within that).
+        _progress(f"answering polls {READ_GRACE_S:g} s more, so the last jobs' ends are read")
+        until = time.monotonic() + READ_GRACE_S
+        while time.monotonic() < until and api.poll() is None:
+            time.sleep(0.1)
 
 
 def _accepts(host: str, port: int, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> bool:
@@ -182,6 +191,10 @@ def _wait_interruptibly(proc: subprocess.Popen[bytes], until: threading.Event | 
         except subprocess.TimeoutExpired:
             continue
 
+
+#: After a drain, how long polls are still answered: the longest ``pollAfterMs`` the API hands out, and a margin
+#: for the poll itself.
+READ_GRACE_S = max(WAITING_MS, DRAWING_MS) / 1000 + 1.5
 
 #: How long ``serve`` may take to stop once asked (it takes well under a second).
 SERVE_STOP_LIMIT_S = 10.0
