@@ -20,7 +20,8 @@ import httpx
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
-from chuixiang.upstream.chat import ChatRequest, Follow, StreamLimits, chat_call
+from chuixiang.upstream.chat import ChatRequest, chat_call
+from chuixiang.upstream.chat_reader import Follow, StreamLimits
 from chuixiang.upstream.failures import UpstreamTimeout
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from chuixiang.upstream.chat import StreamLimits
+from chuixiang.upstream.chat_reader import StreamLimits
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 

@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
+from chuixiang.limit_rules import STATE_TIMEOUT_MARGIN_S
 from chuixiang_local.cloud.front_door import FrontDoorPriority, SharedCount
 
 from ..support.waiting import wait_until

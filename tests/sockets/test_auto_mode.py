@@ -13,8 +13,8 @@ from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import RecipeOutcome
 from chuixiang.generation.recipe_in_sections import default_max_streams
 from chuixiang.generation.recipe_modes import write_recipe
+from chuixiang.resilience.calls import Routes
 from chuixiang.resilience.key_loans import PROBE_FIRST_S, KeyQuotas, Lender
-from chuixiang.resilience.router import Routes
 from chuixiang.stores.key_streams import KeyLender
 from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.endpoint import ModelEndpoint

@@ -12,7 +12,7 @@ import pytest
 from chuixiang.generation.sections import fallback_image_prompt
 from chuixiang.resilience.hedge import Hedge, HedgeBudget
 from chuixiang.timeouts import RECIPE_HEDGE_AFTER
-from chuixiang.upstream.chat import cached_prompt_tokens
+from chuixiang.upstream.chat_events import cached_prompt_tokens
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.template import Template
 

@@ -20,7 +20,8 @@ import pytest
 from chuixiang.deadline import Deadline
 from chuixiang.generation.recipe import to_recipe
 from chuixiang.generation.stage import code_for
-from chuixiang.upstream.chat import ChatRequest, Completion, Follow, SSEReader, StreamLimits, read_chat_completion
+from chuixiang.upstream.chat import ChatRequest, read_chat_completion
+from chuixiang.upstream.chat_reader import Completion, Follow, SSEReader, StreamLimits
 from chuixiang.upstream.failures import UpstreamError
 from chuixiang_local.template import Template
 

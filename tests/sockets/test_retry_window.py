@@ -8,8 +8,9 @@ import pytest
 
 from chuixiang.deadline import Budget
 from chuixiang.resilience.breaker import Permit
+from chuixiang.resilience.calls import CallContext, Reply, Routes
 from chuixiang.resilience.retry import RetryPolicy
-from chuixiang.resilience.router import CallContext, Reply, Router, Routes
+from chuixiang.resilience.router import Router
 from chuixiang.upstream.failures import StatusError
 
 

@@ -9,13 +9,14 @@ import httpx
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.image import ImageLimits, ImageOutcome, generate_image
-from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome
+from chuixiang.generation.recipe import RecipeOutcome
+from chuixiang.generation.recipe_call import RecipeLimits
 from chuixiang.generation.recipe_modes import write_recipe
 from chuixiang.resilience.breaker import CircuitBreaker
+from chuixiang.resilience.calls import Routes
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import HealthStore
 from chuixiang.resilience.hedge import Hedge
-from chuixiang.resilience.router import Routes
 from chuixiang.settings import Settings
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.template import Template

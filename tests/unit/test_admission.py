@@ -16,7 +16,8 @@ import pytest
 
 from chuixiang.stores import admission as admission_module
 from chuixiang.stores import job_times
-from chuixiang.stores.admission import RETRY_AFTER_MAX_S, WAIT_GRACE_S, Admission, Refused
+from chuixiang.stores.admission import Admission
+from chuixiang.stores.admission_state import RETRY_AFTER_MAX_S, WAIT_GRACE_S, Refused
 from chuixiang.stores.job_times import EXPECTED_JOB_S, MIN_SAMPLES, JobTimes
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from chuixiang.generation.image import image_payload
-from chuixiang.generation.recipe import chat_payload, whole_messages
+from chuixiang.generation.recipe import whole_messages
+from chuixiang.generation.recipe_call import chat_payload
 from chuixiang.upstream.dialects import DialectError, dialect_for, parse_dialects
 from chuixiang.upstream.failures import refused_param
 from chuixiang.upstream.images import may_fetch

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from chuixiang.limit_rules import Limit
 from chuixiang.settings import Settings
-from chuixiang.timeouts import LIMITS, Limit
+from chuixiang.timeouts import LIMITS
 from chuixiang_local.commands.ladder import markdown_table
 from chuixiang_local.template import Template
 

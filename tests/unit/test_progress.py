@@ -15,7 +15,7 @@ from chuixiang.generation.recipe import to_recipe
 from chuixiang.generation.recipe_call import with_thinking
 from chuixiang.generation.recipe_format import strip_reasoning
 from chuixiang.schemas import Progress
-from chuixiang.upstream.chat import Completion
+from chuixiang.upstream.chat_reader import Completion
 from chuixiang.upstream.failures import EmptyAnswer
 from chuixiang_local.model.fake_model import recipe_for
 
@@ -168,7 +168,7 @@ def test_the_parts_shown_stay_until_the_whole_answer_written_after_the_sections_
 def test_provider_quirks_in_the_stream() -> None:
     """Reasoning under ``reasoning`` (not only ``reasoning_content``), usage only in a last chunk with no
     choices, and a content-less answer cut at ``length``: the recipe stage's code for each."""
-    from chuixiang.upstream.chat import SSEReader, StreamLimits
+    from chuixiang.upstream.chat_reader import SSEReader, StreamLimits
 
     reader = SSEReader(StreamLimits(first_content_s=1, idle_s=1, max_chunks=100), started=time.monotonic())
     events = [

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from chuixiang.deadline import Budget
+from chuixiang.resilience.calls import CallContext, Reply, Routes
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import ModelHealth
 from chuixiang.resilience.retry import RetryPolicy
-from chuixiang.resilience.router import CallContext, Reply, Router, Routes
+from chuixiang.resilience.router import Router
 from chuixiang.upstream.failures import StatusError
 
 POLICY = RetryPolicy(max_attempts=3, window_ms=10_000, min_attempt_ms=1_000)

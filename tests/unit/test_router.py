@@ -16,11 +16,12 @@ import pytest
 
 from chuixiang.deadline import Budget
 from chuixiang.resilience.breaker import Permit
+from chuixiang.resilience.calls import CallContext, CallReport, Reply, Routed, Routes
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.health import ModelHealth, Observation
 from chuixiang.resilience.hedge import Hedge, HedgeBudget
 from chuixiang.resilience.retry import RetryPolicy
-from chuixiang.resilience.router import CallContext, CallReport, Reply, Routed, Router, Routes
+from chuixiang.resilience.router import Router
 from chuixiang.upstream.failures import (
     Cancelled,
     ConnectionDropped,

@@ -25,7 +25,7 @@ from chuixiang.generation.sections import (
     outline_text,
     plan,
 )
-from chuixiang.upstream.chat import cached_prompt_tokens
+from chuixiang.upstream.chat_events import cached_prompt_tokens
 from chuixiang_local.model.fake_model import recipe_for
 from chuixiang_local.model.profiles import long_recipe_for, section_doc
 

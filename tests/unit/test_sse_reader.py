@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chuixiang.upstream.chat import Completion, SSEReader, StreamLimits
+from chuixiang.upstream.chat_reader import Completion, SSEReader, StreamLimits
 from chuixiang.upstream.failures import ConnectionDropped, InvalidAnswer, StreamError, UpstreamError
 from chuixiang.upstream.sse import SSEFramer
 

@@ -15,6 +15,7 @@ import pytest
 
 from chuixiang import synthetic
 from chuixiang.clock import iso, now_utc
+from chuixiang.limit_rules import SAFETY_MARGIN_S
 from chuixiang.synthetic import (
     DISHES,
     Outcome,
@@ -22,7 +23,6 @@ from chuixiang.synthetic import (
     dish_of_the_moment,
     run_synthetic,
 )
-from chuixiang.timeouts import SAFETY_MARGIN_S
 
 JOB = "0badc0de-0000-4000-8000-000000000001"
 

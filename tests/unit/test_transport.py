@@ -21,7 +21,8 @@ from chuixiang.upstream.failures import (
     IdleTimeout,
     StatusError,
 )
-from chuixiang.upstream.transport import Cancellation, GuardedPost, TextLimits, Watchdog
+from chuixiang.upstream.transport import GuardedPost
+from chuixiang.upstream.watchdog import Cancellation, TextLimits, Watchdog
 
 
 def _deadline(remaining_ms: float) -> Deadline:

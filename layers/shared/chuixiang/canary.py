@@ -10,9 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .deadline import Budget
-from .generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
+from .generation.call_figures import tokens_per_second
+from .generation.recipe import generate_recipe
+from .generation.recipe_call import RecipeLimits
 from .observability import logger, metrics
-from .resilience.router import Routes
+from .resilience.calls import Routes
 from .route_wiring import health_lookup
 from .schemas import CanaryEvent, CanaryProbe, CanaryResult
 from .settings import get_settings

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .clock import now_utc
-from .timeouts import finish_margin_ms
+from .limit_rules import finish_margin_ms
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .resilience.breaker import BreakerConfig, CircuitBreaker
+from .resilience.calls import Routes
 from .resilience.fastest import FastestFirst
 from .resilience.hedge import Hedge, hedge_budget
-from .resilience.router import Routes
 from .settings import Settings
 from .stores.breaker_store import DynamoBreakerStore
 from .stores.health_store import DynamoHealthStore

@@ -13,7 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .clock import now_utc, parse_iso
 from .errors import StageError, clip_detail
-from .generation.recipe import tokens_per_second
+from .generation.call_figures import tokens_per_second
 from .job_status import JobStage, JobStatus, is_terminal
 from .observability import dimensioned_metric, logger, metrics, model_metric
 from .schemas import ImageMetrics, RecipeMetrics, StageFailure, UpstreamCall

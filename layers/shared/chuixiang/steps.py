@@ -22,10 +22,11 @@ from .dish import InvalidDish, normalize_dish
 from .errors import ErrorCode, StageError
 from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
-from .generation.recipe import RecipeLimits
+from .generation.recipe_call import RecipeLimits
 from .generation.recipe_modes import write_recipe
 from .generation.section_tokens import whole_reservation
 from .job_status import JobStage, JobStatus
+from .limit_rules import state_timeout_seconds
 from .observability import dimensioned_metric, logger, metrics
 from .redaction import register_secret
 from .resilience.key_loans import KeyQuotas
@@ -53,13 +54,7 @@ from .stores.jobs import JobStore
 from .stores.key_streams import DynamoKeyStore, KeyLender
 from .stores.recipe_cache import RecipeCache
 from .stores.secrets import model_api_key
-from .timeouts import (
-    IMAGE_FUNCTION,
-    PROGRESS_INTERVAL,
-    RECIPE_FUNCTION,
-    STATE_MACHINE,
-    state_timeout_seconds,
-)
+from .timeouts import IMAGE_FUNCTION, PROGRESS_INTERVAL, RECIPE_FUNCTION, STATE_MACHINE
 from .upstream.endpoint import ModelEndpoint
 
 

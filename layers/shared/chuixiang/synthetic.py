@@ -31,8 +31,8 @@ from botocore.exceptions import ClientError
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from .job_status import JobStatus
+from .limit_rules import SAFETY_MARGIN_S, finish_margin_ms
 from .observability import dimensioned_metric, logger, metrics
-from .timeouts import SAFETY_MARGIN_S, finish_margin_ms
 
 #: Dishes the synthetic job cooks in turn; each run's name gets the second it started.
 DISHES = ("番茄炒蛋", "宫保鸡丁", "麻婆豆腐", "红烧肉", "清蒸鲈鱼", "酸辣土豆丝")

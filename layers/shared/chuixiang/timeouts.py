@@ -18,29 +18,10 @@ from __future__ import annotations
 from .limit_rules import (
     FINISH_MARGIN_FRACTION,
     FINISH_MARGIN_MIN_MS,
-    SAFETY_MARGIN_S,
-    STATE_TIMEOUT_MARGIN_S,
     Limit,
     Margin,
     Unit,
-    finish_margin_ms,
-    required_margin_ms,
-    state_timeout_seconds,
 )
-
-__all__ = [
-    "FINISH_MARGIN_FRACTION",
-    "FINISH_MARGIN_MIN_MS",
-    "SAFETY_MARGIN_S",
-    "STATE_TIMEOUT_MARGIN_S",
-    "Limit",
-    "Margin",
-    "Unit",
-    "finish_margin_ms",
-    "required_margin_ms",
-    "state_timeout_seconds",
-]
-
 
 RECIPE_FIRST_CONTENT = Limit(
     "RecipeFirstContentTimeoutMs",

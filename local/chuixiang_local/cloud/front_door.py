@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from chuixiang.timeouts import STATE_TIMEOUT_MARGIN_S
+from chuixiang.limit_rules import STATE_TIMEOUT_MARGIN_S
 
 _COUNT = struct.Struct("q")
 

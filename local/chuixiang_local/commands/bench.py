@@ -28,7 +28,9 @@ import httpx
 
 from chuixiang.clock import iso, now_utc
 from chuixiang.deadline import Budget
-from chuixiang.generation.recipe import RecipeLimits, generate_recipe, tokens_per_second
+from chuixiang.generation.call_figures import tokens_per_second
+from chuixiang.generation.recipe import generate_recipe
+from chuixiang.generation.recipe_call import RecipeLimits
 from chuixiang.settings import Settings
 from chuixiang.timeouts import (
     RECIPE_FIRST_CONTENT,

@@ -16,13 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chuixiang.settings import Settings
-from chuixiang.timeouts import (  # the layer package is the one source of these rules
-    BY_PARAMETER,
-    CLIENT_GIVE_UP,
-    LIMITS,
+from chuixiang.limit_rules import (
     SAFETY_MARGIN_S,
-    STATE_MACHINE,
     STATE_TIMEOUT_MARGIN_S,
     Limit,
     Margin,
@@ -30,6 +25,8 @@ from chuixiang.timeouts import (  # the layer package is the one source of these
     required_margin_ms,
     state_timeout_seconds,
 )
+from chuixiang.settings import Settings
+from chuixiang.timeouts import BY_PARAMETER, CLIENT_GIVE_UP, LIMITS, STATE_MACHINE
 from chuixiang.upstream.dialects import DialectError, parse_dialects
 from chuixiang_local.cloud.concurrency import min_unreserved
 from chuixiang_local.template import ConfigError, FunctionSpec, Template, unqualified

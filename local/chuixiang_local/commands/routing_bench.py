@@ -26,14 +26,15 @@ from dataclasses import dataclass, field
 import httpx
 
 from chuixiang.deadline import Budget
-from chuixiang.generation.recipe import RecipeLimits, generate_recipe
+from chuixiang.generation.recipe import generate_recipe
+from chuixiang.generation.recipe_call import RecipeLimits
 from chuixiang.observability import logger
+from chuixiang.resilience.calls import Routes
 from chuixiang.resilience.fastest import FastestFirst
 from chuixiang.resilience.hedge import Hedge, HedgeBudget
 from chuixiang.resilience.retry import RetryPolicy
-from chuixiang.resilience.router import Routes
 from chuixiang.timeouts import BY_PARAMETER
-from chuixiang.upstream.chat import StreamLimits
+from chuixiang.upstream.chat_reader import StreamLimits
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.commands.charts import pyplot
 from chuixiang_local.model.fake_model import FakeModel

@@ -42,14 +42,15 @@ import httpx
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
-from chuixiang.generation.recipe import RecipeLimits, RecipeOutcome
+from chuixiang.generation.recipe import RecipeOutcome
+from chuixiang.generation.recipe_call import RecipeLimits
 from chuixiang.generation.recipe_in_sections import default_max_streams
 from chuixiang.generation.recipe_modes import SectionsSetting, write_recipe
 from chuixiang.generation.section_tokens import whole_reservation
 from chuixiang.observability import logger
+from chuixiang.resilience.calls import Routes
 from chuixiang.resilience.health import HealthStore
 from chuixiang.resilience.key_loans import KeyQuotas, Lender
-from chuixiang.resilience.router import Routes
 from chuixiang.schemas import PartialRecipe, Progress
 from chuixiang.stores.key_streams import KeyLender
 from chuixiang.timeouts import BY_PARAMETER

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..resilience.calls import CallRecord, CallReport, Routed
 from ..resilience.health import Observation
-from ..resilience.router import CallRecord, CallReport, Routed
 from ..schemas import RecipeMetrics
-from ..upstream.chat import Completion, cached_prompt_tokens, token_count
+from ..upstream.chat_events import cached_prompt_tokens, token_count
+from ..upstream.chat_reader import Completion
 from .progress import CHARS_PER_TOKEN
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import httpx
 
 from ..deadline import Budget
+from ..resilience.calls import CallContext, CallReport, Reply, Routes
 from ..resilience.retry import RetryPolicy
-from ..resilience.router import CallContext, CallReport, Reply, Router, Routes
+from ..resilience.router import Router
 from ..schemas import ImageMetrics
 from ..settings import Settings
 from ..timeouts import IMAGE_RETRY_WINDOW

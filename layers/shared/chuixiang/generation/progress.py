@@ -35,7 +35,7 @@ from pydantic_core import from_json
 from ..clock import iso, now_utc
 from ..observability import logger
 from ..schemas import PartialRecipe, Progress
-from ..upstream.transport import Cancellation
+from ..upstream.watchdog import Cancellation
 from .recipe_format import RECIPE_MAX_BYTES, json_start, mend_text, strip_reasoning
 
 #: Characters per token of a recipe (Chinese text, JSON punctuation and an English image prompt):

@@ -7,30 +7,18 @@ from __future__ import annotations
 import httpx
 
 from ..deadline import Budget
-from ..resilience.router import Router, Routes
+from ..resilience.calls import Routes
+from ..resilience.router import Router
 from ..schemas import RecipeMetrics
-from ..upstream.chat import Completion
+from ..upstream.chat_reader import Completion
 from ..upstream.endpoint import ModelEndpoint
-from .call_figures import count_tokens, recipe_metrics, tokens_per_second
+from .call_figures import recipe_metrics
 from .progress import ProgressReporter
-from .recipe_call import AnswerRequest, RecipeLimits, answer_call, chat_payload, to_answer, with_thinking
+from .recipe_call import AnswerRequest, RecipeLimits, answer_call, to_answer, with_thinking
 from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe
 from .stage import Generation, generate, stage_error
 
-__all__ = [
-    "AnswerRequest",
-    "RecipeLimits",
-    "RecipeOutcome",
-    "answer_call",
-    "chat_payload",
-    "count_tokens",
-    "generate_recipe",
-    "recipe_metrics",
-    "recipe_router",
-    "to_recipe",
-    "tokens_per_second",
-    "whole_messages",
-]
+__all__ = ["RecipeOutcome", "generate_recipe", "recipe_router", "to_recipe", "whole_messages"]
 
 #: What a recipe generation returns: the recipe or its error, and the measurements of the job's ``recipe`` stage.
 RecipeOutcome = Generation[Recipe, RecipeMetrics]

@@ -15,15 +15,16 @@ from typing import Any, Generic, TypeVar
 import httpx
 
 from ..errors import StageError
+from ..resilience.calls import CallContext, Reply
 from ..resilience.retry import RetryPolicy
-from ..resilience.router import CallContext, Reply
 from ..settings import Settings
 from ..timeouts import RECIPE_FIRST_CONTENT, RECIPE_IDLE, RECIPE_MIN_ATTEMPT, RECIPE_RETRY_WINDOW, RECIPE_TOTAL
-from ..upstream.chat import ChatRequest, Completion, SSEReader, StreamLimits, chat_call
+from ..upstream.chat import ChatRequest, chat_call
+from ..upstream.chat_reader import Completion, SSEReader, StreamLimits
 from ..upstream.dialects import Dialect, dialect_for
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import CredentialsEchoed, EmptyAnswer, FirstContentTimeout, InvalidAnswer, UpstreamError
-from ..upstream.transport import Cancellation
+from ..upstream.watchdog import Cancellation
 from .call_figures import call_report
 from .recipe_format import strip_reasoning
 

@@ -26,21 +26,16 @@ from pydantic import BaseModel
 
 from ..deadline import Budget
 from ..errors import StageError
-from ..resilience.router import Routed, Routes
+from ..resilience.calls import Routed, Routes
 from ..settings import Settings
 from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import UpstreamError
-from ..upstream.transport import Cancellation
+from ..upstream.watchdog import Cancellation
 from .mode_choice import OTHER_STREAMS, ModeChoice, RecipeShape, most_ranges
 from .outline_stream import PipelinedSteps, outline_head
 from .progress import ProgressReporter
-from .recipe import (
-    AnswerRequest,
-    RecipeLimits,
-    RecipeOutcome,
-    answer_call,
-    recipe_router,
-)
+from .recipe import RecipeOutcome, recipe_router
+from .recipe_call import AnswerRequest, RecipeLimits, answer_call
 from .recipe_format import Recipe
 from .section_parts import Part, parts_metrics
 from .section_progress import SectionStreams

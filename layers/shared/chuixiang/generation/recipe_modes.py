@@ -17,13 +17,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from ..deadline import Budget
 from ..observability import dimensioned_metric, logger
+from ..resilience.calls import Routes
 from ..resilience.health import ModelHealth
 from ..resilience.key_loans import Lender
-from ..resilience.router import Routes
 from ..upstream.endpoint import ModelEndpoint
+from .call_figures import count_tokens
 from .mode_choice import OTHER_STREAMS, ModeChoice, choose
 from .progress import ProgressReporter
-from .recipe import RecipeLimits, RecipeOutcome, count_tokens, generate_recipe
+from .recipe import RecipeOutcome, generate_recipe
+from .recipe_call import RecipeLimits
 from .recipe_in_sections import write_in_sections
 from .section_tokens import most_ranges_reserved, sections_reservation, whole_reservation
 from .section_yield import AbandonReason

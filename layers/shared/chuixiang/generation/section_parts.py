@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..resilience.router import Routed
+from ..resilience.calls import Routed
 from ..schemas import RecipeMetrics, SectionReport
-from ..upstream.chat import Completion
+from ..upstream.chat_reader import Completion
 from ..upstream.failures import Cancelled
 from .call_figures import count_tokens, recipe_metrics
 from .sections import Section

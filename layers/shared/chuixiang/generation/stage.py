@@ -13,7 +13,8 @@ from typing import Generic, Literal, TypeVar
 
 from ..deadline import Budget
 from ..errors import ErrorCode, StageError
-from ..resilience.router import CallContext, Reply, Routed, Router
+from ..resilience.calls import CallContext, Reply, Routed
+from ..resilience.router import Router
 from ..upstream.dialects import report_refused_param
 from ..upstream.failures import (
     Cancelled,

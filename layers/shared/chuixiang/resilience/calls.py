@@ -12,7 +12,7 @@ from ..deadline import Deadline
 from ..schemas import UpstreamCall
 from ..upstream.chat_reader import Completion
 from ..upstream.failures import CircuitOpen, UpstreamError
-from ..upstream.transport import Cancellation
+from ..upstream.watchdog import Cancellation
 from .breaker import Permit
 from .fastest import FastestFirst
 from .health import HealthStore, Observation

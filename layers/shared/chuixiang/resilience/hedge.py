@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..upstream.transport import Cancellation
+from ..upstream.watchdog import Cancellation
 from .health import ModelHealth
 
 

@@ -30,13 +30,11 @@ from ..observability import logger
 from ..schemas import UpstreamCall
 from ..tracing import span
 from ..upstream.failures import Cancelled, CircuitOpen, UpstreamError
-from ..upstream.transport import Cancellation
+from ..upstream.watchdog import Cancellation
 from .breaker import Permit
 from .calls import (
-    Breaker,
     CallContext,
     CallRecord,
-    CallReport,
     Reply,
     Routed,
     Routes,
@@ -47,7 +45,7 @@ from .retry import RetryPolicy, decide_retry, log_call
 
 T = TypeVar("T")
 
-__all__ = ["Breaker", "CallContext", "CallRecord", "CallReport", "Reply", "Routed", "Router", "Routes"]
+__all__ = ["Router"]
 
 
 @dataclass(frozen=True)

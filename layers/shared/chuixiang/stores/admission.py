@@ -39,7 +39,6 @@ from .admission_state import (
     ROUNDS,
     TICKET_KEY,
     TRIES,
-    WAIT_GRACE_S,
     Held,
     Lane,
     Place,
@@ -51,7 +50,7 @@ from .admission_state import (
     slot_key,
 )
 
-__all__ = ["RETRY_AFTER_MAX_S", "WAIT_GRACE_S", "Admission", "Refused", "slot_key"]
+__all__ = ["Admission"]
 
 
 class Admission:

@@ -19,34 +19,17 @@ from typing import Any
 import httpx
 
 from ..deadline import Deadline
-from .chat_events import cached_prompt_tokens, token_count
 from .chat_reader import (
-    MAX_CONTENT_CHARS,
-    MAX_STREAM_BYTES,
     Completion,
-    Follow,
     SSEReader,
     StreamLimits,
     StreamObserver,
 )
 from .failures import UpstreamError
-from .transport import Cancellation, GuardedPost, TextLimits
+from .transport import GuardedPost
+from .watchdog import Cancellation, TextLimits
 
-__all__ = [
-    "MAX_CONTENT_CHARS",
-    "MAX_STREAM_BYTES",
-    "ChatCall",
-    "ChatRequest",
-    "Completion",
-    "Follow",
-    "SSEReader",
-    "StreamLimits",
-    "StreamObserver",
-    "cached_prompt_tokens",
-    "chat_call",
-    "read_chat_completion",
-    "token_count",
-]
+__all__ = ["ChatCall", "ChatRequest", "chat_call", "read_chat_completion"]
 
 
 @dataclass(frozen=True)

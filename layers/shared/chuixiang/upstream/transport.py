@@ -34,7 +34,7 @@ from .failures import (
 )
 from .watchdog import Cancellation, TextLimits, Watchdog
 
-__all__ = ["Cancellation", "GuardedPost", "TextLimits", "Watchdog"]
+__all__ = ["GuardedPost"]
 
 #: How each transport error the body or the headers can raise becomes an upstream failure (timeouts apart:
 #: which limit fired decides their kind, see :meth:`GuardedPost.failure_from`). The first match wins.
