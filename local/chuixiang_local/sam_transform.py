@@ -26,7 +26,7 @@ import yaml
 from samtranslator.translator.transform import transform
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from chuixiang_local.template import _CfnLoader  # after the path: this venv has not installed us
+from chuixiang_local.template import CfnLoader  # after the path: this venv has not installed us
 
 
 class NoManagedPolicies:
@@ -54,7 +54,7 @@ def main() -> None:
     request = json.load(sys.stdin)
     region = request.get("region", "us-east-1")
     os.environ["AWS_DEFAULT_REGION"] = region  # the translator's boto session derives the partition from it
-    doc: dict[str, Any] = yaml.load(Path(request["template"]).read_text(), Loader=_CfnLoader)  # nosec B506
+    doc: dict[str, Any] = yaml.load(Path(request["template"]).read_text(), Loader=CfnLoader)  # nosec B506
     for name, value in request.get("params", {}).items():
         doc["Parameters"][name]["Default"] = value
     pseudo = {"AWS::Region": region, "AWS::Partition": partition_of(region), "AWS::AccountId": "123456789012"}

@@ -8,7 +8,7 @@ import json
 import yaml
 from cfnlint.decode import cfn_yaml
 
-from chuixiang_local.template import REPO_ROOT, _CfnLoader
+from chuixiang_local.template import REPO_ROOT, CfnLoader
 
 EVERY_TAG = """
 A: !Condition IsProd
@@ -35,9 +35,9 @@ def _plain(value: object) -> object:
 
 
 def test_every_short_form_tag_as_cfn_lint_reads_it() -> None:
-    assert _plain(yaml.load(EVERY_TAG, Loader=_CfnLoader)) == _plain(cfn_yaml.loads(EVERY_TAG, "tags"))  # nosec B506
+    assert _plain(yaml.load(EVERY_TAG, Loader=CfnLoader)) == _plain(cfn_yaml.loads(EVERY_TAG, "tags"))  # nosec B506
 
 
 def test_the_template_as_cfn_lint_reads_it() -> None:
     text = (REPO_ROOT / "template.yaml").read_text()
-    assert _plain(yaml.load(text, Loader=_CfnLoader)) == _plain(cfn_yaml.loads(text, "template.yaml"))  # nosec B506
+    assert _plain(yaml.load(text, Loader=CfnLoader)) == _plain(cfn_yaml.loads(text, "template.yaml"))  # nosec B506

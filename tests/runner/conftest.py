@@ -3,15 +3,15 @@ patches, the front door, the fake model, the alarm and Logs Insights evaluators,
 its commands; in-process only, as the product's unit tier (:mod:`tests.support.in_process`)."""
 
 from ..support.in_process import (
-    _settings_from_the_test_alone,
     pytest_runtest_call,
     pytest_runtest_setup,
     pytest_runtest_teardown,
+    settings_from_the_test_alone,
 )
 
 __all__ = [
-    "_settings_from_the_test_alone",
     "pytest_runtest_call",
     "pytest_runtest_setup",
     "pytest_runtest_teardown",
+    "settings_from_the_test_alone",
 ]

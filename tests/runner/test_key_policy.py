@@ -54,7 +54,7 @@ def test_the_preflight_reads_the_secret_readers_roles_from_the_stack() -> None:
     import boto3
     from botocore.stub import Stubber
 
-    from chuixiang_local.commands.ladder_cmd import _stack_role_arns
+    from chuixiang_local.commands.ladder_cmd import stack_role_arns
 
     cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     resources = [
@@ -69,14 +69,14 @@ def test_the_preflight_reads_the_secret_readers_roles_from_the_stack() -> None:
     ]
     with Stubber(cfn) as stub:
         stub.add_response("describe_stack_resources", {"StackResources": resources}, {"StackName": "chuixiang"})
-        roles = _stack_role_arns(cfn, "chuixiang", "aws", "123456789012")
+        roles = stack_role_arns(cfn, "chuixiang", "aws", "123456789012")
     assert roles == [
         "arn:aws:iam::123456789012:role/chuixiang-RecipeFunctionRole-X",
         "arn:aws:iam::123456789012:role/chuixiang-ImageFunctionRole-X",
     ]  # the api reads no secret
     with Stubber(cfn) as stub:  # before the first deploy
         stub.add_client_error("describe_stack_resources", "ValidationError", "Stack with id chuixiang does not exist")
-        assert _stack_role_arns(cfn, "chuixiang", "aws", "123456789012") == []
+        assert stack_role_arns(cfn, "chuixiang", "aws", "123456789012") == []
 
 
 VIA = {"kms:viaservice": ["secretsmanager.us-east-1.amazonaws.com"]}

@@ -64,7 +64,7 @@ def _settings_variables() -> set[str]:
 
 
 @pytest.fixture(autouse=True)
-def _settings_from_the_test_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+def settings_from_the_test_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """An in-process test reads the settings it builds, never what ran before it in this worker exported: a local
     cloud's api environment (``RECIPE_SECTIONS=whole`` from a pipeline module) made ``auto``'s passes read 0 once."""
     for name in _settings_variables():

@@ -10,7 +10,7 @@ from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 
 
-def _progress(tokens: int) -> Progress:
+def progress(tokens: int) -> Progress:
     return Progress(chars=tokens * 2, tokens=tokens, expectedTokens=1000, percent=10, etaMs=None, updatedAt="x")
 
 
@@ -20,10 +20,10 @@ def test_a_progress_write_after_the_recipe_stage_recorded_its_measurements_is_re
     store = JobStore(Settings(), table)
     store.create("j", "番茄炒蛋")
     store.update("j", status=JobStatus.RUNNING, stage=JobStage.RECIPE)
-    assert store.record_progress("j", _progress(40), {"name": "番茄炒蛋"})  # while it streams: applies
+    assert store.record_progress("j", progress(40), {"name": "番茄炒蛋"})  # while it streams: applies
     calls = [{"model": "m", "ms": 20, "outcome": "http_error", "status": 503}]
     store.set_metrics("j", JobStage.RECIPE, {"calls": calls, "attempts": 1})
-    assert store.record_progress("j", _progress(80), {"name": "番茄炒蛋"}) is False  # the late one: refused
+    assert store.record_progress("j", progress(80), {"name": "番茄炒蛋"}) is False  # the late one: refused
     item = store.get("j")
     assert item and item["metrics"]["recipe"]["calls"] == calls and item["progress"]["tokens"] == 40
     assert item["status"] == JobStatus.RUNNING  # the job itself moves on by the state machine only

@@ -9,7 +9,7 @@ from typing import Any
 
 from chuixiang.observability import logger
 from chuixiang.settings import comma_list
-from chuixiang_local.commands.common import WORK_DIR, _progress, common
+from chuixiang_local.commands.common import WORK_DIR, common, progress
 from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.template import ConfigError, Template, parse_overrides
 
@@ -52,7 +52,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         base_url = fake.start()
         overrides = bench.scaled_overrides(Template(), fake.time_scale, given)
         extra["fakeTimeScale"] = round(fake.time_scale, 4)
-        _progress(
+        progress(
             f"embedded fake model at {base_url}: profiles play {1 / fake.time_scale:.0f}x faster than "
             f"real time, recipe limits scaled alike"
         )
@@ -97,7 +97,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"(fake time: the profiles and the recipe limits run {1 / fake.time_scale:.1f}x faster than real "
                 "time; multiply times by that, divide tokens/s)"
             )
-    _progress("wrote " + ", ".join(str(p) for p in written))
+    progress("wrote " + ", ".join(str(p) for p in written))
     return 0
 
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from chuixiang_local.commands.common import CLOUD_STATE, WORK_DIR, _progress, account_quota, common, local_stack
+from chuixiang_local.commands.common import CLOUD_STATE, WORK_DIR, account_quota, common, local_stack, progress
 
 
 def cmd_cloud(args: argparse.Namespace) -> int:
@@ -24,11 +24,11 @@ def cmd_cloud(args: argparse.Namespace) -> int:
     with open(log_path, "w", encoding="utf-8") as log, local_stack(args, log) as cloud:
         env_file, state_file = Path(args.env_vars), Path(args.state)
         write_files(cloud, env_file, state_file, args.host_address)
-        _progress(
+        progress(
             f"local cloud up: moto at {cloud.endpoint} (from a container: {args.host_address}); "
             f"function logs: {log_path}"
         )
-        _progress(
+        progress(
             f"env-vars file for SAM: {env_file}; then, e.g.:\n"
             f"  .venv/bin/chuixiang seed -e events/recipe.json\n"
             f"  sam local invoke RecipeFunction -e events/recipe.json --env-vars {env_file}\n"
@@ -37,7 +37,7 @@ def cmd_cloud(args: argparse.Namespace) -> int:
         while not stopping.wait(0.5):
             pass
     state_file.unlink(missing_ok=True)
-    _progress("stopped")
+    progress("stopped")
     return 0
 
 

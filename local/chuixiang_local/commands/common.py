@@ -19,7 +19,7 @@ WORK_DIR = REPO_ROOT / ".chuixiang"
 CLOUD_STATE = WORK_DIR / "cloud.json"
 
 
-def _progress(msg: str) -> None:
+def progress(msg: str) -> None:
     print(f"[chuixiang] {msg}", file=sys.stderr, flush=True)
 
 
@@ -38,7 +38,7 @@ def local_stack(args: argparse.Namespace, log: TextIO | None) -> Iterator[LocalC
     if not base_url:
         fake = FakeModelProcess(pace_s=args.fake_pace_ms / 1000, host=bind, port=getattr(args, "model_port", 0))
         base_url = fake.start()
-        _progress(f"embedded fake model at {base_url} ({args.fake_pace_ms} ms per chunk)")
+        progress(f"embedded fake model at {base_url} ({args.fake_pace_ms} ms per chunk)")
     cloud = LocalCloud(
         overrides,
         model_base_url=base_url,

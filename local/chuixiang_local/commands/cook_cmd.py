@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from chuixiang_local.commands.common import WORK_DIR, _progress, common, local_stack
+from chuixiang_local.commands.common import WORK_DIR, common, local_stack, progress
 from chuixiang_local.commands.watch import JobWatch
 from chuixiang_local.gateway.api_client import LocalApi
 
@@ -16,14 +16,14 @@ def cmd_cook(args: argparse.Namespace) -> int:
     log_path = WORK_DIR / "logs" / f"cook-{time.strftime('%Y%m%d-%H%M%S')}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as log, local_stack(args, log) as cloud:
-        _progress(f"local cloud up (moto at {cloud.endpoint}); function logs: {log_path}")
+        progress(f"local cloud up (moto at {cloud.endpoint}); function logs: {log_path}")
         api = LocalApi(cloud)
         status, body = api.post_dish(args.dish)
         if status != 202:
             print(json.dumps(body, ensure_ascii=False, indent=2))
-            _progress(f"POST /recipes -> {status} {body['error']['code']}: {body['error'].get('reason')}")
+            progress(f"POST /recipes -> {status} {body['error']['code']}: {body['error'].get('reason')}")
             return 2 if status == 400 else 1
-        _progress(f"POST /recipes -> 202 job {body['jobId']}")
+        progress(f"POST /recipes -> 202 job {body['jobId']}")
         watch = JobWatch()
         try:
             doc = api.wait(body["jobId"], cloud.template.number("ClientGiveUpSeconds"), on_doc=watch)

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from chuixiang_local.commands.common import _progress, common
+from chuixiang_local.commands.common import common, progress
 from chuixiang_local.commands.ladder import check_or_raise
 from chuixiang_local.template import Template, parse_overrides
 
@@ -16,7 +16,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
     overrides = parse_overrides(args.parameter_overrides)
     check_or_raise(Template(overrides))
-    _progress("running a generated, a cached and a failed job on the local cloud to count their AWS calls…")
+    progress("running a generated, a cached and a failed job on the local cloud to count their AWS calls…")
     doc = report(
         overrides,
         Assumptions(recipe_seconds=args.recipe_seconds, image_seconds=args.image_seconds, image_mb=args.image_mb),

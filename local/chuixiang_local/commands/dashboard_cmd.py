@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from chuixiang_local.commands.common import WORK_DIR, _progress
+from chuixiang_local.commands.common import WORK_DIR, progress
 from chuixiang_local.template import Template, parse_overrides
 
 
@@ -21,7 +21,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     print(f"{len(metric) - len(empty)} of {len(metric)} metric widgets have data (from {', '.join(map(str, paths))})")
     if args.out:
         dashboard.draw(widgets, Path(args.out))
-        _progress(f"wrote {args.out}")
+        progress(f"wrote {args.out}")
     return 1 if args.strict and empty else 0
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from chuixiang_local.commands.common import _progress, common, local_stack
+from chuixiang_local.commands.common import common, local_stack, progress
 
 
 def cmd_invoke(args: argparse.Namespace) -> int:
@@ -19,7 +19,7 @@ def cmd_invoke(args: argparse.Namespace) -> int:
         cloud.seed_job_for(event)
         result = cloud.invoke(spec, event)
     print(json.dumps(result.payload, ensure_ascii=False, indent=2))
-    _progress(
+    progress(
         f"{spec.logical_id}: {'error ' + str(result.error_type) if result.failed else 'ok'} in {result.duration_ms} ms"
     )
     return 1 if result.failed else 0

@@ -137,14 +137,14 @@ def _one_key_problems(key: str, readers: tuple[str, ...], stack_name: str) -> li
     try:
         policy = boto3.client("kms").get_key_policy(KeyId=key, PolicyName="default")["Policy"]
         account = boto3.client("sts").get_caller_identity()["Account"]
-        roles = _stack_role_arns(boto3.client("cloudformation"), stack_name, partition, account, readers)
+        roles = stack_role_arns(boto3.client("cloudformation"), stack_name, partition, account, readers)
     except (BotoCoreError, ClientError) as exc:
         print(f"note: the key policy of {key} could not be read ({exc}); not checked", file=sys.stderr)
         return []
     return key_policy_problems(policy, key, account, partition, roles)
 
 
-def _stack_role_arns(
+def stack_role_arns(
     cloudformation: Any,
     stack_name: str,
     partition: str,

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from chuixiang_local.commands.common import CLOUD_STATE, _progress
+from chuixiang_local.commands.common import CLOUD_STATE, progress
 from chuixiang_local.template import ConfigError
 
 
@@ -33,7 +33,7 @@ def cmd_seed(args: argparse.Namespace) -> int:
     ).Table(state["table"])
     created = seed_job(JobStore(Settings.model_validate({"JOBS_TABLE": state["table"]}), table), event)
     job = event.get("jobId") if isinstance(event, dict) else None
-    _progress(
+    progress(
         f"job {job} created RUNNING" if created else f"nothing to create (job {job} exists, or the event names none)"
     )
     return 0

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from chuixiang.polling import DRAWING_MS, WAITING_MS
 from chuixiang_local.cloud.local_cloud import LocalCloud
-from chuixiang_local.commands.common import WORK_DIR, _progress, account_quota, common, local_stack
+from chuixiang_local.commands.common import WORK_DIR, account_quota, common, local_stack, progress
 from chuixiang_local.gateway.api_server import LOCAL_IMAGES_PATH, function_argument
 from chuixiang_local.gateway.demo_site import DemoSite, demo_origin
 from chuixiang_local.template import Template, parse_overrides
@@ -32,7 +32,7 @@ def _with_demo_origin(args: argparse.Namespace) -> None:
     ]
     if origin not in listed:
         overrides["CorsAllowOrigins"] = ",".join([*listed, origin])
-        _progress(f"CorsAllowOrigins += {origin} (the demo page's origin)")
+        progress(f"CorsAllowOrigins += {origin} (the demo page's origin)")
     args.parameter_overrides = [f"{k}={v}" for k, v in overrides.items()]
 
 
@@ -102,16 +102,16 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
             draining.set()
             api.send_signal(signal.SIGUSR1)
             return
-        _progress("stopping: the API process")  # the second: at once
+        progress("stopping: the API process")  # the second: at once
         _exit_if_still_stopping_after(SERVE_STOP_LIMIT_S)
         api.terminate()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     if not _accepts(args.host, args.port, api):
-        _progress(f"the API process ended before it listened on {args.host}:{args.port} (exit {api.returncode})")
+        progress(f"the API process ended before it listened on {args.host}:{args.port} (exit {api.returncode})")
         return 1
-    _progress(
+    progress(
         f"API on http://{args.host}:{args.port}  (POST /recipes, GET /recipes/{{jobId}}, "
         f"/openapi.json, Swagger UI at /swagger); the local cloud (moto) at {cloud.endpoint}; Ctrl-C stops "
         f"(jobs in flight get {args.drain_seconds:g} s to finish; twice: at once)"
@@ -119,7 +119,7 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
     demo = DemoSite(args.host, args.demo_port, f"http://{host}:{args.port}") if args.demo_port else None
     if demo:
         demo.start()
-        _progress(f"demo page on {demo.origin}/ (calls the API cross-origin)")
+        progress(f"demo page on {demo.origin}/ (calls the API cross-origin)")
     _wait_interruptibly(api, until=draining)
     if demo:
         demo.stop()
@@ -127,7 +127,7 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
     if died:  # nobody asked it to stop: say so, and exit with an error (a supervisor restarts serve)
         code = api.returncode
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        _progress(f"error: the API process died ({how}); stopping the local cloud")
+        progress(f"error: the API process died ({how}); stopping the local cloud")
     if draining.is_set() and api.poll() is None:
         _drain(cloud, api, args.drain_seconds)
         if api.poll() is None:
@@ -135,9 +135,9 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
             _wait_interruptibly(api)
     for first in (cloud.front_door, cloud.call_priority):
         if first is not None:
-            _progress(first.summary())
-    _progress("stopping: the local cloud and the model")
-    _progress("stopped")
+            progress(first.summary())
+    progress("stopping: the local cloud and the model")
+    progress("stopped")
     return 1 if died else 0
 
 
@@ -145,7 +145,7 @@ def _drain(cloud: LocalCloud, api: subprocess.Popen[bytes], bound_s: float) -> N
     """Let the executions running now finish, for at most ``bound_s`` (or until a second signal stops the
     API), then say how many finished and how many were cut."""
     running = set(cloud.running_executions())
-    _progress(
+    progress(
         f"draining: no new jobs (503 + Retry-After), polls answered; {len(running)} job(s) in flight, "
         f"up to {bound_s:g} s"
     )
@@ -156,11 +156,11 @@ def _drain(cloud: LocalCloud, api: subprocess.Popen[bytes], bound_s: float) -> N
         left = running & set(cloud.running_executions())
     if api.poll() is not None:  # stopped at once by a second signal
         return
-    _progress(f"drained: {len(running) - len(left)} finished, {len(left)} cut")
+    progress(f"drained: {len(running) - len(left)} finished, {len(left)} cut")
     if len(running) > len(left):
         # A job that ended is not done until its client has read the end: keep answering polls for one poll
         # interval at the slowest pace the API asks for (a client polling as told reads it within that).
-        _progress(f"answering polls {READ_GRACE_S:g} s more, so the last jobs' ends are read")
+        progress(f"answering polls {READ_GRACE_S:g} s more, so the last jobs' ends are read")
         until = time.monotonic() + READ_GRACE_S
         while time.monotonic() < until and api.poll() is None:
             time.sleep(0.1)
@@ -206,7 +206,7 @@ def _exit_if_still_stopping_after(seconds: float) -> None:
 
     def bail() -> None:
         time.sleep(seconds)
-        _progress(f"still stopping after {seconds:g} s; exiting now")
+        progress(f"still stopping after {seconds:g} s; exiting now")
         os._exit(1)
 
     threading.Thread(target=bail, name="stop-limit", daemon=True).start()

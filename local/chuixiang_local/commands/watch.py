@@ -45,7 +45,7 @@ class JobWatch:
             self._print(f"step {step['order']}: {step['text']}")
         progress = doc.get("progress")
         if progress and doc.get("status") == "RUNNING" and doc.get("stage") == "recipe":
-            self._progress(doc.get("stage"), progress)
+            self.progress(doc.get("stage"), progress)
 
     def close(self) -> None:
         if self._line_open:
@@ -53,7 +53,7 @@ class JobWatch:
             self.out.flush()
             self._line_open = False
 
-    def _progress(self, stage: Any, p: dict[str, Any]) -> None:
+    def progress(self, stage: Any, p: dict[str, Any]) -> None:
         eta = f"ETA {p['etaMs'] / 1000:.0f} s" if p.get("etaMs") is not None else "ETA -"
         line = f"[chuixiang] {stage} {p['percent']:>3}% · {p['chars']} chars · {p['tokens']} tokens · {eta}"
         if self.live:
