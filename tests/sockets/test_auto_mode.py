@@ -12,6 +12,7 @@ import pytest
 from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import RecipeOutcome
 from chuixiang.generation.recipe_in_sections import default_max_streams
+from chuixiang.generation.recipe_job import RecipeJob
 from chuixiang.generation.recipe_modes import write_recipe
 from chuixiang.resilience.calls import Routes
 from chuixiang.resilience.key_loans import PROBE_FIRST_S, KeyQuotas, Lender
@@ -48,13 +49,9 @@ def job(base_url: str, model: str, health: MemoryHealth, lender: Lender | None =
     from its key through ``lender`` when given."""
     function_ms = BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE
     with httpx.Client() as client:
+        endpoint, routes = ModelEndpoint(base_url, model, None), Routes((model,), health_for=lambda _: health)
         return write_recipe(
-            client,
-            ModelEndpoint(base_url, model, None),
-            limits(SCALE),
-            "红烧肉",
-            Budget(function_ms, None),
-            Routes((model,), health_for=lambda _: health),
+            RecipeJob(client, endpoint, limits(SCALE), "红烧肉", Budget(function_ms, None), routes),
             setting="auto",
             max_streams=default_max_streams(),
             lender=lender,
@@ -153,13 +150,11 @@ def test_a_job_admitted_with_one_stream_is_written_whole(profiles: str) -> None:
 
     health = MemoryHealth(SCALE)
     with httpx.Client() as client:
+        endpoint = ModelEndpoint(profiles, "fake-evening", None)
+        routes = Routes(("fake-evening",), health_for=lambda _: health)
+        budget = Budget(BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE, None)
         outcome = write_recipe(
-            client,
-            ModelEndpoint(profiles, "fake-evening", None),
-            limits(SCALE),
-            "红烧肉",
-            Budget(BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE, None),
-            Routes(("fake-evening",), health_for=lambda _: health),
+            RecipeJob(client, endpoint, limits(SCALE), "红烧肉", budget, routes),
             setting="auto",
             max_streams=1,
         )

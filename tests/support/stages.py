@@ -11,6 +11,7 @@ from chuixiang.deadline import Budget
 from chuixiang.generation.image import ImageLimits, ImageOutcome, generate_image
 from chuixiang.generation.recipe import RecipeOutcome
 from chuixiang.generation.recipe_call import RecipeLimits
+from chuixiang.generation.recipe_job import RecipeJob
 from chuixiang.generation.recipe_modes import write_recipe
 from chuixiang.resilience.breaker import CircuitBreaker
 from chuixiang.resilience.calls import Routes
@@ -66,12 +67,7 @@ def run_recipe(
             hedge=hedge,
         )
         outcome = write_recipe(
-            c,
-            endpoint,
-            limits,
-            "番茄炒蛋",
-            Budget(budget_ms, None),
-            routes,
+            RecipeJob(c, endpoint, limits, "番茄炒蛋", Budget(budget_ms, None), routes),
             setting=settings.recipe_sections,
             max_streams=settings.recipe_max_streams,
         )

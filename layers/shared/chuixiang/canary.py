@@ -13,6 +13,7 @@ from .deadline import Budget
 from .generation.call_figures import tokens_per_second
 from .generation.recipe import generate_recipe
 from .generation.recipe_call import RecipeLimits
+from .generation.recipe_job import RecipeJob
 from .observability import logger, metrics
 from .resilience.calls import Routes
 from .route_wiring import health_lookup
@@ -38,7 +39,7 @@ def run_canary(event: CanaryEvent, remaining_ms: Callable[[], float]) -> CanaryR
     def probe(model: str) -> CanaryProbe:
         endpoint = ModelEndpoint(settings.model_base_url, model, key)
         routes = Routes((model,), health_for=health_for)
-        outcome = generate_recipe(http_client(), endpoint, limits, event.dish, budget, routes)
+        outcome = generate_recipe(RecipeJob(http_client(), endpoint, limits, event.dish, budget, routes))
         m = outcome.metrics
         call_metrics("Recipe", m.calls, Source="canary")
         recipe_model_metrics(m, valid=outcome.result is not None, Source="canary")

@@ -69,7 +69,7 @@ def recipe_model_metrics(m: RecipeMetrics, valid: bool, **dimensions: str) -> No
         model_metric("RecipeTokensPerSecond", MetricUnit.CountPerSecond, rate, m.model, **dimensions)
 
 
-def record_stage_outcome(
+def record_stage_outcome(  # noqa: PLR0917 - the two stages' common tail
     store: JobStore,
     job_id: str,
     stage: JobStage,

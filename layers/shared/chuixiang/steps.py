@@ -23,6 +23,7 @@ from .errors import ErrorCode, StageError
 from .generation.image import ImageLimits, generate_image
 from .generation.progress import ProgressReporter
 from .generation.recipe_call import RecipeLimits
+from .generation.recipe_job import RecipeJob
 from .generation.recipe_modes import write_recipe
 from .generation.section_tokens import whole_reservation
 from .job_status import JobStage, JobStatus
@@ -148,14 +149,9 @@ def run_recipe(event: RecipeEvent, remaining_ms: Callable[[], float], store: Job
     routes = recipe_routes(settings, store)
     with reporter:
         budget = _budget(remaining_ms, event.deadlineAt)
+        job = RecipeJob(http_client(), endpoint, limits, event.dish, budget, routes, reporter)
         outcome = write_recipe(
-            http_client(),
-            endpoint,
-            limits,
-            event.dish,
-            budget,
-            routes,
-            reporter,
+            job,
             setting=settings.recipe_sections,
             max_streams=settings.recipe_max_streams,
             lender=key_lender(settings, store, event.jobId, event.deadlineAt),

@@ -31,6 +31,8 @@ from chuixiang.deadline import Budget
 from chuixiang.generation.call_figures import tokens_per_second
 from chuixiang.generation.recipe import generate_recipe
 from chuixiang.generation.recipe_call import RecipeLimits
+from chuixiang.generation.recipe_job import RecipeJob
+from chuixiang.resilience.calls import Routes
 from chuixiang.settings import Settings
 from chuixiang.timeouts import (
     RECIPE_FIRST_CONTENT,
@@ -88,7 +90,8 @@ def one_call(
     """``function_ms``: the recipe function's Timeout, as a fresh invocation would have it."""
     limits = RecipeLimits.from_settings(settings)
     endpoint = ModelEndpoint(settings.model_base_url, model, api_key)
-    outcome = generate_recipe(client, endpoint, limits, dish, Budget(function_ms, None))
+    routes = Routes((model,))
+    outcome = generate_recipe(RecipeJob(client, endpoint, limits, dish, Budget(function_ms, None), routes))
     m = outcome.metrics
     return BenchCall(
         model=model,

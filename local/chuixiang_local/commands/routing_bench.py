@@ -28,6 +28,7 @@ import httpx
 from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import generate_recipe
 from chuixiang.generation.recipe_call import RecipeLimits
+from chuixiang.generation.recipe_job import RecipeJob
 from chuixiang.observability import logger
 from chuixiang.resilience.calls import Routes
 from chuixiang.resilience.fastest import FastestFirst
@@ -105,14 +106,9 @@ def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> R
     out = Result()
     with httpx.Client() as client:
         for model in models * 3:  # the canary's probes: every model measured before the first job
-            generate_recipe(
-                client,
-                ModelEndpoint(fake.base_url, model, None),
-                limits(),
-                "番茄炒蛋",
-                Budget(budget_ms, None),
-                Routes((model,), health_for=health.get),
-            )
+            endpoint = ModelEndpoint(fake.base_url, model, None)
+            probe = Routes((model,), health_for=health.get)
+            generate_recipe(RecipeJob(client, endpoint, limits(), "番茄炒蛋", Budget(budget_ms, None), probe))
         for _ in range(jobs):
             fastest = (
                 FastestFirst({m: health[m].read() for m in models}, EXPECTED_TOKENS) if strategy == "fastest" else None
@@ -123,14 +119,8 @@ def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> R
                 else None
             )
             endpoint = ModelEndpoint(fake.base_url, models[0], None)
-            done = generate_recipe(
-                client,
-                endpoint,
-                limits(),
-                "番茄炒蛋",
-                Budget(budget_ms, None),
-                Routes(models, health_for=health.get, fastest=fastest, hedge=hedge),
-            )
+            routes = Routes(models, health_for=health.get, fastest=fastest, hedge=hedge)
+            done = generate_recipe(RecipeJob(client, endpoint, limits(), "番茄炒蛋", Budget(budget_ms, None), routes))
             out.tokens += done.metrics.tokensUsed
             if done.result is not None:
                 out.ok += 1

@@ -45,6 +45,7 @@ from chuixiang.generation.progress import ProgressReporter
 from chuixiang.generation.recipe import RecipeOutcome
 from chuixiang.generation.recipe_call import RecipeLimits
 from chuixiang.generation.recipe_in_sections import default_max_streams
+from chuixiang.generation.recipe_job import RecipeJob
 from chuixiang.generation.recipe_modes import SectionsSetting, write_recipe
 from chuixiang.generation.section_tokens import whole_reservation
 from chuixiang.observability import logger
@@ -156,14 +157,9 @@ def one_job(
     reporter = ProgressReporter(looks.write, interval_s=LOOK_EVERY_S, expected_tokens=1600)
     routes = Routes((model,), health_for=lambda _: health)
     with reporter:
+        endpoint = ModelEndpoint(base_url, model, None)
         outcome = write_recipe(
-            client,
-            ModelEndpoint(base_url, model, None),
-            limits,
-            dish,
-            Budget(function_ms, None),
-            routes,
-            reporter,
+            RecipeJob(client, endpoint, limits, dish, Budget(function_ms, None), routes, reporter),
             setting=cast(SectionsSetting, mode),
             max_streams=default_max_streams(),
             lender=lender,

@@ -19,6 +19,7 @@ def call_report(
     prompt_chars: int,
     status: int | None,
     valid: bool | None,
+    *,
     waited_ms: float | None,
     alone: bool = True,
 ) -> CallReport:

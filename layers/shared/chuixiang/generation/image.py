@@ -67,7 +67,7 @@ def image_payload(model: str, prompt: str, dialect: Dialect | None = None) -> di
     return {**payload, **dialect.extra}
 
 
-def generate_image(
+def generate_image(  # noqa: PLR0917 - the image stage's job value is the next step (as RecipeJob)
     client: httpx.Client,
     endpoint: ModelEndpoint,
     limits: ImageLimits,

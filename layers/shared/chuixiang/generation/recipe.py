@@ -4,18 +4,14 @@ calls measured, :mod:`.call_figures`."""
 
 from __future__ import annotations
 
-import httpx
-
-from ..deadline import Budget
 from ..resilience.calls import Routes
 from ..resilience.router import Router
 from ..schemas import RecipeMetrics
 from ..upstream.chat_reader import Completion
-from ..upstream.endpoint import ModelEndpoint
 from .call_figures import recipe_metrics
-from .progress import ProgressReporter
 from .recipe_call import AnswerRequest, RecipeLimits, answer_call, to_answer, with_thinking
 from .recipe_format import SYSTEM_PROMPT, Recipe, parse_recipe
+from .recipe_job import RecipeJob
 from .stage import Generation, generate, stage_error
 
 __all__ = ["RecipeOutcome", "generate_recipe", "recipe_router", "to_recipe", "whole_messages"]
@@ -34,19 +30,12 @@ def to_recipe(completion: Completion) -> Recipe:
     return to_answer(with_thinking(completion), parse_recipe)
 
 
-def generate_recipe(
-    client: httpx.Client,
-    endpoint: ModelEndpoint,
-    limits: RecipeLimits,
-    dish: str,
-    budget: Budget,
-    routes: Routes | None = None,
-    progress: ProgressReporter | None = None,
-) -> RecipeOutcome:
-    """Stream a recipe over ``routes`` (default: ``endpoint.model`` alone; see :class:`Router` for fallbacks,
-    breakers, health, fastest first and the hedge); ``progress`` watches each call's stream, and follows the
-    one that writes first when a hedge races two."""
-    request = AnswerRequest(whole_messages(dish), parse_recipe)
+def generate_recipe(job: RecipeJob) -> RecipeOutcome:
+    """Stream a recipe over ``job.routes`` (see :class:`Router` for fallbacks, breakers, health, fastest first and
+    the hedge) within ``job.budget``; ``job.progress`` watches each call's stream, and follows the one that
+    writes first when a hedge races two."""
+    client, endpoint, limits, progress = job.client, job.endpoint, job.limits, job.progress
+    request = AnswerRequest(whole_messages(job.dish), parse_recipe)
     call = answer_call(
         client,
         endpoint,
@@ -56,7 +45,7 @@ def generate_recipe(
         # Closed when the job stops running this stage (a hedge race's loser is closed by the router).
         stops=(progress.cancellation,) if progress else (),
     )
-    routed = generate(recipe_router(routes or Routes((endpoint.model,)), limits), call, budget)
+    routed = generate(recipe_router(job.routes, limits), call, job.budget)
     return Generation(routed.result, stage_error("RECIPE", routed.failure), recipe_metrics(routed))
 
 

@@ -208,13 +208,18 @@ def _reply(
         try:
             value = to_answer(completion, request.parse)
             return Reply(
-                value, report=call_report(completion, prompt_chars, completion.http_status, True, None, request.alone)
+                value,
+                report=call_report(
+                    completion, prompt_chars, completion.http_status, True, waited_ms=None, alone=request.alone
+                ),
             )
         except UpstreamError as invalid:
-            report = call_report(completion, prompt_chars, completion.http_status, False, None, request.alone)
+            report = call_report(
+                completion, prompt_chars, completion.http_status, False, waited_ms=None, alone=request.alone
+            )
             return Reply(failure=invalid, report=report)
     waited_ms = limits.stream.first_content_s * 1000 if isinstance(failure, FirstContentTimeout) else None
-    report = call_report(completion, prompt_chars, None, None, waited_ms, request.alone)
+    report = call_report(completion, prompt_chars, None, None, waited_ms=waited_ms, alone=request.alone)
     if failure.status == 429 and report.observation is not None:  # the key's limit: auto writes whole a while
         report = replace(report, observation=replace(report.observation, rate_limited=True))
     return Reply(failure=failure, report=report)

@@ -21,22 +21,20 @@ from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, replace
 from typing import TypeVar, cast
 
-import httpx
 from pydantic import BaseModel
 
 from ..deadline import Budget
 from ..errors import StageError
 from ..resilience.calls import Routed, Routes
 from ..settings import Settings
-from ..upstream.endpoint import ModelEndpoint
 from ..upstream.failures import UpstreamError
 from ..upstream.watchdog import Cancellation
 from .mode_choice import OTHER_STREAMS, ModeChoice, RecipeShape, most_ranges
 from .outline_stream import PipelinedSteps, outline_head
-from .progress import ProgressReporter
 from .recipe import RecipeOutcome, recipe_router
-from .recipe_call import AnswerRequest, RecipeLimits, answer_call
+from .recipe_call import AnswerRequest, answer_call
 from .recipe_format import Recipe
+from .recipe_job import RecipeJob
 from .section_parts import Part, parts_metrics
 from .section_progress import SectionStreams
 from .section_tokens import section_max_tokens
@@ -70,23 +68,14 @@ class SectionsEnd:
     abandon: AbandonReason | None
 
 
-def write_in_sections(
-    client: httpx.Client,
-    endpoint: ModelEndpoint,
-    limits: RecipeLimits,
-    dish: str,
-    budget: Budget,
-    routes: Routes | None = None,
-    progress: ProgressReporter | None = None,
-    choice: ModeChoice | None = None,
-) -> SectionsEnd:
-    """Write the recipe for ``dish`` in sections over ``routes`` (default: ``endpoint.model`` alone), within
-    ``budget`` and the total limit, in ``choice.ranges`` steps sections (default: as many as the default stream
-    limit allows); ``progress`` shows each section and the parts as they complete. The end says why to write
-    whole instead when its sections failed as sections."""
-    run = _SectionsRun(client, endpoint, limits, dish, routes or Routes((endpoint.model,)), progress)
+def write_in_sections(job: RecipeJob, choice: ModeChoice | None = None) -> SectionsEnd:
+    """Write the recipe for ``job.dish`` in sections over ``job.routes``, within its budget and the total limit,
+    in ``choice.ranges`` steps sections (default: as many as the default stream limit allows); ``job.progress``
+    shows each section and the parts as they complete. The end says why to write whole instead when its sections
+    failed as sections."""
+    run = _SectionsRun(job)
     ranges = choice.ranges if choice else most_ranges(default_max_streams(), RecipeShape())
-    outcome = run.run(budget.within(limits.total_ms), ranges)
+    outcome = run.run(job.within_total().budget, ranges)
     return SectionsEnd(outcome, run.abandon)
 
 
@@ -100,16 +89,15 @@ HEAD_POLL_S = 0.02
 
 
 class _SectionsRun:
-    def __init__(
-        self,
-        client: httpx.Client,
-        endpoint: ModelEndpoint,
-        limits: RecipeLimits,
-        dish: str,
-        routes: Routes,
-        progress: ProgressReporter | None,
-    ) -> None:
-        self.client, self.endpoint, self.limits, self.dish, self.routes = client, endpoint, limits, dish, routes
+    def __init__(self, job: RecipeJob) -> None:
+        self.client, self.endpoint, self.limits, self.dish, self.routes = (
+            job.client,
+            job.endpoint,
+            job.limits,
+            job.dish,
+            job.routes,
+        )
+        limits, progress = job.limits, job.progress
         #: A section refused for the key's quota is retried by the ordinary rule only (once, early): the key being
         #: full is the stage's reason to write whole on the job's own stream, not to wait beside the outline.
         self.section_limits = replace(limits, retry=replace(limits.retry, quota_attempts=0))

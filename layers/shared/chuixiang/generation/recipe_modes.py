@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-import httpx
 from aws_lambda_powertools.metrics import MetricUnit
 
 from ..deadline import Budget
@@ -20,13 +19,12 @@ from ..observability import dimensioned_metric, logger
 from ..resilience.calls import Routes
 from ..resilience.health import ModelHealth
 from ..resilience.key_loans import Lender
-from ..upstream.endpoint import ModelEndpoint
 from .call_figures import count_tokens
 from .mode_choice import OTHER_STREAMS, ModeChoice, choose
-from .progress import ProgressReporter
 from .recipe import RecipeOutcome, generate_recipe
 from .recipe_call import RecipeLimits
 from .recipe_in_sections import write_in_sections
+from .recipe_job import RecipeJob
 from .section_tokens import most_ranges_reserved, sections_reservation, whole_reservation
 from .section_yield import AbandonReason
 from .stage import Generation
@@ -59,29 +57,19 @@ def choose_mode(
 
 
 def write_recipe(
-    client: httpx.Client,
-    endpoint: ModelEndpoint,
-    limits: RecipeLimits,
-    dish: str,
-    budget: Budget,
-    routes: Routes,
-    progress: ProgressReporter | None = None,
-    *,
-    setting: SectionsSetting = "auto",
-    max_streams: int,
-    lender: Lender | None = None,
+    job: RecipeJob, *, setting: SectionsSetting = "auto", max_streams: int, lender: Lender | None = None
 ) -> RecipeOutcome:
-    """The recipe for ``dish`` in the mode ``setting`` says (``auto``: the one predicted faster), within
-    ``budget`` and the total limit; the metrics say which mode wrote it and why. With a ``lender`` (the key's),
-    a plan in sections borrows its extra streams and tokens first, and the job tells it whether the key refused
-    a call; without one the plan takes ``max_streams`` as given (a bench, a test)."""
-    stage = budget.within(limits.total_ms)
-    choice = choose_mode(routes, limits, stage, setting, max_streams)
+    """The recipe for ``job.dish`` in the mode ``setting`` says (``auto``: the one predicted faster), within its
+    budget and the total limit; the metrics say which mode wrote it and why. With a ``lender`` (the key's), a
+    plan in sections borrows its extra streams and tokens first, and the job tells it whether the key refused a
+    call; without one the plan takes ``max_streams`` as given (a bench, a test)."""
+    job = job.within_total()
+    choice = choose_mode(job.routes, job.limits, job.budget, setting, max_streams)
     if choice.mode == "parallel" and lender is not None:
-        choice = borrowed(choice, lender, limits)
+        choice = borrowed(choice, lender, job.limits)
     logger.info("recipe mode", extra={"mode": choice.mode, "modeReason": choice.reason, "ranges": choice.ranges})
     try:
-        outcome = _written(client, endpoint, limits, dish, stage, routes, progress, choice)
+        outcome = _written(job, choice)
     except BaseException:
         if lender is not None:
             lender.give_back(refused=False)
@@ -108,43 +96,28 @@ def borrowed(choice: ModeChoice, lender: Lender, limits: RecipeLimits) -> ModeCh
     return ModeChoice("whole", 0, f"{choice.reason}; no streams to borrow ({why}): written whole", basis="no_loan")
 
 
-def _written(
-    client: httpx.Client,
-    endpoint: ModelEndpoint,
-    limits: RecipeLimits,
-    dish: str,
-    stage: Budget,
-    routes: Routes,
-    progress: ProgressReporter | None,
-    choice: ModeChoice,
-) -> RecipeOutcome:
+def _written(job: RecipeJob, choice: ModeChoice) -> RecipeOutcome:
     if choice.mode == "whole":
-        return generate_recipe(client, endpoint, limits, dish, stage, routes, progress)
-    ended = write_in_sections(client, endpoint, limits, dish, stage, routes, progress, choice)
+        return generate_recipe(job)
+    ended = write_in_sections(job, choice)
     if ended.abandon is None:
         return ended.outcome
     ended.outcome.metrics.modeReason = choice.reason
-    whole = WholeAfter(client, endpoint, limits, dish, routes, progress)
-    return whole.written(ended.outcome, ended.abandon, stage)
+    return WholeAfter(job).written(ended.outcome, ended.abandon)
 
 
 @dataclass(frozen=True)
 class WholeAfter:
     """Writing the recipe whole after its sections failed as sections (:mod:`.section_yield`)."""
 
-    client: httpx.Client
-    endpoint: ModelEndpoint
-    limits: RecipeLimits
-    dish: str
-    routes: Routes
-    progress: ProgressReporter | None
+    job: RecipeJob  #: within the total limit: the time the sections left is the whole answer's
 
-    def written(self, failed: RecipeOutcome, reason: AbandonReason, stage: Budget) -> RecipeOutcome:
+    def written(self, failed: RecipeOutcome, reason: AbandonReason) -> RecipeOutcome:
         """The recipe written whole when the time left holds a whole attempt (else the sections' failure
         stands). Every call of both is on the bill; ``wholeAfter`` says why."""
-        left = stage.remaining_ms()
+        left = self.job.budget.remaining_ms()
         detail = failed.metrics.mergeFailure or (failed.error.detail if failed.error else reason)
-        if left < self.limits.retry.min_attempt_ms:
+        if left < self.job.limits.retry.min_attempt_ms:
             logger.warning(
                 "sections abandoned; no time left to write it whole",
                 extra={"wholeAfter": reason, "detail": detail, "remaining_ms": round(left)},
@@ -155,9 +128,9 @@ class WholeAfter:
             extra={"wholeAfter": reason, "detail": detail, "remaining_ms": round(left)},
         )
         dimensioned_metric("RecipeSectionsAbandoned", MetricUnit.Count, 1, Reason=reason)
-        if self.progress is not None:
-            self.progress.hold_partial()  # the parts shown stay until the whole answer shows more
-        whole = generate_recipe(self.client, self.endpoint, self.limits, self.dish, stage, self.routes, self.progress)
+        if self.job.progress is not None:
+            self.job.progress.hold_partial()  # the parts shown stay until the whole answer shows more
+        whole = generate_recipe(self.job)
         m, before = whole.metrics, failed.metrics
         m.calls = [*before.calls, *m.calls]
         m.attempts += before.attempts

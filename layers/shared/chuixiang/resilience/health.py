@@ -110,6 +110,7 @@ def summarise(
     speeds: Sequence[int],
     valid: int,
     answered: int,
+    *,
     age_s: float | None,
     max_age_s: float,
     key_streams: Sequence[int] = (),
@@ -184,7 +185,7 @@ def health_of(
     ks = [sum(int(str(r.get(f"ks{i}", 0))) for r in records) for i in range(len(KEY_STREAMS_EDGES))]
     valid = sum(int(str(r.get("valid", 0))) for r in records)
     answered = sum(int(str(r.get("answered", 0))) for r in records)
-    health = summarise(fc, sp, valid, answered, age_s, max_age_s, ks)
+    health = summarise(fc, sp, valid, answered, age_s=age_s, max_age_s=max_age_s, key_streams=ks)
     limited = [float(str(r["rateLimitedAt"])) for r in records if "rateLimitedAt" in r]
     if limited and now is not None:
         return replace(health, rate_limited_age_s=max(0.0, now - max(limited)))

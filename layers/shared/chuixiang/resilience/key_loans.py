@@ -73,7 +73,7 @@ class Loan:
     probe: bool = False
 
 
-def lend(record: KeyRecord, quotas: KeyQuotas, job: str, streams: int, tokens: int, now: float) -> Loan:
+def lend(record: KeyRecord, quotas: KeyQuotas, job: str, streams: int, tokens: int, now: float) -> Loan:  # noqa: PLR0917 - a pure policy
     """What the key lends ``job`` of the ``streams`` extra streams and ``tokens`` extra tokens it asks for: all or
     nothing (fewer streams make another plan: the caller asks again for that one)."""
     live = record.live(now, but=job)

@@ -118,6 +118,7 @@ def log_call(
     elapsed_ms: float,
     status: int | None,
     failure: UpstreamError | None,
+    *,
     decision: str,
     fields: Mapping[str, Any],
 ) -> None:

@@ -151,7 +151,9 @@ class _Routing(Generic[T]):
             reply, elapsed_ms, fields = self._call_once(model, number, race)
             failure = reply.failure
             if failure is None:
-                log_call(self.router.upstream, number, elapsed_ms, reply.report.status, None, "ok", fields)
+                log_call(
+                    self.router.upstream, number, elapsed_ms, reply.report.status, None, decision="ok", fields=fields
+                )
                 return reply
             decision = decide_retry(
                 failure,
@@ -162,7 +164,7 @@ class _Routing(Generic[T]):
                 waiting_pays=waiting_pays,
             )
             status = failure.status or reply.report.status
-            log_call(self.router.upstream, number, elapsed_ms, status, failure, decision.reason, fields)
+            log_call(self.router.upstream, number, elapsed_ms, status, failure, decision=decision.reason, fields=fields)
             if not decision.retry:
                 return reply
             time.sleep(decision.wait_s)
