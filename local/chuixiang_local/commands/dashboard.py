@@ -111,6 +111,8 @@ class Widget:
     height: int
     series: list[Series] = field(default_factory=list)
     alarms: list[str] = field(default_factory=list)
+    #: The widget's horizontal annotations (a limit a series must stay under: a timeout, a concurrency cap).
+    limits: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def has_data(self) -> bool:
@@ -323,6 +325,8 @@ def build(template: Template, points: list[Point]) -> list[Widget]:
         widget = Widget(title, w["type"], w["x"], w["y"], w["width"], w["height"])
         if w["type"] == "metric":
             widget.series = _metric_rows(props, reader)
+            horizontal = props.get("annotations", {}).get("horizontal", [])
+            widget.limits = [(str(a.get("label", "")), float(a["value"])) for a in horizontal if "value" in a]
         elif w["type"] == "alarm":
             widget.alarms = [resource_key(a) for a in props.get("alarms", [])]
         widgets.append(widget)
@@ -353,11 +357,8 @@ def draw(widgets: list[Widget], out: Path) -> None:
             ax.axis("off")
             ax.text(0, 0.5, w.title, fontsize=13, va="center", weight="bold")
         elif w.kind == "alarm":
-            ax.set_title(w.title, fontsize=11, loc="left")
-            ax.axis("off")
-            names = ", ".join(w.alarms)
-            note = f"{len(w.alarms)} alarms (their states are CloudWatch's; not evaluated locally):"
-            ax.text(0, 1, f"{note}\n{names}", fontsize=8, va="top", wrap=True)
+            ax.set_title(f"{w.title}: their states are CloudWatch's (not evaluated locally)", fontsize=11, loc="left")
+            _alarm_grid(ax, w.alarms)
         else:
             ax.set_title(w.title, fontsize=11, loc="left")
             _plot(ax, w)
@@ -373,24 +374,44 @@ def _rect(w: Widget, rows: int) -> tuple[float, float, float, float]:
     return w.x / 24 + 0.03 * w.width / 24, bottom, w.width / 24 * 0.94, w.height * row - 0.4 * row - title
 
 
+#: Alarm cells per row of the status grid.
+GRID_COLUMNS = 6
+
+
+def _alarm_grid(ax: Any, alarms: list[str]) -> None:
+    """The alarm widget as CloudWatch shows it: one cell per alarm, in rows (grey: no state known here)."""
+    ax.axis("off")
+    rows = max(1, -(-len(alarms) // GRID_COLUMNS))
+    ax.set_xlim(0, GRID_COLUMNS)
+    ax.set_ylim(rows, 0)
+    for i, name in enumerate(alarms):
+        col, row = i % GRID_COLUMNS, i // GRID_COLUMNS
+        ax.add_patch(_cell(col, row))
+        ax.text(col + 0.05, row + 0.5, name.removesuffix("Alarm"), fontsize=7, va="center")
+
+
+def _cell(col: int, row: int) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((col + 0.02, row + 0.08), 0.96, 0.84, facecolor="#e8e8e8", edgecolor="#bbbbbb")
+
+
 def _plot(ax: Any, w: Widget) -> None:
+    """Every visible series as a line over time (a one-period run: its point), and the widget's limits as lines."""
     shown = [s for s in w.series if s.visible and s.buckets]
     if not shown:
         ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color="grey")
         return
-    if all(len(s.buckets) == 1 for s in shown):  # one period of data (a short local run): its values as bars
-        bars = [next(iter(s.values().values())) for s in shown[:12]]
-        ax.barh(range(len(bars)), bars, color=[f"C{i}" for i in range(len(bars))], alpha=0.35)
-        ax.set_yticks([])
-        ax.invert_yaxis()
-        ax.tick_params(axis="x", labelsize=8)
-        for i, (s, v) in enumerate(zip(shown, bars, strict=False)):
-            ax.text(0, i, f" {s.label[:60]}: {v:.4g}", va="center", fontsize=8)
-        return
     start = min(at for s in shown for at in s.buckets)
-    for s in shown[:12]:
+    for s in shown:
         values = s.values()
         xs = [(at - start) / 60_000 for at in values]
-        ax.plot(xs, list(values.values()), marker="o", markersize=3, label=s.label[:48])
+        ax.plot(xs, list(values.values()), marker="o", markersize=3, linewidth=1.2, label=s.label[:48])
+    for label, value in w.limits:
+        ax.axhline(value, color="#b00020", linestyle="--", linewidth=1)
+        ax.annotate(label[:40], (1, value), xycoords=("axes fraction", "data"), ha="right", va="bottom", fontsize=7)
+    last = max((at - start) / 60_000 for s in shown for at in s.buckets)
+    ax.set_xlim(-1, max(last + 1, 10))  # a run shorter than a period is one point a series, not a spike
+    ax.set_xlabel("minutes since the first period", fontsize=7)
     ax.tick_params(labelsize=8)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=6, loc="upper left", ncol=2 if len(shown) > 8 else 1)
