@@ -4,7 +4,9 @@ stops, saying how many finished and how many were cut. A second signal stops it 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import selectors
 import signal
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 
@@ -251,3 +254,23 @@ def test_the_api_functions_metrics_go_to_the_functions_log() -> None:
     logs = [p for p in (ROOT / ".chuixiang" / "logs").glob("serve-*.log") if p.stat().st_mtime >= started]
     names = {p.name for p in read_points(logs)}
     assert {"JobsRejected", "AdmissionSlotsInUse"} <= names, sorted(names)
+
+
+def test_an_api_process_killed_under_load_is_said_with_the_requests_it_cut() -> None:
+    """``kill -9`` of serve's API process while clients poll: serve exits 1 and says how the API died and how
+    many requests it cut (its count of requests open, as the process left it)."""
+    with Serve({}, fake_pace_ms=2) as serve:
+        job = serve.post("被打断的菜")
+        children = Path(f"/proc/{serve.proc.pid}/task/{serve.proc.pid}/children").read_text().split()
+        api = next(int(pid) for pid in children if "api_server" in Path(f"/proc/{pid}/cmdline").read_text())
+        with ThreadPoolExecutor(8) as pool:
+            polls = [pool.submit(httpx.get, f"{serve.base}/recipes/{job}", timeout=10) for _ in range(40)]
+            os.kill(api, signal.SIGKILL)
+            for poll in polls:
+                with contextlib.suppress(httpx.HTTPError):
+                    poll.result()
+        assert serve.proc.wait(timeout=30) == 1
+        said = re.search(
+            r"the API process died \(killed by signal 9\); (\d+) request\(s\) in flight got no answer", serve.output()
+        )
+        assert said, serve.output()[-1500:]

@@ -125,9 +125,7 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
         demo.stop()
     died = not draining.is_set() and api.poll() is not None
     if died:  # nobody asked it to stop: say so, and exit with an error (a supervisor restarts serve)
-        code = api.returncode
-        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        progress(f"error: the API process died ({how}); stopping the local cloud")
+        progress(died_message(api.returncode, cloud.api_requests.value() if cloud.api_requests else None))
     if draining.is_set() and api.poll() is None:
         _drain(cloud, api, args.drain_seconds)
         if api.poll() is None:
@@ -139,6 +137,14 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
     progress("stopping: the local cloud and the model")
     progress("stopped")
     return 1 if died else 0
+
+
+def died_message(code: int, open_requests: int | None) -> str:
+    """What serve says when its API process died unasked: how, and the requests it cut (its count of requests
+    open, left as they were when it died: each got no answer, and its client a dropped connection)."""
+    how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+    cut = "" if open_requests is None else f"; {open_requests} request(s) in flight got no answer"
+    return f"error: the API process died ({how}){cut}; stopping the local cloud"
 
 
 def _drain(cloud: LocalCloud, api: subprocess.Popen[bytes], bound_s: float) -> None:
