@@ -5,10 +5,13 @@ caller reads its status)."""
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,3 +91,39 @@ def test_one_caller_cooks_five_dishes_back_to_back_without_a_429(cloud: LocalClo
         status, doc = api.post_dish(f"一道接一道{n}", source_ip=me)
         assert status == 202, (n, doc)
         assert api.wait(doc["jobId"], give_up_s=90)["status"] == "SUCCEEDED"
+
+
+def test_a_post_refused_then_admitted_counts_the_users_wait_from_the_first_post(cloud: LocalCloud) -> None:
+    """The caller's share is full: its POST gets 429. The same request (its Idempotency-Key) admitted later is one
+    user waiting since the first POST: the job carries ``askedAt``, and ``JobLatencyMs`` (the "job ended" line's
+    ``waitedMs``) counts from it, the time spent queued included."""
+    api, me = LocalApi(cloud), "10.0.4.1"
+    held = [api.post_dish(f"占着份额的菜{n}", source_ip=me)[1]["jobId"] for n in range(2)]
+    key = str(uuid.uuid4())
+    refused_at = time.time()
+    status, doc = api.post_dish("排过队的菜", idempotency_key=key, source_ip=me)
+    assert status == 429, doc
+    for job in held:
+        api.wait(job, give_up_s=60)
+    status, doc = api.post_dish("排过队的菜", idempotency_key=key, source_ip=me)
+    assert status == 202, doc
+    queued_s = time.time() - refused_at
+    assert api.wait(doc["jobId"], give_up_s=60)["status"] == "SUCCEEDED"
+    item = cloud.job_store().get(doc["jobId"]) or {}
+    assert item["askedAt"] < item["createdAt"]
+    log = Path(cloud.log.name) if cloud.log else None
+    assert log is not None
+    [ended] = [
+        r
+        for r in map(_json_or_none, log.read_text().splitlines())
+        if r and r.get("message") == "job ended" and r.get("jobId") == doc["jobId"]
+    ]
+    assert ended["waitedMs"] >= queued_s * 1000 - 100, (ended["waitedMs"], queued_s)
+
+
+def _json_or_none(line: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -24,6 +24,7 @@ from .settings import aws_endpoint, get_settings
 from .stores.admission import Admission
 from .stores.admission_state import Refused
 from .stores.dish_claims import DishClaims
+from .stores.first_asked import FirstAsked
 from .stores.idempotency import idempotency_store
 from .stores.jobs import JobStore
 from .timeouts import STATE_MACHINE
@@ -75,9 +76,14 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     until = int((now_utc() + timedelta(seconds=STATE_MACHINE.of(settings) + 60)).timestamp())
     admission = Admission(store.table, settings.admission_jobs, settings.admission_per_caller)
     slot = admission.admit(job_id, job.get("admittedAs", caller), until)
+    asked, key = FirstAsked(store.table), job.get("idempotencyKey")
     if isinstance(slot, Refused):
+        if key:
+            asked.refused(caller, key)
         raise AdmissionRefused(slot.retry_after_s, slot.reason)
-    store.create(job_id, dish, slot=slot, **({"owners": {caller}} if caller else {}))
+    first = asked.admitted(caller, key) if key else None
+    extra = {**({"owners": {caller}} if caller else {}), **({"askedAt": first} if first else {})}
+    store.create(job_id, dish, slot=slot, **extra)
     leader = claims.claim(dish, job_id, until)
     if leader != job_id:
         admission.release(job_id, slot)

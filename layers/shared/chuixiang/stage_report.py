@@ -134,7 +134,8 @@ def record_recipe_outcome(
 
 def count_job_end(store: JobStore, job_id: str, code: str | None) -> None:
     """A job is ending: the golden signals, ``JobsEnded`` by ``Status`` and ``Code`` (the stable error codes,
-    or ``OK``: few values) and ``JobLatencyMs``, from its POST to now (what a user waited), exactly once per
+    or ``OK``: few values) and ``JobLatencyMs``, from its first POST to now (what a user waited: a POST refused 429
+    and retried with its Idempotency-Key counts from the refused one), exactly once per
     job whoever ends it (:meth:`~chuixiang.stores.jobs.JobStore.claim_end_count`): a stage that ends it, a cached
     dish's submit, or the reconciler after a crash, a stop or a timeout. A job already terminal is counted as it
     was ended (an operator's stop stays JOB_STOPPED, whatever the stage still running says after); one not yet
@@ -153,8 +154,9 @@ def count_job_end(store: JobStore, job_id: str, code: str | None) -> None:
         status = JobStatus.FAILED if code else JobStatus.SUCCEEDED
     dimensioned_metric("JobsEnded", MetricUnit.Count, 1, Status=status.value, Code=code or "OK")
     waited_ms = None
-    if item.createdAt:
-        waited_ms = max(0.0, (now_utc() - parse_iso(item.createdAt)).total_seconds() * 1000)
+    asked = item.askedAt or item.createdAt  # from the first POST, a refused one included
+    if asked:
+        waited_ms = max(0.0, (now_utc() - parse_iso(asked)).total_seconds() * 1000)
         dimensioned_metric("JobLatencyMs", MetricUnit.Milliseconds, waited_ms, Status=status.value)
     # The line the saved queries read (failures-by-code-and-model, slowest-jobs): one per job, whoever ended
     # it, with the model that wrote its recipe (not the image model; none when the recipe stage never reported).

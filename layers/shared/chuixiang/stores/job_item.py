@@ -20,6 +20,8 @@ class JobItem(BaseModel):
     status: JobStatus
     stage: JobStage = JobStage.SUBMIT
     createdAt: str
+    #: When the user first asked for this job, when a POST with its Idempotency-Key was refused first (429).
+    askedAt: str | None = None
     updatedAt: str | None = None
     deadlineAt: str | None = None
     #: The admission slot the job holds, if admission gave it one.
