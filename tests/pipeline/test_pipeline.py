@@ -171,6 +171,9 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(
     progress interval and a second of that. Nothing is written or cached (before: the execution said
     RUNNING until the stream ended, and the recipe was written and cached)."""
     interval_s = cloud.template.number("ProgressIntervalMs") / 1000
+    # An earlier test's stopped job closes its call up to an interval later: none may land among this one's.
+    wait_until(lambda: module_fake.open_requests == 0, timeout_s=interval_s + 10, what="earlier model calls closed")
+    earlier = len(module_fake.hung_up)
     module_fake.chat_script.append(ChatBehaviour(chunk_delay_s=0.05))  # ~30 s of recipe
     job_id = api.post_dish("写到一半的菜")[1]["jobId"]
     wait_until(
@@ -181,12 +184,12 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(
     arn = _execution(cloud, job_id)["executionArn"]
     cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
     assert cloud.describe_execution(arn)["status"] == "ABORTED"  # at once, while the recipe task still runs
-    assert not module_fake.hung_up
+    assert module_fake.hung_up[earlier:] == []
     _wait_reconciled(cloud, arn)
     reconciled_at = time.monotonic()
     assert (cloud.job_store().get(job_id) or {}).get("status") == "FAILED"
-    wait_until(lambda: bool(module_fake.hung_up), timeout_s=interval_s + 5, what="the model call was closed")
-    assert module_fake.hung_up[0][1] - reconciled_at < interval_s + 1.0
+    wait_until(lambda: len(module_fake.hung_up) > earlier, timeout_s=interval_s + 5, what="the model call was closed")
+    assert module_fake.hung_up[earlier][1] - reconciled_at < interval_s + 1.0
     doc = api.get(job_id)[1]
     assert doc["status"] == "FAILED" and doc["recipe"] is None and doc["stage"] == "recipe"
     wait_until(
