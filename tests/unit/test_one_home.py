@@ -9,6 +9,7 @@ rule is checked over every importer: the package itself, the handlers, the runne
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def violations(files: Iterable[Path], package_root: Path = PACKAGE_ROOT) -> list
     defined: dict[Path, set[str]] = {}
     found = []
     for path in files:
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_parsed(path)):
             if not isinstance(node, ast.ImportFrom):
                 continue
             module = _source_module(path, node, package_root)
@@ -70,6 +71,12 @@ def violations(files: Iterable[Path], package_root: Path = PACKAGE_ROOT) -> list
                 if alias.name not in defined[source] and _module_file(f"{module}.{alias.name}", package_root) is None:
                     found.append(f"{path}:{node.lineno}: {alias.name} from {module}, which does not define it")
     return found
+
+
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    """Each file parsed once for both rules (the walk reads every Python file of the repository)."""
+    return ast.parse(path.read_text())
 
 
 def _project_files() -> Iterator[Path]:
@@ -103,7 +110,7 @@ def private_imports(files: Iterable[Path]) -> list[str]:
     """Each ``_name`` (not a dunder) imported from a module of the package or the runner."""
     found = []
     for path in files:
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_parsed(path)):
             if not isinstance(node, ast.ImportFrom):
                 continue
             ours = node.level > 0 or (node.module or "").split(".")[0] in PRIVATE_IMPORT_ROOTS
