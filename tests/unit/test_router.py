@@ -73,7 +73,7 @@ def writes_after(seconds: float) -> Behaviour:
         context.cancellation.listen(closed.set)
         if closed.wait(max(0.0, context.started + seconds - time.monotonic())):
             raise Cancelled(context.cancellation.reason)
-        if not context.first_text():
+        if not context.claim_first_write():
             raise Cancelled("the other call wrote first")
         return answer(context)
 

@@ -21,7 +21,7 @@ from chuixiang.upstream.failures import (
     IdleTimeout,
     StatusError,
 )
-from chuixiang.upstream.transport import GuardedPost
+from chuixiang.upstream.transport import GuardedPost, GuardedRequest
 from chuixiang.upstream.watchdog import Cancellation, TextLimits, Watchdog
 
 
@@ -38,17 +38,17 @@ def _post(
     cancellation: Cancellation | None = None,
 ) -> GuardedPost:
     client = httpx.Client(transport=httpx.MockTransport(handler))
-    return GuardedPost(
-        client,
+    request = GuardedRequest(
         "https://model.example/v1/chat/completions",
         {"x": 1},
         {},
-        deadline=deadline or _deadline(60_000),
+        deadline or _deadline(60_000),
         read_timeout_s=5.0,
         max_bytes=max_bytes,
         text=text,
         cancellation=cancellation,
     )
+    return GuardedPost(client, request)
 
 
 def _body(*parts: bytes) -> Iterator[bytes]:

@@ -186,7 +186,7 @@ class _Following:
             self.watch(reader)
 
     def first_text(self, reader: SSEReader) -> None:
-        if not self.context.first_text():  # the other call of a hedge race wrote first
+        if not self.context.claim_first_write():  # the other call of a hedge race wrote first
             return
         if self.watch is not None:
             self.watch(reader)

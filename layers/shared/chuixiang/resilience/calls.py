@@ -40,15 +40,16 @@ def no_race() -> bool:
 class CallContext:
     """What one call is given: the model, which attempt on it this is (from 1), the deadline the router cut
     for it and when it started timing the call (monotonic), the cancellation the call must pass on (a lost
-    hedge race, a job nobody reads any more), and ``first_text``: to call when the model first writes;
-    False means another call won the race: stop."""
+    hedge race, a job nobody reads any more), and ``claim_first_write``: to call when the model first writes;
+    False means another call of a hedge race wrote first: stop. (A stream's own "first text" event is the
+    reader's: :meth:`chuixiang.upstream.chat_reader.StreamObserver.first_text`.)"""
 
     model: str
     number: int
     deadline: Deadline
     started: float = field(default_factory=time.monotonic)
     cancellation: Cancellation = field(default_factory=Cancellation)
-    first_text: Callable[[], bool] = no_race
+    claim_first_write: Callable[[], bool] = no_race
 
 
 @dataclass(frozen=True)

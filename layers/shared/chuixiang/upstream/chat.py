@@ -26,7 +26,7 @@ from .chat_reader import (
     StreamObserver,
 )
 from .failures import UpstreamError
-from .transport import GuardedPost
+from .transport import GuardedPost, GuardedRequest
 from .watchdog import Cancellation, TextLimits
 
 __all__ = ["ChatCall", "ChatRequest", "chat_call", "read_chat_completion"]
@@ -117,14 +117,16 @@ def chat_call(
     read_timeout_s = limits.first_content_s if request.streamed else max(0.001, deadline.remaining_ms() / 1000)
     post = GuardedPost(
         client,
-        request.url,
-        request.payload,
-        request.headers,
-        deadline=deadline,
-        read_timeout_s=read_timeout_s,
-        max_bytes=limits.max_bytes,
-        text=text,
-        cancellation=cancellation,
+        GuardedRequest(
+            request.url,
+            request.payload,
+            request.headers,
+            deadline,
+            read_timeout_s=read_timeout_s,
+            max_bytes=limits.max_bytes,
+            text=text,
+            cancellation=cancellation,
+        ),
     )
     reader = SSEReader(limits, started, text_arrived=post.text_arrived, observer=observer)
     if observer is not None:

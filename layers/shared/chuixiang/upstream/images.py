@@ -22,7 +22,7 @@ from ..deadline import Deadline
 from ..redaction import redact, redact_bytes
 from .failures import AnswerTooLarge, InvalidAnswer
 from .image_metadata import picture_only
-from .transport import GuardedPost
+from .transport import GuardedPost, GuardedRequest
 
 SIGNATURES = {
     b"\x89PNG\r\n\x1a\n": ("image/png", "png"),
@@ -102,9 +102,8 @@ def request_image(
     within what is left of it."""
     remaining_s = deadline.remaining_ms() / 1000
     # base64 is 4/3 of the bytes, plus the JSON around it
-    with GuardedPost(
-        client, url, payload, headers, deadline=deadline, read_timeout_s=remaining_s, max_bytes=max_bytes * 2
-    ) as call:
+    request = GuardedRequest(url, payload, headers, deadline, read_timeout_s=remaining_s, max_bytes=max_bytes * 2)
+    with GuardedPost(client, request) as call:
         if call.status != 200:
             raise call.status_error()
         body = b"".join(call.chunks())
@@ -120,16 +119,10 @@ def download_image(
 ) -> GeneratedImage:
     if not may_fetch(image_url, endpoint_url):
         raise InvalidAnswer(f"image url is neither https nor the endpoint's origin: {redact(image_url)[:120]}")
-    with GuardedPost(
-        client,
-        image_url,
-        None,
-        {},
-        deadline=deadline,
-        read_timeout_s=deadline.remaining_ms() / 1000,
-        max_bytes=max_bytes,
-        method="GET",
-    ) as call:
+    fetch = GuardedRequest(
+        image_url, None, {}, deadline, read_timeout_s=deadline.remaining_ms() / 1000, max_bytes=max_bytes, method="GET"
+    )
+    with GuardedPost(client, fetch) as call:
         if call.status != 200:
             raise call.status_error()
         data = b"".join(call.chunks())

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -34,7 +35,7 @@ from .failures import (
 )
 from .watchdog import Cancellation, TextLimits, Watchdog
 
-__all__ = ["GuardedPost"]
+__all__ = ["GuardedPost", "GuardedRequest"]
 
 #: How each transport error the body or the headers can raise becomes an upstream failure (timeouts apart:
 #: which limit fired decides their kind, see :meth:`GuardedPost.failure_from`). The first match wins.
@@ -54,39 +55,41 @@ CONNECT_TIMEOUT_S = 10.0
 ERROR_BODY_BYTES = 4096
 
 
+@dataclass(frozen=True)
+class GuardedRequest:
+    """One guarded HTTP call: where, what, and its limits.
+
+    ``read_timeout_s`` bounds each silence on the socket; ``deadline`` the whole call; ``text`` (optional) the
+    wait for the model's first text and the gaps between texts; ``max_bytes`` the body; ``cancellation``
+    (optional) closes it at once when set. ``method="GET"`` with no payload fetches an image a model answered
+    with a URL."""
+
+    url: str
+    payload: dict[str, Any] | None
+    headers: dict[str, str]
+    deadline: Deadline
+    read_timeout_s: float
+    max_bytes: int
+    text: TextLimits | None = None
+    method: str = "POST"
+    cancellation: Cancellation | None = None
+
+
 class GuardedPost:
-    """``with GuardedPost(...) as call:`` sends the POST (or, with ``method="GET"`` and no payload, the
-    GET of an image a model answered with a URL); ``call.chunks()`` reads the body.
+    """``with GuardedPost(client, request) as call:`` sends the request (:class:`GuardedRequest`);
+    ``call.chunks()`` reads the body. The response is closed and the watchdog cancelled on exit."""
 
-    ``read_timeout_s`` bounds each silence on the socket; ``deadline`` the whole call;
-    ``text`` (optional) the wait for the model's first text and the gaps between texts;
-    ``max_bytes`` the body. The response is closed and the watchdog cancelled on exit.
-    """
-
-    def __init__(
-        self,
-        client: httpx.Client,
-        url: str,
-        payload: dict[str, Any] | None,
-        headers: dict[str, str],
-        *,
-        deadline: Deadline,
-        read_timeout_s: float,
-        max_bytes: int,
-        text: TextLimits | None = None,
-        method: str = "POST",
-        cancellation: Cancellation | None = None,
-    ) -> None:
+    def __init__(self, client: httpx.Client, request: GuardedRequest) -> None:
         self.client = client
-        self.method = method
-        self.url = url
-        self.payload = payload
-        self.headers = headers
-        self.deadline = deadline
-        self.read_timeout_s = read_timeout_s
-        self.max_bytes = max_bytes
-        self.text = text
-        self.cancellation = cancellation
+        self.method = request.method
+        self.url = request.url
+        self.payload = request.payload
+        self.headers = request.headers
+        self.deadline = request.deadline
+        self.read_timeout_s = request.read_timeout_s
+        self.max_bytes = request.max_bytes
+        self.text = request.text
+        self.cancellation = request.cancellation
         self._unlisten: Callable[[], None] = lambda: None
         self.started = time.monotonic()
         self.bytes_received = 0
