@@ -66,10 +66,19 @@ def _five_percent(t: float, rng: random.Random) -> str | None:
     return "failed" if rng.random() < 0.05 else None
 
 
+def _outage_then_trickle(t: float, rng: random.Random) -> str | None:
+    """A model down for an hour, then 4 % of jobs failing (under the paging rate) for the next seven."""
+    if HOUR <= t < 2 * HOUR:
+        return "down"
+    return "failed" if t >= 2 * HOUR and rng.random() < 0.04 else _background(t, rng)
+
+
 SCENARIOS = {
     "quiet week": Scenario("quiet week", 7 * 24, _background),
     "model down 2 h": Scenario("model down 2 h", 6, _outage, (HOUR, 3 * HOUR)),
     "5 % failing 8 h": Scenario("5 % failing 8 h", 8, _five_percent, (0, 8 * HOUR)),
+    # The incident is the hour down; the seven hours of 4 % after it are the trickle that should page nobody.
+    "down 1 h, then 4 % for 7 h": Scenario("down 1 h, then 4 % for 7 h", 9, _outage_then_trickle, (HOUR, 2 * HOUR)),
 }
 
 
@@ -231,7 +240,12 @@ def summarise(template: Template, per_hour: float, scenario: Scenario, seeds: ra
 #: synthetic job at the lowest level, where it matters.
 RATES = (4, 12, 60)
 SYNTHETIC_RATES = (4,)
-SEEDS = {"quiet week": range(3), "model down 2 h": range(10), "5 % failing 8 h": range(10)}
+SEEDS = {
+    "quiet week": range(3),
+    "model down 2 h": range(10),
+    "5 % failing 8 h": range(10),
+    "down 1 h, then 4 % for 7 h": range(10),
+}
 
 Key = tuple[str, float, bool]
 

@@ -237,7 +237,8 @@ def _pair(objective: Objective, tier: Tier) -> str:
 
 def _tier_words(tier: Tier) -> str:
     return (
-        f"more than {_times(tier.burn)}its rate over {tier.long.words} (and more than its rate over {tier.short.words})"
+        f"more than {_times(tier.burn)}its rate over {tier.long.words} (and over {tier.short.words} - the short window "
+        "has the same threshold, as the SRE workbook's multiwindow alerts do)"
     )
 
 
