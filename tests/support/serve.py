@@ -82,12 +82,16 @@ class Serve:
         wait_until(self._answers, timeout_s=60, what="serve answered", interval_s=0.2)
 
     def _answers(self) -> bool:
+        """Ours answers: serve said it listens on this port (it binds the port itself, so another server that
+        took the port first makes it exit, never pass for it), and a request gets an answer."""
+        if self.proc.poll() is not None:
+            raise AssertionError(f"serve exited {self.proc.returncode}: {self.output()}")
+        if f"API on {self.base}" not in self.output():
+            return False
         try:
             httpx.get(f"{self.base}/recipes/none", timeout=1)
             return True
         except httpx.TransportError:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited {self.proc.returncode}: {self.output()}") from None
             return False
 
     def post(self, dish: str) -> str:

@@ -65,15 +65,21 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
     cloud.api_url = f"http://{host}:{args.port}"
     extra_env = {**cloud.api_environment(), "LOCAL_IMAGE_BASE_URL": f"http://{host}:{args.port}{LOCAL_IMAGES_PATH}"}
     env = {**os.environ, **extra_env, "PYTHONPATH": os.pathsep.join(map(str, cloud.layer_dirs()))}
+    # serve binds the API's port itself and hands the socket to the API process: a port already taken fails here,
+    # at once and by name, and nothing else listening there can pass for our API while it starts.
+    try:
+        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        listener = socket.create_server((args.host, args.port), family=family, backlog=2048)
+    except OSError as exc:
+        progress(f"error: cannot listen on {args.host}:{args.port} ({exc.strerror}); choose another --port")
+        return 1
     api = subprocess.Popen(  # nosec B603  # sys.executable and our own module
         [
             sys.executable,
             "-m",
             "chuixiang_local.gateway.api_server",
-            "--host",
-            args.host,
-            "--port",
-            str(args.port),
+            "--fd",
+            str(listener.fileno()),
             "--workers",
             str(args.workers),
             "--body-idle-seconds",
@@ -94,7 +100,9 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
         env=env,
         stdin=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=(listener.fileno(),),
     )
+    listener.close()  # the API process holds it now
     draining = threading.Event()
 
     def stop(*_: Any) -> None:

@@ -9,7 +9,7 @@ keeps the current event on its class and the Logger its keys on the process, so
 requests must never share an interpreter. Swagger UI (``/swagger``), which the
 deployed API does not serve, is answered here.
 
-    python -m chuixiang_local.gateway.api_server --port 3000 --function '{"spec": …, "layer_dirs": …, "extra_env": …}'
+    python -m chuixiang_local.gateway.api_server --fd 3 --function '{"spec": …, "layer_dirs": …, "extra_env": …}'
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -127,8 +128,7 @@ def counting_open_requests(app: Any, count: SharedCount) -> Any:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--fd", type=int, required=True, help="the listening socket serve bound and handed over")
     ap.add_argument("--workers", type=int, default=16, help="api invocations at once (warm worker processes)")
     ap.add_argument("--function", required=True, help="the api function (see function_argument)")
     ap.add_argument("--jwt-issuer", default="", help="the template's JwtIssuer: check tokens as API Gateway would")
@@ -201,10 +201,8 @@ def main() -> None:
         # h11's limit on a request's line and headers (uvicorn's default, said here): over it, or for anything h11
         # cannot parse, the protocol answers 400 before any app sees the request, in the API's error shape
         # (JsonErrorH11Protocol); the body's limits (size, a stalled body) are LambdaAsgi's.
-        uvicorn.run(
+        config = uvicorn.Config(
             app,
-            host=args.host,
-            port=args.port,
             log_level="warning",
             timeout_graceful_shutdown=5,
             timeout_keep_alive=KEEP_ALIVE_S,
@@ -216,6 +214,9 @@ def main() -> None:
             proxy_headers=False,
             http=JsonErrorH11Protocol,
         )
+        # The socket serve bound (its family read from it: uvicorn's own --fd would take it for a Unix socket, and
+        # every client's address, the admission share's key, would be lost).
+        uvicorn.Server(config).run(sockets=[socket.socket(fileno=args.fd)])
     finally:
         pool.close()
 
