@@ -11,6 +11,7 @@ logs say the rest.
 from __future__ import annotations
 
 import hashlib
+import threading
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -23,9 +24,15 @@ def dimensioned_metric(name: str, unit: MetricUnit, value: float, **dimensions: 
     """A metric with dimensions of its own (beside ``service``): its own EMF document, flushed at once, since
     a stage's batched metrics share one dimension set. Every dimension's values must be few (a model, an
     outcome, an error code), or CloudWatch bills a metric per value."""
-    with single_metric(name=name, unit=unit, value=value, namespace=metrics.namespace) as metric:
+    with _FLUSHING, single_metric(name=name, unit=unit, value=value, namespace=metrics.namespace) as metric:
         for key, val in dimensions.items():
             metric.add_dimension(name=key, value=val)
+
+
+#: One EMF document flushed at a time: Powertools prints the document and its newline as two writes, and the
+#: threads of one invocation (the canary's probes, a job's sections) interleaved them into lines CloudWatch
+#: cannot read (two documents on one line: both metrics lost).
+_FLUSHING = threading.Lock()
 
 
 def model_metric(name: str, unit: MetricUnit, value: float, model: str, **dimensions: str) -> None:
