@@ -5,8 +5,8 @@ prints the table ``docs/runbook.md`` quotes; ``tests/pipeline/test_alarm_week.py
 A job publishes what the functions and Step Functions publish for it: ``ExecutionsSucceeded`` or
 ``ExecutionsFailed``, and ``RecipeSucceeded`` or ``RecipeFailed``. A model that is down fails every call; its
 breaker opens after ``BreakerFailureThreshold`` failures in a row (``BreakerOpened``), refuses calls for
-``BreakerRecoverySeconds``, then lets one probe through. Every run starts after a day of background traffic,
-so the windows hold a history as they would in production.
+``BreakerRecoverySeconds``, then lets one probe through. Every run starts after three days of background traffic
+(the ticket's window), so the windows hold a history as they would in production.
 
 With the synthetic job on (``SyntheticSchedule``), a run every period (at a random phase) cooks a dish as users'
 jobs end; a failed one is confirmed by a second job at once, and the run publishes ``SyntheticFailures`` (1 when
@@ -27,11 +27,13 @@ from chuixiang_local.alarm_timeline import Notification, Series, Timeline
 from chuixiang_local.template import Template
 
 HOUR = 3600
+#: Hours of background before a run starts: the longest window's (the ticket's 3 days).
+HISTORY_H = 72.0
 #: Jobs failing with nothing wrong: half the success objective's budget (1 %).
 BACKGROUND = 0.005
 #: The success alarms and the model outage they include.
 ALARMS = (
-    *(f"JobSuccessBurn{w}Alarm" for w in ("1h", "5m", "6h", "30m", "24h", "2h")),
+    *(f"JobSuccessBurn{w}Alarm" for w in ("1h", "5m", "6h", "1h6x", "3d", "6h1x")),
     "JobSuccessBurnAlarm",
     "JobSuccessSlowBurnAlarm",
     "BreakerOpenAlarm",
@@ -66,6 +68,10 @@ def _five_percent(t: float, rng: random.Random) -> str | None:
     return "failed" if rng.random() < 0.05 else None
 
 
+def _ten_percent(t: float, rng: random.Random) -> str | None:
+    return "failed" if rng.random() < 0.10 else None
+
+
 def _outage_then_trickle(t: float, rng: random.Random) -> str | None:
     """A model down for an hour, then 4 % of jobs failing (under the paging rate) for the next seven."""
     if HOUR <= t < 2 * HOUR:
@@ -77,6 +83,8 @@ SCENARIOS = {
     "quiet week": Scenario("quiet week", 7 * 24, _background),
     "model down 2 h": Scenario("model down 2 h", 6, _outage, (HOUR, 3 * HOUR)),
     "5 % failing 8 h": Scenario("5 % failing 8 h", 8, _five_percent, (0, 8 * HOUR)),
+    # A slow burn over the page's rate (10x): it should page, once, within hours.
+    "10 % failing 8 h": Scenario("10 % failing 8 h", 8, _ten_percent, (0, 8 * HOUR)),
     # The incident is the hour down; the seven hours of 4 % after it are the trickle that should page nobody.
     "down 1 h, then 4 % for 7 h": Scenario("down 1 h, then 4 % for 7 h", 9, _outage_then_trickle, (HOUR, 2 * HOUR)),
 }
@@ -111,12 +119,12 @@ class _Model:
 
 
 def _arrivals(per_hour: float, synthetic_s: float | None, end: float, rng: random.Random) -> list[tuple[float, bool]]:
-    """When jobs start, and which are the synthetic runs', from a day before 0 to ``end``."""
-    found, t = [], -24.0 * HOUR
+    """When jobs start, and which are the synthetic runs', from :data:`HISTORY_H` before 0 to ``end``."""
+    found, t = [], -HISTORY_H * HOUR
     while (t := t + rng.expovariate(per_hour / HOUR)) <= end:
         found.append((t, False))
     if synthetic_s:
-        t = -24.0 * HOUR + rng.uniform(0, synthetic_s)
+        t = -HISTORY_H * HOUR + rng.uniform(0, synthetic_s)
         while (t := t + synthetic_s) <= end:
             found.append((t, True))
     return sorted(found)
@@ -125,7 +133,7 @@ def _arrivals(per_hour: float, synthetic_s: float | None, end: float, rng: rando
 def traffic(
     per_hour: float, scenario: Scenario, seed: int, breaker: Breaker, synthetic_s: float | None = None
 ) -> Series:
-    """The metrics a run publishes: a day of background before 0, then the scenario (and the synthetic job's
+    """The metrics a run publishes: :data:`HISTORY_H` of background before 0, then the scenario (and the synthetic job's
     runs every ``synthetic_s``)."""
     rng, series = random.Random(seed), Series()  # nosec B311
     model = _Model(breaker, series)
@@ -244,6 +252,7 @@ SEEDS = {
     "quiet week": range(3),
     "model down 2 h": range(10),
     "5 % failing 8 h": range(10),
+    "10 % failing 8 h": range(10),
     "down 1 h, then 4 % for 7 h": range(10),
 }
 

@@ -1,6 +1,7 @@
 """What pages, measured over simulated weeks and incidents (``chuixiang_local.alarm_scenarios``): the runbook's
 table is the simulation's (``make alarms-table`` rewrites it), and what it says holds - a quiet week pages
-nobody, a model down pages once and stays in ALARM, a 5x burn usually pages nobody. About 20 s."""
+nobody, a model down pages once and stays in ALARM, the trickle after an incident pages nobody, a 5x burn
+usually pages nobody and a 10x burn pages. About 20 s."""
 
 from __future__ import annotations
 
@@ -47,6 +48,21 @@ def test_at_sixty_jobs_an_hour_it_pages_within_minutes_and_stays(found: Found) -
 @pytest.mark.parametrize("rate", RATES)
 def test_a_five_times_burn_usually_pages_nobody(found: Found, rate: int) -> None:
     assert found[("5 % failing 8 h", rate, False)].pages[0] == 0
+
+
+@pytest.mark.parametrize("rate", RATES)
+def test_after_an_incident_the_trickle_pages_nobody(found: Found, rate: int) -> None:
+    """An hour down, then 4 % failing (under the 6x page) for seven: one page in the median run, the outage's
+    (none at 4 jobs an hour when its four jobs look like the background), and it stays while the outage lasts."""
+    after = found[("down 1 h, then 4 % for 7 h", rate, False)]
+    assert after.pages[0] <= 1 and after.oks_during == 0 and after.pages_during <= 1
+
+
+@pytest.mark.parametrize("rate", (12, 60))
+def test_a_ten_times_burn_pages(found: Found, rate: int) -> None:
+    """10x is over the 6-hour tier's 6x: it pages within the 8 hours (the runbook says it is late and flaps)."""
+    burn = found[("10 % failing 8 h", rate, False)]
+    assert burn.pages[0] >= 1 and burn.first_page_min is not None and burn.first_page_min < 8 * 60
 
 
 @pytest.mark.parametrize("rate", SYNTHETIC_RATES)

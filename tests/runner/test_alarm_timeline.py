@@ -166,8 +166,10 @@ def test_a_model_down_at_60_jobs_an_hour_pages_once_within_minutes_until_it_is_b
         [page] = [n for n in result.pages if n.t < end]
         assert start < page.t <= start + 15 * 60
         ok = min(n.t for n in result.oks if n.alarm == "JobSuccessBurnAlarm")
-        assert end < ok <= end + 40 * 60, (ok - end) / 60
-        assert result.tickets == []  # the slow burn is held while the page is on, and 2 h after
+        # The OK once the outage has left the last hour (the 6x tier's short window): at 60 jobs an hour, when
+        # fewer than seven of its failures are left in it.
+        assert end + 30 * 60 < ok <= end + 60 * 60, (ok - end) / 60
+        assert result.tickets == []  # the slow burn is held while the page is on, and 6 h after
 
 
 @pytest.mark.parametrize(

@@ -50,8 +50,11 @@ def test_pages_go_to_the_alarm_topic_and_slow_burns_to_tickets() -> None:
 
 
 def test_no_alarm_looks_back_further_than_cloudwatch_allows() -> None:
-    """ "The number of evaluation periods for an alarm multiplied by the length of each evaluation period cannot
-    exceed one day" (CloudWatch user guide, *Using Amazon CloudWatch alarms*)."""
+    """ "An alarm's total current evaluation period can be no longer than seven days, so Period multiplied by
+    EvaluationPeriods can't be more than 604,800 seconds. For alarms with a period of less than one hour (3,600
+    seconds), the total evaluation period can't be longer than one day (86,400 seconds)." (CloudWatch API
+    reference, PutMetricAlarm, ``Period``); "Valid values are 10, 20, 30, and any multiple of 60"."""
+    longest = 0
     for name, resource in RESOURCES.items():
         if resource["Type"] != "AWS::CloudWatch::Alarm":
             continue
@@ -59,7 +62,11 @@ def test_no_alarm_looks_back_further_than_cloudwatch_allows() -> None:
         periods = [props["Period"]] if "Period" in props else []
         periods += [m["MetricStat"]["Period"] for m in props.get("Metrics", []) if "MetricStat" in m]
         periods += [m["Period"] for m in props.get("Metrics", []) if "Period" in m]
-        assert max(periods) * int(props["EvaluationPeriods"]) <= 86400, name
+        assert all(p in (10, 20, 30) or p % 60 == 0 for p in periods), name
+        total = max(periods) * int(props["EvaluationPeriods"])
+        assert total <= (604800 if min(periods) >= 3600 else 86400), name
+        longest = max(longest, total)
+    assert longest == 3 * 86400  # the ticket tier's window: the rule above is what allows it
 
 
 def test_a_model_outage_and_a_failing_synthetic_job_page_as_part_of_the_success_burn() -> None:
@@ -67,4 +74,4 @@ def test_a_model_outage_and_a_failing_synthetic_job_page_as_part_of_the_success_
     assert re.search(r'OR ALARM\("\$\{ModelOutageAlarm\.Arn\}"\) OR ALARM\("\$\{SyntheticFailingAlarm\.Arn\}"\)$', rule)
     for part in ("ModelOutageAlarm", "SyntheticFailingAlarm"):
         assert "AlarmActions" not in RESOURCES[part]["Properties"], part
-    assert "ActionsSuppressor" not in RESOURCES["JobSuccessBurnAlarm"]["Properties"]
+    assert "ActionsSuppressor" not in RESOURCES["JobSuccessBurnAlarm"]["Properties"]  # an OK is never held
