@@ -11,6 +11,10 @@ SAM_TRANSLATOR_VERSION := 1.115.0
 TRANSLATOR_STAMP := .venv-sam/.translator-$(SAM_TRANSLATOR_VERSION)
 SAM_STAMP := .venv-sam/.installed-$(SAM_CLI_VERSION)
 NODE_STAMP := node_modules/.installed
+#: The AWS CLI the runbook's commands are run with (tests/pipeline/test_runbook_commands.py), in its own venv: it
+#: pins its own botocore. PyPI has version 1; the runbook is written for version 2 (the test says what differs).
+AWSCLI_VERSION := 1.46.3
+CLI_STAMP := .venv-cli/.installed-$(AWSCLI_VERSION)
 BROWSER_STAMP := .chuixiang/.browser-installed
 
 # Python may write bytecode: pytest caches the test modules it rewrites for assertions only then (without, every
@@ -41,12 +45,12 @@ run: $(RUN_STAMP) $(TRANSLATOR_STAMP)
 # The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
 # pytest (its files over one worker per core) and the two Node tiers run side by side: each waits on
 # timers and servers far more than it computes. Each one's output is printed whole when it ends.
-test: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
+test: $(STAMP) $(SAM_STAMP) $(CLI_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/chuixiang ladder > /dev/null
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-node
 
-test-python: $(STAMP) $(SAM_STAMP)
+test-python: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-node: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
@@ -73,7 +77,7 @@ test-sockets: $(STAMP)
 	$(BIN)/python -m pytest tests/sockets
 
 # The local cloud, whole commands, builds and the long fuzz runs.
-test-pipeline: $(STAMP) $(SAM_STAMP)
+test-pipeline: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 	$(BIN)/python -m pytest tests/pipeline
 
 # The JavaScript client against `chuixiang serve`, with Node's own test runner (Node 20+; no dependencies).
@@ -102,6 +106,11 @@ $(BROWSER_STAMP):
 	test -x /usr/bin/chromium && test -d /usr/share/fonts/opentype/noto || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk)
 	mkdir -p .chuixiang && touch $(BROWSER_STAMP)
+
+$(CLI_STAMP):
+	test -x .venv-cli/bin/python || $(PYTHON) -m venv .venv-cli
+	.venv-cli/bin/python -m pip install --quiet awscli==$(AWSCLI_VERSION)
+	touch $(CLI_STAMP)
 
 # checkov and bandit live in their own venv: their pins would fight the app's.
 LINT_STAMP := .venv-lint/.installed
@@ -184,4 +193,4 @@ deploy: $(STAMP) sam-build
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided) $(if $(NO_CONFIRM),--no-confirm-changeset)
 
 clean:
-	rm -rf $(VENV) .venv-sam .venv-lint .aws-sam .chuixiang node_modules
+	rm -rf $(VENV) .venv-sam .venv-lint .venv-cli .aws-sam .chuixiang node_modules

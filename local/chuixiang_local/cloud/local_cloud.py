@@ -430,6 +430,10 @@ class LocalCloud:
         if self.vended is not None:
             running = max(1, self.concurrency.running.get(spec.name, 0))
             self.vended.invoked(spec.name, result.duration_ms, result.failed, running)
+        if self.log and result.error_type == "Sandbox.Timedout":
+            # Lambda's own line in the function's log group (text format): what an operator's filter finds.
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z"
+            self.log.write(f"{stamp} {result.payload['errorMessage']}\n")
         if self.log:
             init = f" (cold: init {result.init_ms} ms, outside the Timeout)" if result.init_ms is not None else ""
             memory = (
