@@ -111,15 +111,15 @@ class _JsonParser:
         return lambda doc: all(p(doc) for p in parts)
 
     def _term(self) -> Callable[[Any], bool]:
-        token = self._next()
-        if token == "(":
+        word = self._next()
+        if word == "(":
             inner = self._or()
             if self._next() != ")":
                 raise UnsupportedPattern("an unclosed parenthesis in a JSON pattern")
             return inner
-        if not token.startswith("$"):
-            raise UnsupportedPattern(f"a JSON pattern's term starts with a selector ($.field), not {token!r}")
-        return _comparison(token, self._next(), self._next())
+        if not word.startswith("$"):
+            raise UnsupportedPattern(f"a JSON pattern's term starts with a selector ($.field), not {word!r}")
+        return _comparison(word, self._next(), self._next())
 
 
 def _tokens(body: str) -> list[str]:

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from chuixiang.errors import ErrorCode
-from chuixiang.stores.admission import Admission
-from chuixiang.stores.admission_state import slot_key
+from chuixiang.stores.admission import Admission, slot_key
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel

@@ -26,8 +26,7 @@ from typing import Any, TextIO
 
 import pytest
 
-from chuixiang.stores.admission import Admission
-from chuixiang.stores.admission_state import slot_key
+from chuixiang.stores.admission import Admission, slot_key
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.commands import dashboard as dashboard_command
 from chuixiang_local.gateway.api_client import LocalApi

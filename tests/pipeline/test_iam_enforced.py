@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from chuixiang.stores.admission import Admission
-from chuixiang.stores.admission_state import slot_key
+from chuixiang.stores.admission import Admission, slot_key
 from chuixiang_local.cloud.iam.gate import Principal
 from chuixiang_local.cloud.iam.roles import LOG_DELIVERY_ACTIONS, Role, log_delivery_refused
 from chuixiang_local.cloud.local_cloud import LocalCloud

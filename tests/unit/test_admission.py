@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from chuixiang.stores import admission as admission_module
+from chuixiang import clock as clock_module
 from chuixiang.stores import job_times
-from chuixiang.stores.admission import Admission
-from chuixiang.stores.admission_state import RETRY_AFTER_MAX_S, WAIT_GRACE_S, Refused
+from chuixiang.stores.admission import RETRY_AFTER_MAX_S, WAIT_GRACE_S, Admission, Refused
 from chuixiang.stores.job_times import EXPECTED_JOB_S, MIN_SAMPLES, JobTimes
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -26,10 +25,9 @@ DEADLINE = int((T0 + timedelta(seconds=600)).timestamp())
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
-    """Set the admission's and the job times' clock to ``T0 + seconds``; forget any job time read earlier."""
+    """Set the clock admission and the job times read to ``T0 + seconds``; forget any job time read earlier."""
     now = [T0]
-    for module in (admission_module, job_times):
-        monkeypatch.setattr(module, "now_utc", lambda: now[0])
+    monkeypatch.setattr(clock_module, "now_utc", lambda: now[0])
     job_times._READ.clear()
 
     def at(seconds: float) -> None:

@@ -9,8 +9,7 @@ import threading
 from typing import Any
 
 from chuixiang.settings import Settings
-from chuixiang.stores.admission import Admission
-from chuixiang.stores.admission_state import Refused
+from chuixiang.stores.admission import Admission, Refused
 
 DEADLINE = 2**31
 LIMIT = 12

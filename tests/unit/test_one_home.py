@@ -128,3 +128,41 @@ def test_the_private_rule_sees_one(tmp_path: Path) -> None:
     user = tmp_path / "user.py"
     user.write_text("from chuixiang.stores.images import _s3\nfrom chuixiang.x import __version__\n")
     assert [f.rsplit(": ", 1)[1] for f in private_imports([user])] == ["_s3 from chuixiang.stores.images"]
+
+
+def private_module_imports(files: Iterable[Path], package_root: Path = PACKAGE_ROOT) -> list[str]:
+    """Each import of a package's private module (``_slots``: the package's business, behind its face) from
+    outside that package."""
+    found = []
+    for path in files:
+        for node in ast.walk(_parsed(path)):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            module = _source_module(path, node, package_root)
+            targets = [module] if module else []
+            targets += [f"{module}.{a.name}" for a in node.names if module and a.name.startswith("_")]
+            for target in targets:
+                parts = target.split(".")
+                private = [i for i, p in enumerate(parts) if p.startswith("_") and not p.startswith("__")]
+                if not private or _module_file(target, package_root) is None:
+                    continue
+                home = package_root.joinpath(*parts[: private[0]])
+                if home not in path.parents:
+                    found.append(f"{path}:{node.lineno}: {target} is private to {'.'.join(parts[: private[0]])}")
+    return found
+
+
+def test_a_packages_private_modules_are_imported_only_inside_it() -> None:
+    assert private_module_imports(_project_files()) == []
+
+
+def test_the_private_module_rule_sees_one(tmp_path: Path) -> None:
+    package = tmp_path / "chuixiang" / "stores" / "admission"
+    package.mkdir(parents=True)
+    for name in ("__init__.py", "_slots.py", "_state.py"):
+        (package / name).write_text("X = 1\n")
+    (package / "_slots.py").write_text("from ._state import X\n")  # a sibling: allowed
+    outside = tmp_path / "chuixiang" / "job_start.py"
+    outside.write_text("from .stores.admission._state import X\nfrom .stores.admission import X as faced\n")
+    found = private_module_imports([package / "_slots.py", outside], tmp_path)
+    assert len(found) == 1 and "chuixiang.stores.admission._state" in found[0], found

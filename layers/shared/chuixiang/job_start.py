@@ -21,8 +21,7 @@ from .job_status import JobStatus
 from .observability import logger
 from .schemas import CreateRecipeResponse, ExecutionInput
 from .settings import aws_endpoint, get_settings
-from .stores.admission import Admission
-from .stores.admission_state import Refused
+from .stores.admission import Admission, Refused
 from .stores.dish_claims import DishClaims
 from .stores.first_asked import FirstAsked
 from .stores.idempotency import idempotency_store

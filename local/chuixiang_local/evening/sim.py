@@ -32,7 +32,7 @@ from typing import Any
 from chuixiang.generation.section_tokens import whole_reservation
 from chuixiang.job_start import POLL_AFTER_MS
 from chuixiang.resilience.key_loans import KeyQuotas, KeyRecord, given_back, lend, lent
-from chuixiang.stores.admission_state import RETRY_AFTER_MAX_S
+from chuixiang.stores.admission import RETRY_AFTER_MAX_S
 from chuixiang.stores.job_times import EXPECTED_JOB_S, MIN_SAMPLES
 from chuixiang_local.commands.cost import LAMBDA_ARM_GB_SECOND, Assumptions
 from chuixiang_local.evening.profile import EVENING_S, IMAGE_S, MAX_TOKENS, JobProfile, arrivals

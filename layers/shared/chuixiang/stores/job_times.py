@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from ..clock import now_utc
+from .. import clock
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
@@ -43,7 +43,7 @@ class JobTimes:
 
     def record(self, seconds: float) -> None:
         """Add one finished job's time to this hour's record."""
-        now = now_utc()
+        now = clock.now_utc()
         self.table.update_item(
             Key=job_time_key(now),
             UpdateExpression="SET expiresAt = :exp ADD totalS :s, jobs :one",
@@ -60,7 +60,7 @@ class JobTimes:
         cached = _READ.get(self.table.name)
         if cached is not None and time.monotonic() < cached[1]:
             return cached[0]
-        now = now_utc()
+        now = clock.now_utc()
         keys = [job_time_key(now), job_time_key(now - timedelta(hours=1))]
         client, name = self.table.meta.client, self.table.name
         answer = client.batch_get_item(RequestItems={name: {"Keys": keys, "ConsistentRead": False}})

@@ -1,21 +1,4 @@
-"""Admission: at most so many jobs in flight, at most so many of them one caller's, and no cutting in line.
-
-Each slot is an item (``pk = ADMISSION#<n>``) taken with a conditional put and freed when its job ends (the
-state machine's ``FreeSlot`` states delete it), when the API sees the job ended, or at its lease end.
-
-A slot is a **job**, whatever its streams: each job holds one model stream for its life, and a job written in
-sections borrows its extra streams from what the key has spare when its recipe stage opens them
-(:mod:`.key_streams`), never at admission. So a burst of ``RecipeConcurrency`` callers is all admitted, and a
-job counts once in its caller's share for its whole life.
-
-First come, first served is unfair under load: a client whose job just ended re-POSTs at once and finds the
-slot it freed, while clients told to come back later find every slot taken again (a 60-client run: 29
-finished no job, 9 finished 6 each). So a refused caller waits in line. Its place (when it was first
-refused) is kept while it comes back when told (``Retry-After`` + :data:`WAIT_GRACE_S`), and a free slot
-goes to a newcomer only when it is not owed to someone ahead. The line lives in :data:`LINE_BUCKETS` items
-(``pk = ADMISSION#line#<b>``, a map of caller digest to place), read with the slots in one batch: the work
-per POST is bounded, and no one item takes every write.
-"""
+"""The slots: take one for a job (or say why not, and when to come back), give it back when the job ends."""
 
 from __future__ import annotations
 
@@ -23,16 +6,16 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from ..clock import now_utc
-from ..observability import dimensioned_metric
-from .conditional import applied
-from .job_times import JobTimes
+from ... import clock
+from ...observability import dimensioned_metric
+from ..conditional import applied
+from ..job_times import JobTimes
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
-from .admission_line import Line
-from .admission_state import (
+from ._line import Line
+from ._state import (
     FREE,
     LINE_BUCKETS,
     RETRY_AFTER_MAX_S,
@@ -153,7 +136,9 @@ class Admission:
         if lane.slot < 0:
             return False
         item = self.table.get_item(Key=slot_key(lane.slot), ConsistentRead=True).get("Item") or {}
-        return item.get("jobId") == lane.job_id and int(str(item.get("expiresAt", 0))) >= int(now_utc().timestamp())
+        return item.get("jobId") == lane.job_id and int(str(item.get("expiresAt", 0))) >= int(
+            clock.now_utc().timestamp()
+        )
 
     def _lane_update(self, me: str, k: int, job_id: str, *, slot: int = -1, delete: bool = False) -> bool:
         """Name the slot the lane's job holds, or give the lane back (its job got no slot). False: the lane is
@@ -186,7 +171,7 @@ class Admission:
 
     def _read(self, me: str) -> Seen:
         """The held slots, the line and ``me``'s lanes, in consistent batch reads (at most 100 keys each)."""
-        now = int(now_utc().timestamp())
+        now = int(clock.now_utc().timestamp())
         keys = [slot_key(n) for n in range(self.limit)]
         keys += [line_key(b) for b in range(LINE_BUCKETS)]
         keys += [lane_key(me, k) for k in range(self.per_caller)]

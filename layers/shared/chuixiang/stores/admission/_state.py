@@ -1,5 +1,5 @@
 """What admission reads and writes in the jobs table: the keys of its items (slots, lanes, the
-line), what one read of them says (:class:`Seen`), and its limits; :mod:`.admission` decides with them."""
+line), what one read of them says (:class:`Seen`), and its limits; :mod:`._slots` decides with them."""
 
 from __future__ import annotations
 

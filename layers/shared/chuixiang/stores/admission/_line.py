@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from ..clock import now_utc
-from .admission_state import LINE_BUCKET_MAX, WAIT_GRACE_S, Seen, line_bucket, line_key
-from .conditional import applied
+from ... import clock
+from ..conditional import applied
+from ._state import LINE_BUCKET_MAX, WAIT_GRACE_S, Seen, line_bucket, line_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
@@ -27,12 +27,12 @@ class Line:
         places, mine = seen.line.get(bucket, {}), seen.place_of(me)
         if mine is None and len(seen.kept(bucket)) >= LINE_BUCKET_MAX:
             return
-        since_ms = mine.since_ms if mine else int(now_utc().timestamp() * 1000)
+        since_ms = mine.since_ms if mine else int(clock.now_utc().timestamp() * 1000)
         place = {"s": since_ms, "u": seen.now + int(retry_after) + WAIT_GRACE_S}
         gone = [c for c, p in places.items() if p.until < seen.now and c != me][:50]  # lapsed places, swept
         names = {"#w": "w", "#me": me, **{f"#x{i}": c for i, c in enumerate(gone)}}
         remove = (" REMOVE " + ", ".join(f"#w.#x{i}" for i in range(len(gone)))) if gone else ""
-        expires = int((now_utc() + timedelta(days=1)).timestamp())
+        expires = int((clock.now_utc() + timedelta(days=1)).timestamp())
         for _ in range(2):  # the bucket item may not exist yet: create it, or add to the one created meanwhile
             if applied(
                 self.table.update_item,
