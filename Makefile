@@ -125,6 +125,9 @@ lint: $(STAMP) $(LINT_STAMP)
 	# One value for a job's many inputs: at most three product functions take more than five positional
 	# parameters, each marked and said why (pylint's too-many-positional, a ruff preview rule).
 	$(BIN)/ruff check --preview --select PLR0917 layers/shared/chuixiang functions
+	# One home per name: only a package's __init__.py re-exports, no private name or private module is used
+	# outside its home (complexity <= 12 is ruff's C90 above).
+	$(BIN)/python -m pytest -q -p no:randomly -p no:cacheprovider tests/unit/test_one_home.py
 	$(BIN)/mypy layers/shared/chuixiang local/chuixiang_local tests
 	.venv-lint/bin/bandit -q -r layers/shared/chuixiang functions local/chuixiang_local
 	.venv-lint/bin/checkov -f template.yaml --framework cloudformation --quiet --compact --skip-download

@@ -11,9 +11,9 @@ import pytest
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import RecipeOutcome
-from chuixiang.generation.recipe_in_sections import default_max_streams
 from chuixiang.generation.recipe_job import RecipeJob
 from chuixiang.generation.recipe_modes import write_recipe
+from chuixiang.generation.sections import default_max_streams
 from chuixiang.resilience.calls import Routes
 from chuixiang.resilience.key_loans import PROBE_FIRST_S, KeyQuotas, Lender
 from chuixiang.stores.key_streams import KeyLender

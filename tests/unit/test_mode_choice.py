@@ -16,8 +16,7 @@ from chuixiang.generation.mode_choice import (
     parallel_ms,
     whole_ms,
 )
-from chuixiang.generation.outline_stream import PipelinedSteps, outline_head
-from chuixiang.generation.sections import Outline, Section, StepsPart, in_range
+from chuixiang.generation.sections import Outline, PipelinedSteps, Section, StepsPart, in_range, outline_head
 from chuixiang.generation.stream_sharing import StreamSharing, most_at_once
 from chuixiang.resilience.health import ModelHealth, Observation, counters, health_of
 from chuixiang_local.model.profiles import long_recipe_for, section_doc, token_pieces

@@ -4,14 +4,16 @@ and no plan in sections reserves more than 2.5x a whole answer."""
 from __future__ import annotations
 
 from chuixiang.generation.mode_choice import RecipeShape
-from chuixiang.generation.section_tokens import (
+from chuixiang.generation.sections import (
+    DEGRADABLE,
     MAX_RESERVED_RATIO,
+    OUTLINE_SECTION,
+    Section,
     most_ranges_reserved,
     section_max_tokens,
     sections_reservation,
     whole_reservation,
 )
-from chuixiang.generation.sections import DEGRADABLE, OUTLINE_SECTION, Section
 from chuixiang.settings import Settings
 
 MAX_TOKENS = int(Settings.model_fields["recipe_max_tokens"].default)

@@ -10,7 +10,6 @@ import pytest
 
 from chuixiang.errors import ErrorCode, StageError
 from chuixiang.generation.recipe_format import parse_recipe
-from chuixiang.generation.section_progress import SectionStreams
 from chuixiang.generation.sections import (
     EXTRAS,
     IMAGE_PROMPT,
@@ -18,6 +17,7 @@ from chuixiang.generation.sections import (
     Extras,
     Outline,
     Section,
+    SectionStreams,
     StepsPart,
     fallback_image_prompt,
     merge,

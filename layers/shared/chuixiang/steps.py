@@ -25,7 +25,7 @@ from .generation.progress import ProgressReporter
 from .generation.recipe_call import RecipeLimits
 from .generation.recipe_job import RecipeJob
 from .generation.recipe_modes import write_recipe
-from .generation.section_tokens import whole_reservation
+from .generation.sections import whole_reservation
 from .job_status import JobStage, JobStatus
 from .limit_rules import state_timeout_seconds
 from .observability import dimensioned_metric, logger, metrics

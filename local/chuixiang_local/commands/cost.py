@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chuixiang.generation.section_tokens import most_ranges_reserved, sections_reservation, whole_reservation
+from chuixiang.generation.sections import most_ranges_reserved, sections_reservation, whole_reservation
 from chuixiang.job_start import POLL_AFTER_MS
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi, http_event

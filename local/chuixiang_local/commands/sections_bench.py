@@ -44,10 +44,9 @@ from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
 from chuixiang.generation.recipe import RecipeOutcome
 from chuixiang.generation.recipe_call import RecipeLimits
-from chuixiang.generation.recipe_in_sections import default_max_streams
 from chuixiang.generation.recipe_job import RecipeJob
 from chuixiang.generation.recipe_modes import SectionsSetting, write_recipe
-from chuixiang.generation.section_tokens import whole_reservation
+from chuixiang.generation.sections import default_max_streams, whole_reservation
 from chuixiang.observability import logger
 from chuixiang.resilience.calls import Routes
 from chuixiang.resilience.health import HealthStore

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chuixiang.generation.mode_choice import OTHER_STREAMS
-from chuixiang.generation.section_tokens import sections_reservation, whole_reservation
+from chuixiang.generation.sections import sections_reservation, whole_reservation
 from chuixiang.settings import Settings
 from chuixiang_local.template import REPO_ROOT
 

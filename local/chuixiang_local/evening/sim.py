@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chuixiang.generation.section_tokens import whole_reservation
+from chuixiang.generation.sections import whole_reservation
 from chuixiang.job_start import POLL_AFTER_MS
 from chuixiang.resilience.key_loans import KeyQuotas, KeyRecord, given_back, lend, lent
 from chuixiang.stores.admission import RETRY_AFTER_MAX_S

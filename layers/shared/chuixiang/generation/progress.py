@@ -110,7 +110,7 @@ class StreamState(Protocol):
 
 @runtime_checkable
 class SectionedStream(StreamState, Protocol):
-    """A recipe written in sections (:class:`~.section_progress.SectionStreams`): its parts are not one text,
+    """A recipe written in sections (:class:`~.sections.SectionStreams`): its parts are not one text,
     so it says itself what is complete, and how each section stands."""
 
     def partial(self) -> PartialRecipe | None: ...

@@ -3,7 +3,7 @@
 ``auto`` (the default) asks :mod:`.mode_choice` per job, from the health of the model the job goes to first;
 ``whole`` and ``parallel`` fix the mode (``parallel`` still sizes its steps sections from what was measured).
 A recipe in sections whose sections fail *as sections* (the key's quota, an answer outside its section's shape, a
-stall, parts that do not merge: :mod:`.section_yield`) is written again whole when the stage's total limit leaves
+stall, parts that do not merge: :mod:`.sections` (`_yield`)) is written again whole when the stage's total limit leaves
 a whole attempt its minimum time (``wholeAfter``): the user gets a recipe, later, never none.
 """
 
@@ -23,10 +23,8 @@ from .call_figures import count_tokens
 from .mode_choice import OTHER_STREAMS, ModeChoice, choose
 from .recipe import RecipeOutcome, generate_recipe
 from .recipe_call import RecipeLimits
-from .recipe_in_sections import write_in_sections
 from .recipe_job import RecipeJob
-from .section_tokens import most_ranges_reserved, sections_reservation, whole_reservation
-from .section_yield import AbandonReason
+from .sections import AbandonReason, most_ranges_reserved, sections_reservation, whole_reservation, write_in_sections
 from .stage import Generation
 
 SectionsSetting = Literal["auto", "whole", "parallel"]
@@ -108,7 +106,7 @@ def _written(job: RecipeJob, choice: ModeChoice) -> RecipeOutcome:
 
 @dataclass(frozen=True)
 class WholeAfter:
-    """Writing the recipe whole after its sections failed as sections (:mod:`.section_yield`)."""
+    """Writing the recipe whole after its sections failed as sections (:mod:`.sections` (`_yield`))."""
 
     job: RecipeJob  #: within the total limit: the time the sections left is the whole answer's
 

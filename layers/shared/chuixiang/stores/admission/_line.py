@@ -1,5 +1,5 @@
 """The admission line: where a refused caller keeps its place while it comes back when told (see
-:mod:`.admission`). Places live in :data:`~.admission_state.LINE_BUCKETS` items, a map of caller digest to
+:mod:`._slots`). Places live in :data:`~._state.LINE_BUCKETS` items, a map of caller digest to
 place each, so no one item takes every write."""
 
 from __future__ import annotations

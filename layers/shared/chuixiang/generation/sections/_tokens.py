@@ -7,7 +7,7 @@ job of eleven calls ~37,600 where a whole answer reserves ~3,300: a key's minute
 where it holds ten whole. So each section asks for what it writes, measured on the typical recipe
 (:class:`~.mode_choice.RecipeShape`), times :data:`MARGIN` plus :data:`FLOOR` (a long step, a chatty model); a
 section cut short at its ``max_tokens`` is an answer outside its shape, and the stage writes the recipe whole
-(:mod:`.section_yield`). A plan in sections reserves at most :data:`MAX_RESERVED_RATIO` what a whole answer
+(:mod:`._yield`). A plan in sections reserves at most :data:`MAX_RESERVED_RATIO` what a whole answer
 reserves (:func:`fits`): fewer, longer steps ranges, or whole.
 """
 
@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .mode_choice import OTHER_STREAMS, RecipeShape
-from .progress import CHARS_PER_TOKEN
-from .recipe_format import SYSTEM_PROMPT as WHOLE_SYSTEM_PROMPT
-from .sections import (
+from ..mode_choice import OTHER_STREAMS, RecipeShape
+from ..progress import CHARS_PER_TOKEN
+from ..recipe_format import SYSTEM_PROMPT as WHOLE_SYSTEM_PROMPT
+from ._plan import (
     EXTRAS,
     IMAGE_PROMPT,
     OUTLINE,
@@ -28,7 +28,7 @@ from .sections import (
     Section,
     split_steps,
 )
-from .sections import SYSTEM_PROMPT as SECTIONS_SYSTEM_PROMPT
+from ._plan import SYSTEM_PROMPT as SECTIONS_SYSTEM_PROMPT
 
 #: A section asks for this many times what it typically writes…
 MARGIN = 2.0

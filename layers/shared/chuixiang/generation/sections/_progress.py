@@ -14,10 +14,10 @@ from typing import Any, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..schemas import PartialRecipe, PartialStep
-from .outline_stream import outline_head
-from .progress import StreamState, partial_recipe
-from .sections import OUTLINE, Outline, Section, StepsPart
+from ...schemas import PartialRecipe, PartialStep
+from ..progress import StreamState, partial_recipe
+from ._outline import outline_head
+from ._plan import OUTLINE, Outline, Section, StepsPart
 
 
 def outline_so_far(text: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..upstream.failures import (
+from ...upstream.failures import (
     DeadlineExceeded,
     EmptyAnswer,
     InvalidAnswer,

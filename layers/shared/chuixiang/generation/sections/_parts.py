@@ -8,13 +8,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..resilience.calls import Routed
-from ..schemas import RecipeMetrics, SectionReport
-from ..upstream.chat_reader import Completion
-from ..upstream.failures import Cancelled
-from .call_figures import count_tokens, recipe_metrics
-from .sections import Section
-from .stage import stage_error
+from ...resilience.calls import Routed
+from ...schemas import RecipeMetrics, SectionReport
+from ...upstream.chat_reader import Completion
+from ...upstream.failures import Cancelled
+from ..call_figures import count_tokens, recipe_metrics
+from ..stage import stage_error
+from ._plan import Section
 
 
 @dataclass

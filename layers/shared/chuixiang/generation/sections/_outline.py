@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from .recipe_format import json_start, mend_text, strip_reasoning
-from .sections import Section, split_steps
+from ..recipe_format import json_start, mend_text, strip_reasoning
+from ._plan import Section, split_steps
 
 TITLES = "stepTitles"
 

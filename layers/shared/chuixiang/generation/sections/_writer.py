@@ -23,23 +23,22 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel
 
-from ..deadline import Budget
-from ..errors import StageError
-from ..resilience.calls import Routed, Routes
-from ..settings import Settings
-from ..upstream.failures import UpstreamError
-from ..upstream.watchdog import Cancellation
-from .mode_choice import OTHER_STREAMS, ModeChoice, RecipeShape, most_ranges
-from .outline_stream import PipelinedSteps, outline_head
-from .recipe import RecipeOutcome, recipe_router
-from .recipe_call import AnswerRequest, answer_call
-from .recipe_format import Recipe
-from .recipe_job import RecipeJob
-from .section_parts import Part, parts_metrics
-from .section_progress import SectionStreams
-from .section_tokens import section_max_tokens
-from .section_yield import AbandonReason, abandon_reason
-from .sections import (
+from ...deadline import Budget
+from ...errors import StageError
+from ...resilience.calls import Routed, Routes
+from ...settings import Settings
+from ...upstream.failures import UpstreamError
+from ...upstream.watchdog import Cancellation
+from ..mode_choice import OTHER_STREAMS, ModeChoice, RecipeShape, most_ranges
+from ..recipe import RecipeOutcome, recipe_router
+from ..recipe_call import AnswerRequest, answer_call
+from ..recipe_format import Recipe
+from ..recipe_job import RecipeJob
+from ..stage import Generation, generate, stage_error
+from ..stream_sharing import StreamSharing
+from ._outline import PipelinedSteps, outline_head
+from ._parts import Part, parts_metrics
+from ._plan import (
     DEGRADABLE,
     OUTLINE,
     OUTLINE_SECTION,
@@ -53,8 +52,9 @@ from .sections import (
     messages,
     outline_text,
 )
-from .stage import Generation, generate, stage_error
-from .stream_sharing import StreamSharing
+from ._progress import SectionStreams
+from ._tokens import section_max_tokens
+from ._yield import AbandonReason, abandon_reason
 
 V = TypeVar("V", bound=BaseModel)
 

@@ -1,18 +1,4 @@
-"""A recipe in sections (``RecipeSections=parallel``): what each call asks for, and how the parts merge.
-
-One stream writes a recipe at the model's speed, ~1,600 tokens at ~18 tokens/s at the evening peak: about
-90 s whatever is done around it. Its parts are independent once the ingredients and the step titles are
-fixed, so they can be written at the same time (Skeleton-of-Thought, Ning et al., ICLR 2024,
-arXiv 2307.15337): a short **outline** first, then the steps in 2-3 ranges, the pairings and nutrition
-(``extras``) and the image prompt, side by side. The stage then takes about the outline plus the slowest
-section.
-
-Every call repeats one prefix (the system prompt, the dish, the outline once written) and ends with what
-differs, the part asked for: providers' prompt caches bill a repeated prefix at a fraction of the price.
-
-The steps and the outline are **core**: without them there is no recipe. ``extras`` and ``imagePrompt`` are
-**degradable**: dropped when they fail, the recipe is still served (``degraded`` on the job).
-"""
+"""What each call of a recipe in sections asks for (its messages, its token share) and how the parts merge."""
 
 from __future__ import annotations
 
@@ -22,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from ..errors import ErrorCode, StageError
-from .recipe_format import (
+from ...errors import ErrorCode, StageError
+from ..recipe_format import (
     EXTRAS_DROPPED,
     Ingredients,
     NonEmpty,
@@ -89,7 +75,7 @@ SYSTEM_PROMPT = """你是一位中餐菜谱作者。一份菜谱分几部分写�
 #: A steps range's system prompt: only what a step needs (its shape, its length, the main ingredients named). The
 #: ranges share it, the dish and the outline's head as their prefix (a cache holds it for the next ranges); it is a
 #: third of the full structure's, and eight ranges each repeating that would reserve more than the plan may
-#: (:mod:`.section_tokens`).
+#: (:mod:`._tokens`).
 STEPS_SYSTEM_PROMPT = """你是一位中餐菜谱作者，按给出的大纲写菜谱中的几步。
 只输出一个 JSON 对象，不要任何解释或代码块标记：
 {"steps": [{"order": 序号, "text": 60~160 字，写出用到的主料名}]}"""
