@@ -172,6 +172,10 @@ class SectionReport(BaseModel):
 
 
 class RecipeMetrics(BaseModel):
+    # Made once from what the router returned (``generation.call_figures``), copied with changes, never assigned
+    # field by field.
+    model_config = ConfigDict(frozen=True)
+
     attempts: int = 0  #: upstream requests made (over every model)
     model: str | None = None  #: the model that wrote the recipe (or the last one tried)
     calls: list[UpstreamCall] = Field(default_factory=list)

@@ -34,26 +34,32 @@ def call_report(
 
 
 def recipe_metrics(routed: Routed[Any]) -> RecipeMetrics:
-    """The ``recipe`` stage's measurements: every call, and the stream figures of the answering model's last
-    call (or of the last call made, when that model sent none)."""
-    metrics = RecipeMetrics(
-        attempts=routed.attempts, totalMs=routed.total_ms, model=routed.model, calls=list(routed.calls)
-    )
+    """The ``recipe`` stage's measurements, made once from what the router returned: every call, and the stream
+    figures of the answering model's last call (or of the last call made, when that model sent none)."""
     latest = routed.latest(routed.model)
-    if latest is not None:
-        _fill(metrics, latest)
-    count_tokens(metrics)
-    return metrics
+    return billed(
+        RecipeMetrics(
+            attempts=routed.attempts,
+            totalMs=routed.total_ms,
+            model=routed.model,
+            calls=list(routed.calls),
+            **(_stream_figures(latest) if latest is not None else {}),
+        )
+    )
 
 
-def count_tokens(m: RecipeMetrics) -> None:
-    """The stage's bill from its calls (``m.calls``): every call's tokens, those of the calls that wrote no
-    recipe, the prompt tokens a prefix cache held; and the writing rate."""
-    m.tokensUsed = sum(c.tokens for c in m.calls)
+def billed(m: RecipeMetrics) -> RecipeMetrics:
+    """``m`` with the stage's bill from its calls (``m.calls``): every call's tokens, those of the calls that
+    wrote no recipe, the prompt tokens a prefix cache held; and the writing rate."""
     cached = [c.cachedPromptTokens for c in m.calls if c.cachedPromptTokens is not None]
-    m.cachedPromptTokens = sum(cached) if cached else None
-    m.tokensWasted = sum(c.tokens for c in m.calls if c.outcome != "ok")
-    m.tokensPerSecond = tokens_per_second(m)
+    return m.model_copy(
+        update={
+            "tokensUsed": sum(c.tokens for c in m.calls),
+            "cachedPromptTokens": sum(cached) if cached else None,
+            "tokensWasted": sum(c.tokens for c in m.calls if c.outcome != "ok"),
+            "tokensPerSecond": tokens_per_second(m),
+        }
+    )
 
 
 #: Fewer tokens than this say little of a writing speed (the first ones come in a burst).
@@ -95,19 +101,23 @@ def tokens_per_second(m: RecipeMetrics) -> float | None:
     return round(tokens / ((m.totalMs - m.firstContentMs) / 1000), 1)
 
 
-def _fill(metrics: RecipeMetrics, record: CallRecord) -> None:
+def _stream_figures(record: CallRecord) -> dict[str, Any]:
     """The measurements of the latest call (a failed call's partial ones included)."""
-    metrics.budgetMs = int(record.deadline.budget_ms)
-    metrics.boundBy = record.deadline.bound_by
+    figures: dict[str, Any] = {"budgetMs": int(record.deadline.budget_ms), "boundBy": record.deadline.bound_by}
     c = record.report.completion
     if c is None:  # a call that failed before it read anything of its own (none here: every call reports)
-        return
-    metrics.firstByteMs = c.first_byte_ms
-    metrics.firstContentMs = c.first_content_ms
-    metrics.maxGapMs = c.max_gap_ms
-    metrics.chunks = c.chunks
-    metrics.finishReason = c.finish_reason
-    metrics.outputChars = c.output_chars
+        return figures
+    figures |= {
+        "firstByteMs": c.first_byte_ms,
+        "firstContentMs": c.first_content_ms,
+        "maxGapMs": c.max_gap_ms,
+        "chunks": c.chunks,
+        "finishReason": c.finish_reason,
+        "outputChars": c.output_chars,
+    }
     if c.usage:  # whatever a provider put there, only a count is kept
-        metrics.promptTokens = token_count(c.usage.get("prompt_tokens"))
-        metrics.completionTokens = token_count(c.usage.get("completion_tokens"))
+        figures |= {
+            "promptTokens": token_count(c.usage.get("prompt_tokens")),
+            "completionTokens": token_count(c.usage.get("completion_tokens")),
+        }
+    return figures

@@ -19,7 +19,7 @@ from ..observability import dimensioned_metric, logger
 from ..resilience.calls import Routes
 from ..resilience.health import ModelHealth
 from ..resilience.key_loans import Lender
-from .call_figures import count_tokens
+from .call_figures import billed
 from .mode_choice import OTHER_STREAMS, ModeChoice, choose
 from .recipe import RecipeOutcome, generate_recipe
 from .recipe_call import RecipeLimits
@@ -74,10 +74,9 @@ def write_recipe(
         raise
     if lender is not None:
         lender.give_back(refused=any(c.status == 429 for c in outcome.metrics.calls))
-    outcome.metrics.mode = outcome.metrics.mode or choice.mode
-    outcome.metrics.modeReason = outcome.metrics.modeReason or choice.reason
-    outcome.metrics.modeBasis = choice.basis
-    return outcome
+    m = outcome.metrics
+    chosen = {"mode": m.mode or choice.mode, "modeReason": m.modeReason or choice.reason, "modeBasis": choice.basis}
+    return replace(outcome, metrics=m.model_copy(update=chosen))
 
 
 def borrowed(choice: ModeChoice, lender: Lender, limits: RecipeLimits) -> ModeChoice:
@@ -100,8 +99,8 @@ def _written(job: RecipeJob, choice: ModeChoice) -> RecipeOutcome:
     ended = write_in_sections(job, choice)
     if ended.abandon is None:
         return ended.outcome
-    ended.outcome.metrics.modeReason = choice.reason
-    return WholeAfter(job).written(ended.outcome, ended.abandon)
+    failed = replace(ended.outcome, metrics=ended.outcome.metrics.model_copy(update={"modeReason": choice.reason}))
+    return WholeAfter(job).written(failed, ended.abandon)
 
 
 @dataclass(frozen=True)
@@ -130,14 +129,22 @@ class WholeAfter:
             self.job.progress.hold_partial()  # the parts shown stay until the whole answer shows more
         whole = generate_recipe(self.job)
         m, before = whole.metrics, failed.metrics
-        m.calls = [*before.calls, *m.calls]
-        m.attempts += before.attempts
-        m.totalMs = before.totalMs + m.totalMs
-        m.sections, m.mergeFailure, m.wholeAfter = before.sections, before.mergeFailure, reason
-        m.mode = "whole"
-        m.modeReason = (
-            f"{before.modeReason or 'parallel'}; the sections were abandoned ({reason}: {detail}): written whole"
+        both = billed(
+            m.model_copy(
+                update={
+                    "calls": [*before.calls, *m.calls],
+                    "attempts": m.attempts + before.attempts,
+                    "totalMs": before.totalMs + m.totalMs,
+                    "sections": before.sections,
+                    "mergeFailure": before.mergeFailure,
+                    "wholeAfter": reason,
+                    "mode": "whole",
+                    "modeReason": f"{before.modeReason or 'parallel'}; the sections were abandoned ({reason}: "
+                    f"{detail}): written whole",
+                }
+            )
         )
-        count_tokens(m)  # the bill of both; the sections' answers were thrown away: wasted too
-        m.tokensWasted += sum(c.tokens for c in before.calls if c.outcome == "ok")
+        # The bill of both; the sections' answers were thrown away: wasted too.
+        wasted = both.tokensWasted + sum(c.tokens for c in before.calls if c.outcome == "ok")
+        m = both.model_copy(update={"tokensWasted": wasted})
         return Generation(whole.result, whole.error, m)

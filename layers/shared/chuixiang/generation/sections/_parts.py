@@ -12,7 +12,7 @@ from ...resilience.calls import Routed
 from ...schemas import RecipeMetrics, SectionReport
 from ...upstream.chat_reader import Completion
 from ...upstream.failures import Cancelled
-from ..call_figures import count_tokens, recipe_metrics
+from ..call_figures import billed, recipe_metrics
 from ..stage import stage_error
 from ._plan import Section
 
@@ -45,22 +45,27 @@ def parts_metrics(parts: list[Part], total_ms: int) -> RecipeMetrics:
     """The stage's measurements: the outline's stream figures (what a user waits for first), every
     section's calls and tokens, and how each section went."""
     parts = sorted(parts, key=lambda p: p.index)
-    m = recipe_metrics(parts[0].routed)
-    m.calls = [c.model_copy(update={"section": p.section.name}) for p in parts for c in p.routed.calls]
-    m.attempts = sum(p.routed.attempts for p in parts)
-    m.totalMs = total_ms
+    calls = [c.model_copy(update={"section": p.section.name}) for p in parts for c in p.routed.calls]
     read = [r.report.completion for p in parts for r in p.routed.records if r.report.completion is not None]
-    m.chunks = sum(c.chunks for c in read)
-    m.maxGapMs = max((c.max_gap_ms for c in read), default=None)
-    m.outputChars = sum(c.output_chars for c in read)
-    answered = [c for c in m.calls if c.outcome == "ok"]
-    m.promptTokens = _sum(c.promptTokens for c in answered)
-    m.completionTokens = _sum(c.completionTokens for c in answered)
-    count_tokens(m)
-    m.sections = [_report(p) for p in parts]
+    answered = [c for c in calls if c.outcome == "ok"]
     dropped = [p.section.name for p in parts if not p.section.core and p.value is None]
-    m.degraded = dropped or None
-    return m
+    outline = recipe_metrics(parts[0].routed)
+    return billed(
+        outline.model_copy(
+            update={
+                "calls": calls,
+                "attempts": sum(p.routed.attempts for p in parts),
+                "totalMs": total_ms,
+                "chunks": sum(c.chunks for c in read),
+                "maxGapMs": max((c.max_gap_ms for c in read), default=None),
+                "outputChars": sum(c.output_chars for c in read),
+                "promptTokens": _sum(c.promptTokens for c in answered),
+                "completionTokens": _sum(c.completionTokens for c in answered),
+                "sections": [_report(p) for p in parts],
+                "degraded": dropped or None,
+            }
+        )
+    )
 
 
 def _sum(values: Any) -> int | None:

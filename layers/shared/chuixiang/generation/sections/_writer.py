@@ -151,9 +151,8 @@ class _SectionsRun:
             recipe = merge(outline, self._ranges(), next(iter(self._values(Extras)), None), self._image_prompt())
         except StageError as exc:
             outcome = self._ended(None, exc)
-            outcome.metrics.mergeFailure = exc.detail
             self.abandon = "merge"
-            return outcome
+            return replace(outcome, metrics=outcome.metrics.model_copy(update={"mergeFailure": exc.detail}))
         self._record_sharing(first.routed.model)
         return self._ended(recipe, None)
 
