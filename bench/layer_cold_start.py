@@ -30,8 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "local"), str(ROOT / "layers" / "shared")]
 
+from stack_template import Template  # noqa: E402
+
 from chuixiang_local.cloud.local_cloud import FAKE_CREDENTIALS  # noqa: E402 - moto's documented dummies
-from chuixiang_local.template import Template  # noqa: E402
 from chuixiang_local.workers.invoker import lambda_env  # noqa: E402 - the local runner's Lambda environment
 
 PROBE = """

@@ -15,10 +15,10 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from stack_template import Template
 
 from chuixiang_local.cloud.moto_patches import atomic_dynamodb
 from chuixiang_local.model.fake_model import FakeModel
-from chuixiang_local.template import Template
 
 from .support.scaled import SCALED
 

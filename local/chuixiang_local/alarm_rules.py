@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from chuixiang_local.template import Template
+from stack_template import Template
 
 Figures = Mapping[str, float | None]
 

@@ -22,9 +22,10 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from stack_template import Template
+
 from chuixiang_local.alarm_rules import AlarmRules
 from chuixiang_local.alarm_timeline import Notification, Series, Timeline
-from chuixiang_local.template import Template
 
 HOUR = 3600
 #: Hours of background before a run starts: the longest window's (the ticket's 3 days).

@@ -26,7 +26,7 @@ import yaml
 from samtranslator.translator.transform import transform
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from chuixiang_local.template import CfnLoader  # after the path: this venv has not installed us
+from stack_template import CfnLoader  # after the path: this venv has not installed us
 
 
 class NoManagedPolicies:

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from stack_template import ConfigError
 
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
-from chuixiang_local.template import ConfigError
 
 from ..support.scaled import SCALED
 from ..support.serve import ROOT

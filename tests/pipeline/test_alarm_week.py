@@ -6,10 +6,10 @@ usually pages nobody and a 10x burn pages. About 20 s."""
 from __future__ import annotations
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local import burn_alarms
 from chuixiang_local.alarm_scenarios import RATES, SYNTHETIC_RATES, Key, Summary, summaries, table
-from chuixiang_local.template import Template
 
 Found = dict[Key, Summary]
 

@@ -142,7 +142,7 @@ def test_no_input_reaches_a_500(
 
 
 def test_the_documents_state_the_fuzz_runs_figures() -> None:
-    from chuixiang_local.template import REPO_ROOT
+    from stack_template import REPO_ROOT
 
     text = " ".join((REPO_ROOT / "docs" / "api.md").read_text().split())
     figures = f"sends {EXAMPLES:,} generated requests per run, bodies up to {WIDEST_KEYS:,} keys"

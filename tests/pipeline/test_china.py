@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from stack_template import REPO_ROOT, Template
 
 from chuixiang_local.cloud import sam
-from chuixiang_local.template import REPO_ROOT, Template
 from tests.support.cfn_conditions import Created
 
 Resources = dict[str, dict[str, Any]]

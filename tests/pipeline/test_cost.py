@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local.commands.cost import (
     DDB_WRITE_UNIT,
@@ -17,7 +18,6 @@ from chuixiang_local.commands.cost import (
     render,
     report,
 )
-from chuixiang_local.template import Template
 
 
 def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Path) -> None:

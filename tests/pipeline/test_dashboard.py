@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
+from stack_template import Template
 
 from chuixiang.stores.admission import Admission, slot_key
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.commands import dashboard as dashboard_command
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
-from chuixiang_local.template import Template
 
 from ..support.api_over_http import api_over_http
 from ..support.scaled import SCALED

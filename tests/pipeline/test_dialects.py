@@ -6,7 +6,7 @@ The fake model refuses ``response_format`` for ``gpt-image-*`` with the 400 Open
 
 from __future__ import annotations
 
-from chuixiang_local.template import Template
+from stack_template import Template
 
 # --- what each model is sent (no sockets) ----------------------------------------------------------
 

@@ -7,13 +7,13 @@ import re
 from typing import Any
 
 import pytest
+from stack_template import REPO_ROOT, Template
 
 from chuixiang_local.commands.cost import Assumptions
 from chuixiang_local.evening.profile import measured_jobs
 from chuixiang_local.evening.quotas import AWS_REGIONS, PROVIDERS
 from chuixiang_local.evening.report import SCENARIOS, markdown, run
 from chuixiang_local.evening.sim import Evening, Stack
-from chuixiang_local.template import REPO_ROOT, Template
 
 EVENINGS = {s: run(s) for s in SCENARIOS}
 

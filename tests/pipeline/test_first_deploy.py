@@ -16,10 +16,10 @@ from typing import Any
 import boto3
 import httpx
 import pytest
+from stack_template import Template
 
 from chuixiang_local.cloud import sam
 from chuixiang_local.gateway.api_client import LocalApi
-from chuixiang_local.template import Template
 
 from ..support.scaled import ONE_CALLER, WHOLE
 from ..support.serve import ROOT, Serve, free_port

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local.cloud.local_cloud import FAKE_CREDENTIALS
-from chuixiang_local.template import Template
 from chuixiang_local.workers.invoker import lambda_env
 
 ROOT = Path(__file__).resolve().parents[2]

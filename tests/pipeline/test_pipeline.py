@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
-from chuixiang_local.template import Template
 
 from ..support.scaled import SCALED
 from ..support.waiting import wait_until

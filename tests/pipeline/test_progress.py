@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from stack_template import Template
+
 from chuixiang_local.model.fake_model import recipe_for
-from chuixiang_local.template import Template
 
 from ..support.scaled import SCALED
 from ..support.serve import Serve

@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
-from chuixiang_local.template import Template
 
 from ..support.scenarios import SCENARIOS, Scenario, assert_give_up
 

@@ -31,12 +31,12 @@ from typing import Any
 import boto3
 import pytest
 from moto.server import ThreadedMotoServer
+from stack_template import REPO_ROOT, Template
 
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.logs_filter import matcher
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import REPO_ROOT, Template
 
 from ..support.scaled import SCALED, WHOLE
 from ..support.waiting import wait_until

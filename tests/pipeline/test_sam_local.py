@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.model.fake_model import FakeModel
-from chuixiang_local.template import Template
 
 from ..support.serve import ROOT, free_port
 from ..support.waiting import wait_until

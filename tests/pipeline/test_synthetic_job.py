@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from stack_template import REPO_ROOT, Template
 
 from chuixiang.settings import get_settings
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import REPO_ROOT, Template
 from chuixiang_local.workers.context import LocalContext
 
 from ..support.handlers import function_module

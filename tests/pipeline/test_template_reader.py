@@ -7,8 +7,7 @@ import json
 
 import yaml
 from cfnlint.decode import cfn_yaml
-
-from chuixiang_local.template import REPO_ROOT, CfnLoader
+from stack_template import REPO_ROOT, CfnLoader
 
 EVERY_TAG = """
 A: !Condition IsProd

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stack_template import FunctionSpec
 
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import FunctionSpec
 from chuixiang_local.workers.invoker import WorkerPool, invoke
 
 from ..support.waiting import wait_until

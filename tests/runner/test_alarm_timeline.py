@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local.alarm_rules import AlarmRules
 from chuixiang_local.alarm_scenarios import SCENARIOS, run
 from chuixiang_local.alarm_timeline import Series, Timeline
-from chuixiang_local.template import Template
 
 
 class _Template:

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from chuixiang_local.template import Template
+from stack_template import Template
 
 ALWAYS = {"ApiFunction", "SubmitFunction", "RecipeFunction", "ImageFunction", "ReconcileFunction"}
 

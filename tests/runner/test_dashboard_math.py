@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local.commands.cost import Assumptions
 from chuixiang_local.commands.dashboard import Point, Widget, build
-from chuixiang_local.template import Template
 
 PERIOD_MS = 300_000
 T0 = 1_800_000_000_000 // PERIOD_MS * PERIOD_MS

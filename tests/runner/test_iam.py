@@ -8,6 +8,7 @@ from typing import Any
 import botocore.parsers
 import botocore.session
 import pytest
+from stack_template import Template
 from urllib3 import HTTPHeaderDict
 
 from chuixiang_local.cloud.iam.calls import AwsCall, parse_call
@@ -15,7 +16,6 @@ from chuixiang_local.cloud.iam.facts import COMPUTED_KEYS, UnknownAction, iam_ac
 from chuixiang_local.cloud.iam.gate import IamGate, Principal, denied_response
 from chuixiang_local.cloud.iam.policy import Decision, Request, UnsupportedCondition, evaluate
 from chuixiang_local.cloud.iam.roles import Role, log_delivery_refused
-from chuixiang_local.template import Template
 
 from ..support.iam_calls import authorisations
 

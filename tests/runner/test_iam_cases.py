@@ -439,7 +439,7 @@ def test_a_call_is_judged_as_its_service_authorises_it(
 
 
 def test_the_table_is_at_least_forty_cases_and_local_cloud_md_says_how_many() -> None:
-    from chuixiang_local.template import REPO_ROOT
+    from stack_template import REPO_ROOT
 
     count = len(CASES) + len(CALL_CASES)
     assert count >= 40

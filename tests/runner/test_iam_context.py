@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from stack_template import ConfigError, Template
 
 from chuixiang_local.cloud.iam.calls import AwsCall
 from chuixiang_local.cloud.iam.facts import authorisation_of
 from chuixiang_local.cloud.iam.gate import ACCOUNT, Principal
 from chuixiang_local.cloud.iam.policy import Decision, Request, UnsupportedCondition, evaluate, grammar_problems
 from chuixiang_local.cloud.iam.roles import roles
-from chuixiang_local.template import ConfigError, Template
 
 TABLE = f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/jobs"
 PRINCIPAL = Principal(role="chuixiang-RecipeFunctionRole-AbC", session="chuixiang-RecipeFunction-XyZ")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import NoReturn
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local.cloud.local_cloud import LocalCloud
-from chuixiang_local.template import Template
 
 from ..support.scaled import SCALED
 

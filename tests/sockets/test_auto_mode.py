@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from stack_template import Template
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import RecipeOutcome
@@ -24,7 +25,6 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, FakeModel
 from chuixiang_local.model.memory_health import MemoryHealth
 from chuixiang_local.model.memory_key_store import MemoryKeyStore
 from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
-from chuixiang_local.template import Template
 
 from ..support.scaled import SCALED
 from ..support.stages import run_recipe

@@ -11,9 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+from stack_template import Template
+
 from chuixiang_local.commands.bench import default_models, run_bench, summarise
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 from ..support.scaled import LATE_S
 from ..support.stages import function_settings

@@ -8,12 +8,12 @@ import time
 from typing import Any
 
 import pytest
+from stack_template import Template
 
 from chuixiang import canary
 from chuixiang.schemas import CanaryEvent
 from chuixiang.stores.health_store import DynamoHealthStore
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 from ..support.stages import function_settings
 

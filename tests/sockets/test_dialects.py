@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from stack_template import Template
 
 from chuixiang.settings import Settings
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
-from chuixiang_local.template import Template
 
 from ..support.scaled import LATE_S
 from ..support.stages import function_settings, run_image, run_recipe

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from stack_template import Template
 
 from chuixiang.resilience.breaker import BreakerConfig, CircuitBreaker, Permit
 from chuixiang.resilience.fastest import FastestFirst
@@ -19,7 +20,6 @@ from chuixiang.resilience.health import Observation
 from chuixiang.stores.breaker_store import DynamoBreakerStore
 from chuixiang.stores.health_store import DynamoHealthStore
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
-from chuixiang_local.template import Template
 
 from ..support.scaled import LATE_S
 from ..support.stages import function_settings, run_image, run_recipe

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from stack_template import Template
 
 from chuixiang.resilience.hedge import Hedge, HedgeBudget, HedgeRace
 from chuixiang.timeouts import RECIPE_HEDGE_AFTER
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 from ..support.scaled import LATE_S
 from ..support.stages import run_recipe

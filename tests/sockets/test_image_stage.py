@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from stack_template import Template
 
 from chuixiang.generation.image import ImageOutcome
 from chuixiang_local.model.fake_model import FakeModel, ImageBehaviour
-from chuixiang_local.template import Template
 
 from ..support.scaled import LATE_S
 from ..support.stages import run_image

@@ -8,10 +8,10 @@ import json
 from collections.abc import Callable
 
 import pytest
+from stack_template import Template
 
 from chuixiang.redaction import is_echo_notice, key_echoed, redact, register_secret
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 from ..support.key_encodings import KEY_FORMS
 from ..support.scaled import SCALED

@@ -8,13 +8,13 @@ import time
 from functools import partial
 
 import pytest
+from stack_template import Template
 
 from chuixiang.generation.sections import fallback_image_prompt
 from chuixiang.resilience.hedge import Hedge, HedgeBudget
 from chuixiang.timeouts import RECIPE_HEDGE_AFTER
 from chuixiang.upstream.chat_events import cached_prompt_tokens
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 from ..support.provider_corpus import RECIPE_CARRIERS, Replay, ReplayServer, random_cuts, recipe_stream, recordings
 from ..support.scaled import LATE_S, SCALED

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from stack_template import Template
 
 from chuixiang import steps
 from chuixiang.errors import ErrorCode
@@ -20,7 +21,6 @@ from chuixiang.stores.jobs import JobStore
 from chuixiang.stores.recipe_cache import RecipeCache
 from chuixiang.timeouts import PROGRESS_INTERVAL
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, recipe_for
-from chuixiang_local.template import Template
 
 from ..support.stages import function_settings
 from ..support.waiting import wait_until

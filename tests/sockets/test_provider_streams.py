@@ -16,6 +16,7 @@ from functools import partial
 
 import httpx
 import pytest
+from stack_template import Template
 
 from chuixiang.deadline import Deadline
 from chuixiang.generation.recipe import to_recipe
@@ -23,7 +24,6 @@ from chuixiang.generation.stage import code_for
 from chuixiang.upstream.chat import ChatRequest, read_chat_completion
 from chuixiang.upstream.chat_reader import Completion, Follow, SSEReader, StreamLimits
 from chuixiang.upstream.failures import UpstreamError
-from chuixiang_local.template import Template
 
 from ..support.provider_corpus import (
     RECIPE_CARRIERS,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from stack_template import Template
 
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 from ..support.scenarios import SCENARIOS, Scenario, assert_give_up
 from ..support.stages import function_settings, run_recipe

@@ -4,11 +4,11 @@ the function log or the job's ``error.detail``."""
 from __future__ import annotations
 
 import pytest
+from stack_template import Template
 
 from chuixiang.errors import clip_detail
 from chuixiang.redaction import REDACTED
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 from ..support.stages import run_recipe
 

@@ -6,10 +6,10 @@ inside the same deadline, and says why (``wholeAfter``); a lone surrogate is nev
 from __future__ import annotations
 
 import pytest
+from stack_template import Template
 
 from chuixiang.generation.recipe import RecipeOutcome
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 from ..support.scaled import SCALED
 from ..support.stages import run_recipe

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from stack_template import Template
+
 from chuixiang.generation.progress import CHARS_PER_TOKEN
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, prompt_tokens_of
-from chuixiang_local.template import Template
 
 from ..support.stages import run_recipe
 from .test_fallback_breaker import FALLBACK, PRIMARY, budget_ms, settings_with_fallback

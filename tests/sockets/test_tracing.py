@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from stack_template import Template
 
 from chuixiang.tracing import trace_aws_calls
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 from ..support.stages import run_recipe
 

@@ -10,10 +10,10 @@ import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from moto import mock_aws
 from moto.core.config import default_user_config
+from stack_template import Template
 
 from chuixiang import api, job_start
 from chuixiang.settings import get_settings
-from chuixiang_local.template import Template
 
 TEMPLATE = Template()
 #: The template's default CorsAllowOrigins: a preflight (OPTIONS) on a known path is answered, not refused.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from types import ModuleType
 
-from chuixiang_local.template import REPO_ROOT
+from stack_template import REPO_ROOT
 
 
 def function_module(code_dir: str) -> ModuleType:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from stack_template import Template
+
 from chuixiang_local.model.fake_model import ChatBehaviour as B
-from chuixiang_local.template import Template
 
 from .scaled import LATE_S
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 import httpx
+from stack_template import Template
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.image import ImageLimits, ImageOutcome, generate_image
@@ -20,7 +21,6 @@ from chuixiang.resilience.health import HealthStore
 from chuixiang.resilience.hedge import Hedge
 from chuixiang.settings import Settings
 from chuixiang.upstream.endpoint import ModelEndpoint
-from chuixiang_local.template import Template
 
 
 def function_settings(template: Template, function: str, base_url: str) -> Settings:

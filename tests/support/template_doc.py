@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chuixiang_local.template import REPO_ROOT, Template
+from stack_template import REPO_ROOT, Template
 
 TEMPLATE_TEXT = (REPO_ROOT / "template.yaml").read_text()
 DOC = Template().doc

@@ -61,7 +61,7 @@ def test_the_readmes_fairness_sentence_is_the_benchs() -> None:
 
 def test_the_lease_is_stated_as_the_api_sets_it() -> None:
     """The lease (``job_start``: ``StateMachineTimeout`` + 60 s from the admission), on the template's defaults."""
-    from chuixiang_local.template import Template
+    from stack_template import Template
 
     lease_s = int(Template().number("StateMachineTimeout")) + 60
     assert f"`StateMachineTimeout` + 60 s after it was taken ({lease_s} s on the defaults)" in " ".join(DOC.split())

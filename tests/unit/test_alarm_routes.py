@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from chuixiang_local.template import REPO_ROOT
+from stack_template import REPO_ROOT
 
 from ..support.template_doc import RESOURCES
 

@@ -12,10 +12,9 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
 from chuixiang import api, api_gate
 from chuixiang.settings import get_settings
-from chuixiang_local.gateway.api_client import http_event
-from chuixiang_local.workers.context import LocalContext
 
 from ..support.api_on_moto import api_on_moto
+from ..support.lambda_doubles import Context, api_event
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +30,8 @@ def test_idempotency_key_reused_for_another_dish_is_422() -> None:
 
 def _idempotency_checks(app: APIGatewayHttpResolver) -> None:
     def post(dish: str, key: str) -> dict[str, Any]:
-        event = http_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False), {"idempotency-key": key})
-        context = LocalContext("api", 512, "req", int(time.time() * 1000) + 10_000, "")  # as Lambda passes one
+        event = api_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False), {"idempotency-key": key})
+        context = Context("api", 512, "req", int(time.time() * 1000) + 10_000)  # as Lambda passes one
         return api_gate.handle(app, event, context)
 
     first, again = post("红烧肉", "key-1"), post("红烧肉", "key-1")
@@ -54,7 +53,7 @@ def test_openapi_document_is_checked_in_and_current(app: APIGatewayHttpResolver)
     doc = json.loads(checked_in)
     statuses = {code for ops in doc["paths"].values() for op in ops.values() for code in op["responses"]}
     assert statuses >= {"200", "202", "400", "404", "405", "409", "415", "422", "429", "503"}
-    served = api_gate.handle(app, http_event("GET", "/openapi.json"), None)
+    served = api_gate.handle(app, api_event("GET", "/openapi.json"), None)
     assert served["statusCode"] == 200 and json.loads(served["body"]) == doc
 
 
@@ -66,7 +65,7 @@ def test_admission_answers_429_with_retry_after_and_frees_the_slot_at_the_end() 
 
         def post(dish: str) -> dict[str, Any]:
             return api_gate.handle(
-                resolver, http_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False)), None
+                resolver, api_event("POST", "/recipes", json.dumps({"dish": dish}, ensure_ascii=False)), None
             )
 
         first, second, third = post("甲菜"), post("乙菜"), post("丙菜")
@@ -80,5 +79,5 @@ def test_admission_answers_429_with_retry_after_and_frees_the_slot_at_the_end() 
         # The first job ends; the client's next poll sees it and frees its slot.
         job_id = json.loads(first["body"])["jobId"]
         JobStore(get_settings()).update(job_id, status=JobStatus.SUCCEEDED)
-        assert api_gate.handle(resolver, http_event("GET", f"/recipes/{job_id}"), None)["statusCode"] == 200
+        assert api_gate.handle(resolver, api_event("GET", f"/recipes/{job_id}"), None)["statusCode"] == 200
         assert post("丙菜")["statusCode"] == 202

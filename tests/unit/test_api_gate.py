@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from chuixiang import api_gate
-from chuixiang_local.gateway.api_client import http_event
+
+from ..support.lambda_doubles import api_event
 
 _LOADS = json.loads  # kept: a test below makes the module's json.loads fail
 
@@ -24,15 +25,15 @@ def _refusal(event: dict[str, Any]) -> tuple[int, str] | None:
 
 def test_a_method_is_case_sensitive() -> None:
     """RFC 9110 9.1: ``post`` is not ``POST`` (it was accepted as one)."""
-    event = http_event("POST", "/recipes", json.dumps({"dish": "番茄炒蛋"}))
+    event = api_event("POST", "/recipes", json.dumps({"dish": "番茄炒蛋"}))
     event["requestContext"]["http"]["method"] = "post"
     assert _refusal(event) == (405, "METHOD_NOT_ALLOWED")
 
 
 def test_a_key_named_twice_is_refused() -> None:
     """RFC 8259 4: an object whose names repeat means different things to different parsers."""
-    assert _refusal(http_event("POST", "/recipes", '{"dish": "番茄炒蛋", "dish": "宫保鸡丁"}')) == (400, "INVALID_DISH")
-    assert _refusal(http_event("POST", "/recipes", '{"dish": "番茄炒蛋"}')) is None
+    assert _refusal(api_event("POST", "/recipes", '{"dish": "番茄炒蛋", "dish": "宫保鸡丁"}')) == (400, "INVALID_DISH")
+    assert _refusal(api_event("POST", "/recipes", '{"dish": "番茄炒蛋"}')) is None
 
 
 @pytest.mark.parametrize("encoded", [False, True], ids=["text", "base64"])
@@ -43,7 +44,7 @@ def test_a_wide_body_is_refused_before_it_is_decoded_or_parsed(encoded: bool, mo
     wide = "{" + ",".join(f'"key{n:09d}":0' for n in range(keys)) + "}"
     body = base64.b64encode(wide.encode()).decode() if encoded else wide
     assert 5_500_000 < len(body) < 6_291_456
-    event = http_event("POST", "/recipes", body)
+    event = api_event("POST", "/recipes", body)
     event["isBase64Encoded"] = encoded
 
     def parsed(*_a: Any, **_k: Any) -> Any:
@@ -57,8 +58,8 @@ def test_a_wide_body_is_refused_before_it_is_decoded_or_parsed(encoded: bool, mo
 def test_the_body_bound_is_far_above_any_dish_request() -> None:
     longest = json.dumps({"dish": "\U0001f35c" * 400})  # 400 characters of 4 UTF-8 bytes, escaped
     assert len(longest) < api_gate.MAX_POST_BODY_BYTES
-    assert _refusal(http_event("POST", "/recipes", longest)) is None
-    assert _refusal(http_event("POST", "/recipes", json.dumps({"dish": "x" * api_gate.MAX_POST_BODY_BYTES}))) == (
+    assert _refusal(api_event("POST", "/recipes", longest)) is None
+    assert _refusal(api_event("POST", "/recipes", json.dumps({"dish": "x" * api_gate.MAX_POST_BODY_BYTES}))) == (
         413,
         "PAYLOAD_TOO_LARGE",
     )
@@ -71,7 +72,7 @@ def test_the_published_schema_states_the_dish_rule() -> None:
 
     schema = CreateRecipeRequest.model_json_schema()["properties"]["dish"]
     assert (schema["minLength"], schema["maxLength"]) == (1, MAX_DISH_CHARS) == (1, 40)
-    from chuixiang_local.template import REPO_ROOT
+    from stack_template import REPO_ROOT
 
     published = _LOADS((REPO_ROOT / "docs" / "openapi.json").read_text())
     assert published["components"]["schemas"]["CreateRecipeRequest"]["properties"]["dish"]["maxLength"] == 40
@@ -82,7 +83,7 @@ def test_the_published_schema_states_the_dish_rule() -> None:
 )
 def test_a_body_that_is_not_a_json_object_is_refused(body: str) -> None:
     """The schema says object: an array of dishes was accepted and its first cooked."""
-    answer = api_gate.gate(http_event("POST", "/recipes", body))
+    answer = api_gate.gate(api_event("POST", "/recipes", body))
     assert answer is not None and answer["statusCode"] == 400
     error = _LOADS(answer["body"])["error"]
     assert error["code"] == "INVALID_DISH" and "must be a JSON object" in error["reason"]
@@ -100,5 +101,5 @@ def test_a_body_that_is_not_a_json_object_is_refused(body: str) -> None:
 )
 def test_a_charset_other_than_utf8_is_refused(content_type: str, refused: bool) -> None:
     """RFC 8259 8.1: JSON between systems is UTF-8; a UTF-8 body declared UTF-16 was accepted as UTF-8."""
-    event = http_event("POST", "/recipes", json.dumps({"dish": "番茄炒蛋"}), headers={"Content-Type": content_type})
+    event = api_event("POST", "/recipes", json.dumps({"dish": "番茄炒蛋"}), headers={"Content-Type": content_type})
     assert _refusal(event) == ((415, "UNSUPPORTED_MEDIA_TYPE") if refused else None)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from chuixiang_local.template import Template
+from stack_template import Template
 
 
 def test_canary_resources_are_conditional_and_least_privilege() -> None:

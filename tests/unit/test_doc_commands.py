@@ -12,8 +12,7 @@ from pathlib import Path
 import botocore.session
 import pytest
 from botocore import xform_name
-
-from chuixiang_local.template import REPO_ROOT
+from stack_template import REPO_ROOT
 
 DOCS = [REPO_ROOT / "docs" / name for name in ("runbook.md", "first-deploy.md", "capacity.md", "operations.md")]
 #: The AWS CLI's global options (``aws help``), and ``--cli-binary-format`` (v2).

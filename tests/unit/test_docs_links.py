@@ -38,7 +38,7 @@ def test_every_error_code_a_client_can_get_is_in_the_api_page() -> None:
 def test_every_alarm_has_its_runbook_entry() -> None:
     """The on-call opens docs/runbook.md from an alarm: every alarm of the template is named there, under a
     heading or in its group's list, and none named there is gone from the template."""
-    from chuixiang_local.template import Template
+    from stack_template import Template
 
     runbook = (ROOT / "docs" / "runbook.md").read_text()
     template = Template()

@@ -1,7 +1,7 @@
 """First-deploy fixes in the stores, on an in-process moto (``mock_aws``).
 
-Apart from ``test_first_deploy``: leaving ``mock_aws`` resets every moto backend of the process, and the
-local cloud that module shares between its tests lives in the same process.
+A module of its own: leaving ``mock_aws`` resets every moto backend of the process, and a module's shared local
+cloud would live in the same process.
 """
 
 from __future__ import annotations

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from stack_template import Template
+
 from chuixiang.settings import Settings
 from chuixiang.stores.recipe_cache import RecipeCache
 from chuixiang.stores.table import dish_key
-from chuixiang_local.template import Template
 
 
 def test_cache_entry_expires_before_its_image(table: Any, scaled_template: Template) -> None:

@@ -24,6 +24,8 @@ from chuixiang.synthetic import (
     run_synthetic,
 )
 
+from ..support.lambda_doubles import Context
+
 JOB = "0badc0de-0000-4000-8000-000000000001"
 
 
@@ -152,25 +154,6 @@ def test_each_run_cooks_a_dish_no_run_before_cooked() -> None:
     assert {d.split(" ")[0] for d in minutes} == set(DISHES)
 
 
-def test_what_the_synthetic_job_costs_is_what_the_cost_table_says() -> None:
-    """docs/operations.md prices a day of runs from its own cost table (a generated job: AWS and the model, per
-    1 000 jobs) at the default schedule; the parameter's description says a run's price."""
-    import re
-
-    from chuixiang_local.alarm_scenarios import schedule_seconds
-    from chuixiang_local.template import REPO_ROOT, Template
-
-    doc = (REPO_ROOT / "docs" / "operations.md").read_text()
-    aws = float(re.search(r"\| \*\*AWS total\*\* \| \*\*([\d.]+)\*\*", doc)[1])  # type: ignore[index]
-    model = float(re.search(r"\| the model \(.*?\) \| ([\d.]+) \|", doc)[1])  # type: ignore[index]
-    per_run = (aws + model) / 1000
-    parameters = Template().doc["Parameters"]
-    runs = 86_400 / schedule_seconds(parameters["SyntheticSchedule"]["Default"])
-    said = re.search(r"(\d+) runs a day, about (\d+) USD a day", doc)
-    assert said and int(said[1]) == runs and int(said[2]) == round(runs * per_run)
-    assert f"about {per_run:.2f} USD a run" in parameters["SyntheticSchedule"]["Description"]
-
-
 def test_behind_the_jwt_authorizer_the_function_presents_the_stored_token(
     table: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -181,7 +164,6 @@ def test_behind_the_jwt_authorizer_the_function_presents_the_stored_token(
     import boto3
 
     from chuixiang.settings import get_settings
-    from chuixiang_local.workers.context import LocalContext
 
     from ..support.handlers import function_module
 
@@ -202,7 +184,7 @@ def test_behind_the_jwt_authorizer_the_function_presents_the_stored_token(
     app = function_module("synthetic")
     real_client = httpx.Client
     monkeypatch.setattr(app.httpx, "Client", lambda **kw: real_client(transport=httpx.MockTransport(answer), **kw))
-    context = LocalContext("synthetic", 128, "req-1", int((time.time() + 60) * 1000))
+    context = Context("synthetic", 128, "req-1", int((time.time() + 60) * 1000))
     try:
         result = app.lambda_handler({}, context)
     finally:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from chuixiang_local.template import Template
+from stack_template import Template
 
 
 def test_admission_control_and_exposure() -> None:
     doc = Template().doc
     params, resources = doc["Parameters"], doc["Resources"]
     concurrency = {"Ref": "RecipeConcurrency"}
-    for name in ("RecipeFunction", "ImageFunction"):  # reserved only when asked (test_first_deploy)
+    for name in ("RecipeFunction", "ImageFunction"):  # reserved only when asked (tests/runner/test_deploy_preflight.py)
         assert resources[name]["Properties"]["ReservedConcurrentExecutions"]["Fn::If"][0] == "HasReservedConcurrency"
     api_env = resources["ApiFunction"]["Properties"]["Environment"]["Variables"]
     assert api_env["ADMISSION_SLOTS"] == concurrency  # the API admits no more jobs than can run
@@ -28,7 +28,7 @@ def test_admission_control_and_exposure() -> None:
         for e in resources["ApiFunction"]["Properties"]["Events"].values()
     }
     # ANY: a wrong method reaches the function, which answers 405 with Allow (API Gateway alone says 404).
-    # OPTIONS: a browser's preflight gets its own route, outside the authorizer (test_first_deploy).
+    # OPTIONS: a browser's preflight gets its own route, outside the authorizer (tests/pipeline/test_first_deploy.py).
     assert routes == {
         ("ANY", "/recipes"),
         ("ANY", "/recipes/{jobId}"),

@@ -53,7 +53,7 @@ class ErrorBody(BaseModel):
 class ExecutionInput(BaseModel):
     """What the api starts an execution with. During the api's gradual rollout (10 % for 5 minutes) the old
     api code starts the new state machine definition and the new code the old one: a change here must be one
-    both definitions run (``tests/unit/test_first_deploy.py`` pins it)."""
+    both definitions run (``tests/unit/test_rollout.py`` pins it)."""
 
     jobId: str
     dish: str

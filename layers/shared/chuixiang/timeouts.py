@@ -10,7 +10,7 @@ of them repeats a number.
 
 Adding a limit: declare it in :data:`LIMITS`, add the parameter (and the
 environment variable of the function that uses it) to ``template.yaml``, and use
-it. ``tests/unit/test_limits.py`` fails when the template and the declaration disagree.
+it. ``tests/runner/test_limits.py`` fails when the template and the declaration disagree.
 """
 
 from __future__ import annotations

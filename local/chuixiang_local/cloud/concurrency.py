@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from chuixiang_local.template import ConfigError
+from stack_template import ConfigError
 
 #: Lambda refuses a reservation that would leave the account fewer unreserved concurrent executions than this.
 MIN_UNRESERVED = 100

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from chuixiang_local.template import ACCOUNT, REGION
+from stack_template import ACCOUNT, REGION
 
 
 class Executions:

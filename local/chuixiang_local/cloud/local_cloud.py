@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import boto3
+from stack_template import NO_VALUE, REGION, ConfigError, FunctionSpec, Template
 
 from chuixiang.job_status import JobStage, JobStatus
 from chuixiang.redaction import MIN_SECRET_CHARS
@@ -53,7 +54,6 @@ from chuixiang_local.cloud.moto_patches import (
 )
 from chuixiang_local.cloud.moto_server import MotoServer, RequestCounter
 from chuixiang_local.cloud.vended_metrics import VendedMetrics
-from chuixiang_local.template import NO_VALUE, REGION, ConfigError, FunctionSpec, Template
 from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 
 #: moto accepts any credentials; these are its documented dummies.

@@ -15,7 +15,7 @@ import subprocess  # nosec B404  # runs SAM's pinned translator with a fixed arg
 from pathlib import Path
 from typing import Any
 
-from chuixiang_local.template import REPO_ROOT, ConfigError
+from stack_template import REPO_ROOT, ConfigError
 
 SAM_PYTHON = REPO_ROOT / ".venv-sam" / "bin" / "python"
 SCRIPT = Path(__file__).resolve().parents[1] / "sam_transform.py"

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from stack_template import Template
 
 from chuixiang.clock import iso, now_utc
 from chuixiang.deadline import Budget
@@ -43,7 +44,6 @@ from chuixiang.timeouts import (
 )
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.model.profiles import PROFILES
-from chuixiang_local.template import Template
 
 DEFAULT_DISHES = ("番茄炒蛋", "红烧肉")
 #: The recipe limits a fake-time bench scales with the profiles (the rest are counts or unaffected).

@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from stack_template import ConfigError, Template, parse_overrides
+
 from chuixiang.observability import logger
 from chuixiang.settings import comma_list
 from chuixiang_local.commands.common import WORK_DIR, common, progress
 from chuixiang_local.model.fake_model import FakeModel
-from chuixiang_local.template import ConfigError, Template, parse_overrides
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chuixiang_local.template import ConfigError
+from stack_template import ConfigError
 
 INSTALL = ".venv/bin/pip install -e '.[charts]'"
 

@@ -10,6 +10,8 @@ import argparse
 import os
 import sys
 
+from stack_template import ConfigError
+
 from chuixiang_local.cloud.moto_patches import EngineError
 from chuixiang_local.commands import (
     bench_cmd,
@@ -22,7 +24,6 @@ from chuixiang_local.commands import (
     seed_cmd,
     serve_cmd,
 )
-from chuixiang_local.template import ConfigError
 
 
 def parser() -> argparse.ArgumentParser:

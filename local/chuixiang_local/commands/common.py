@@ -8,11 +8,12 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO
 
+from stack_template import REPO_ROOT, Template, parse_overrides
+
 from chuixiang_local.cloud.concurrency import DEFAULT_QUOTA
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.commands.ladder import check_or_raise
 from chuixiang_local.model.fake_model import FakeModelProcess
-from chuixiang_local.template import REPO_ROOT, Template, parse_overrides
 
 WORK_DIR = REPO_ROOT / ".chuixiang"
 #: Where ``chuixiang cloud`` says where it runs (``chuixiang seed`` reads it).

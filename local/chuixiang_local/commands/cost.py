@@ -39,12 +39,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stack_template import Template
+
 from chuixiang.generation.sections import most_ranges_reserved, sections_reservation, whole_reservation
 from chuixiang.job_start import POLL_AFTER_MS
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi, http_event
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
-from chuixiang_local.template import Template
 
 PRICED_ON = "2026-12-01"  #: us-east-1 list prices on this date (USD)
 LAMBDA_ARM_GB_SECOND = 0.0000133334

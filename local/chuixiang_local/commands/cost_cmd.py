@@ -6,9 +6,10 @@ import argparse
 import json
 from typing import Any
 
+from stack_template import Template, parse_overrides
+
 from chuixiang_local.commands.common import common, progress
 from chuixiang_local.commands.ladder import check_or_raise
-from chuixiang_local.template import Template, parse_overrides
 
 
 def cmd_cost(args: argparse.Namespace) -> int:

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stack_template import Template
+
 from chuixiang_local.commands.charts import pyplot
-from chuixiang_local.template import Template
 
 #: A series: time bucket (ms) -> the bucket's values.
 Buckets = dict[int, list[float]]

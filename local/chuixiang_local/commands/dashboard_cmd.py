@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from stack_template import Template, parse_overrides
+
 from chuixiang_local.commands.common import WORK_DIR, progress
-from chuixiang_local.template import Template, parse_overrides
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import ClientError
-
-from chuixiang_local.template import parse_overrides
+from stack_template import parse_overrides
 
 #: What CloudFormation shows for a NoEcho parameter: not a value to check or pass on.
 MASKED = "****"

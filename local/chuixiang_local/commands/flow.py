@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from chuixiang_local.template import Template
+from stack_template import Template
 
 #: How each Choice comparator reads in the table.
 _COMPARATORS = {

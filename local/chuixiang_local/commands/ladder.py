@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from stack_template import ConfigError, FunctionSpec, Template, unqualified
+
 from chuixiang.limit_rules import (
     SAFETY_MARGIN_S,
     STATE_TIMEOUT_MARGIN_S,
@@ -29,7 +31,6 @@ from chuixiang.settings import Settings
 from chuixiang.timeouts import BY_PARAMETER, CLIENT_GIVE_UP, LIMITS, STATE_MACHINE
 from chuixiang.upstream.dialects import DialectError, parse_dialects
 from chuixiang_local.cloud.concurrency import min_unreserved
-from chuixiang_local.template import ConfigError, FunctionSpec, Template, unqualified
 
 #: Limits whose value the ladder reads from the ASL itself (after substitution), and how it names them.
 ASL_LABELS = {STATE_MACHINE.parameter: "state machine TimeoutSeconds"}

@@ -6,9 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from stack_template import REPO_ROOT, Template, parse_overrides
+
 from chuixiang_local.commands.common import common
 from chuixiang_local.commands.ladder import build_ladder, markdown_table, reservation_problems
-from chuixiang_local.template import REPO_ROOT, Template, parse_overrides
 
 
 def cmd_ladder(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """The shared layer's map: which layer each module of ``chuixiang`` is in, and the module table built from it.
 
-``tests/unit/test_layers.py`` enforces the map (no import runs upward or sideways); ``docs/architecture.md``'s
+``tests/runner/test_layers.py`` enforces the map (no import runs upward or sideways); ``docs/architecture.md``'s
 module table is generated from the same map and from each module's own docstring (its first sentence), so
 the document can list neither a module that is gone nor one the map does not place.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 
-from chuixiang_local.template import REPO_ROOT
+from stack_template import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "layers" / "shared" / "chuixiang"
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 
+from stack_template import REPO_ROOT, Template
+
 from chuixiang_local.commands import flow, layout, sections_bench
 from chuixiang_local.commands.ladder import markdown_table
 from chuixiang_local.evening.report import tables as evening_tables
-from chuixiang_local.template import REPO_ROOT, Template
 
 
 def rewrite(page: str, block: str, content: str) -> None:

@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from stack_template import ConfigError
+
 from chuixiang_local.commands.common import CLOUD_STATE, progress
-from chuixiang_local.template import ConfigError
 
 
 def cmd_seed(args: argparse.Namespace) -> int:

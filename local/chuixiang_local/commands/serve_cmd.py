@@ -13,12 +13,13 @@ import threading
 import time
 from typing import Any, TextIO
 
+from stack_template import Template, parse_overrides
+
 from chuixiang.polling import DRAWING_MS, WAITING_MS
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.commands.common import WORK_DIR, account_quota, common, local_stack, progress
 from chuixiang_local.gateway.api_server import LOCAL_IMAGES_PATH, function_argument
 from chuixiang_local.gateway.demo_site import DemoSite, demo_origin
-from chuixiang_local.template import Template, parse_overrides
 
 
 def _with_demo_origin(args: argparse.Namespace) -> None:

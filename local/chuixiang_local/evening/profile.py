@@ -8,10 +8,11 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from stack_template import REPO_ROOT
+
 from chuixiang.generation.mode_choice import OTHER_STREAMS
 from chuixiang.generation.sections import sections_reservation, whole_reservation
 from chuixiang.settings import Settings
-from chuixiang_local.template import REPO_ROOT
 
 #: A whole answer's ``max_tokens`` (``RECIPE_MAX_TOKENS``' default).
 MAX_TOKENS = int(Settings.model_fields["recipe_max_tokens"].default)

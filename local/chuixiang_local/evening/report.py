@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from stack_template import Template
+
 from chuixiang_local.commands.cost import Assumptions
 from chuixiang_local.evening.profile import measured_jobs
 from chuixiang_local.evening.quotas import AWS_REGIONS, PROVIDERS
 from chuixiang_local.evening.sim import Evening, Stack
-from chuixiang_local.template import Template
 
 MODES = ("whole", "parallel", "auto")
 

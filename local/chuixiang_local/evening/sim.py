@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stack_template import Template
+
 from chuixiang.generation.sections import whole_reservation
 from chuixiang.job_start import POLL_AFTER_MS
 from chuixiang.resilience.key_loans import KeyQuotas, KeyRecord, given_back, lend, lent
@@ -37,7 +39,6 @@ from chuixiang.stores.job_times import EXPECTED_JOB_S, MIN_SAMPLES
 from chuixiang_local.commands.cost import LAMBDA_ARM_GB_SECOND, Assumptions
 from chuixiang_local.evening.profile import EVENING_S, IMAGE_S, MAX_TOKENS, JobProfile, arrivals
 from chuixiang_local.evening.quotas import AwsQuotas, MinuteWindow, Provider, TokenBucket
-from chuixiang_local.template import Template
 
 #: The submit state before the recipe stage starts (a Lambda of ~0.3 s and two transitions).
 SUBMIT_S = 0.5

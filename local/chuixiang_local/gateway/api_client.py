@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stack_template import REPO_ROOT
+
 from chuixiang.job_status import is_terminal
 from chuixiang.observability import logger
 from chuixiang_local.cloud.local_cloud import LocalCloud
-from chuixiang_local.template import REPO_ROOT
 from chuixiang_local.workers.context import LocalContext
 
 

@@ -27,9 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from stack_template import FunctionSpec
+
 from chuixiang_local.cloud.front_door import SharedCount
 from chuixiang_local.servers import exit_with_parent
-from chuixiang_local.template import FunctionSpec
 from chuixiang_local.workers.invoker import Invocation, WorkerPool, invoke, lambda_env
 
 #: What API Gateway (HTTP API) answers when the function itself fails or times out.

@@ -11,7 +11,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from chuixiang_local.template import REPO_ROOT
+from stack_template import REPO_ROOT
 
 #: Path -> (file, content type). Nothing else is served.
 FILES = {

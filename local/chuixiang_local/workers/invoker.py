@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from chuixiang_local.template import FunctionSpec
+from stack_template import FunctionSpec
 
 #: Environment a Lambda process inherits from the runner (nothing else leaks in).
 PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYENV_VERSION", "MODEL_API_KEY")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from chuixiang_local.template import ConfigError, Template
+from stack_template import ConfigError, Template
 
 from .policy import Decision, Request, evaluate, grammar_problems, statements_of
 

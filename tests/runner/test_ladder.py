@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from stack_template import ConfigError, Template
 
 from chuixiang_local.commands.ladder import build_ladder
-from chuixiang_local.template import ConfigError, Template
 
 from ..support.scaled import SCALED
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 
+from stack_template import REPO_ROOT
+
 from chuixiang_local.commands import flow
-from chuixiang_local.template import REPO_ROOT
 
 
 def test_the_flow_table_is_generated_from_the_asl() -> None:
@@ -17,7 +18,7 @@ def test_the_flow_table_is_generated_from_the_asl() -> None:
 
 
 def test_every_state_is_in_the_table_once() -> None:
-    from chuixiang_local.template import Template
+    from stack_template import Template
 
     _, _, definition = Template().state_machine()
     table = flow.markdown_table()

@@ -6,12 +6,12 @@ import re
 from pathlib import Path
 
 import pytest
+from stack_template import Template
 
 from chuixiang.limit_rules import Limit
 from chuixiang.settings import Settings
 from chuixiang.timeouts import LIMITS
 from chuixiang_local.commands.ladder import markdown_table
-from chuixiang_local.template import Template
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,9 +5,9 @@ little traffic there is; one failure in a quiet hour, or the background failure 
 from __future__ import annotations
 
 import pytest
+from stack_template import Template
 
 from chuixiang_local.alarm_rules import AlarmRules
-from chuixiang_local.template import Template
 
 RULES = AlarmRules(Template())
 

@@ -7,10 +7,10 @@ import json
 import re
 
 import pytest
+from stack_template import REPO_ROOT
 
 from chuixiang_local.commands.cost import SECTIONS_BENCH, Assumptions
 from chuixiang_local.commands.readme import sections_blocks
-from chuixiang_local.template import REPO_ROOT
 
 
 @pytest.mark.parametrize(("page", "block", "content"), sections_blocks(), ids=lambda v: str(v)[:20])

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import re
 
+from stack_template import Template
+
 from chuixiang_local import burn_alarms
-from chuixiang_local.template import Template
 
 from ..support.template_doc import RESOURCES, TEMPLATE_TEXT
 
