@@ -139,7 +139,7 @@ ladder: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/python -c "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver; from chuixiang.api import build_app, openapi_json; print(openapi_json(build_app(APIGatewayHttpResolver)))" > docs/openapi.json
 
-# The burn-rate alarms: written into template.yaml from their table (local/chuixiang_local/burn_alarms.py),
+# The burn-rate alarms: written into template.yaml from their declaration (layers/shared/chuixiang/slo.py),
 # and the runbook's "What pages, measured" from the simulation (~20 s); a test fails when either is stale.
 alarms: $(STAMP)
 	$(BIN)/python -m chuixiang_local.burn_alarms

@@ -9,6 +9,7 @@ import re
 
 from stack_template import Template
 
+from chuixiang import slo
 from chuixiang_local import burn_alarms
 
 from ..support.template_doc import RESOURCES, TEMPLATE_TEXT
@@ -20,7 +21,7 @@ def test_the_template_holds_what_the_table_renders() -> None:
 
 def test_every_alarm_the_table_declares_is_in_the_template_once() -> None:
     names = burn_alarms.alarm_names()
-    assert len(names) == len(set(names)) == 3 * (2 + 2 * len(burn_alarms.TIERS))
+    assert len(names) == len(set(names)) == 3 * (2 + 2 * len(slo.TIERS))
     for name in names:
         assert RESOURCES[name]["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
         assert TEMPLATE_TEXT.count(f"\n  {name}:\n") == 1
@@ -36,14 +37,14 @@ def test_the_alarm_widget_lists_pages_then_tickets_then_parts() -> None:
 
 
 def test_pages_go_to_the_alarm_topic_and_slow_burns_to_tickets() -> None:
-    for objective in burn_alarms.OBJECTIVES:
+    for objective in slo.OBJECTIVES:
         page = RESOURCES[f"{objective.name}BurnAlarm"]["Properties"]
         ticket = RESOURCES[f"{objective.name}SlowBurnAlarm"]["Properties"]
         assert page["AlarmActions"] == [{"Ref": "AlarmTopic"}] and ticket["AlarmActions"] == [{"Ref": "TicketTopic"}]
         # The ticket is held while the page is on, and while its short window still holds that incident.
         assert ticket["ActionsSuppressor"] == {"Fn::GetAtt": [f"{objective.name}BurnAlarm", "Arn"]}
-        assert ticket["ActionsSuppressorExtensionPeriod"] == burn_alarms.TIERS[-1].short.seconds
-        for tier in burn_alarms.TIERS:
+        assert ticket["ActionsSuppressorExtensionPeriod"] == slo.TIERS[-1].short.seconds
+        for tier in slo.TIERS:
             for window in (tier.long, tier.short):
                 props = RESOURCES[f"{objective.name}Burn{window.suffix}Alarm"]["Properties"]
                 assert "AlarmActions" not in props  # a part never notifies alone

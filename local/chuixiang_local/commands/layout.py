@@ -23,6 +23,7 @@ LAYERS: list[dict[str, set[str]]] = [
             "redaction",
             "timeouts",
             "limit_rules",
+            "slo",
             "observability",
             "job_status",
             "dish",
