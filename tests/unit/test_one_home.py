@@ -18,6 +18,7 @@ PACKAGE_ROOT = ROOT / "layers" / "shared"
 IMPORTERS = ("layers", "functions", "local", "tests", "bench")
 
 
+@functools.cache
 def _module_file(dotted: str, package_root: Path = PACKAGE_ROOT) -> Path | None:
     path = package_root.joinpath(*dotted.split("."))
     for candidate in (path.with_suffix(".py"), path / "__init__.py"):
