@@ -54,23 +54,27 @@ def _source_module(path: Path, node: ast.ImportFrom, package_root: Path) -> str 
     return ".".join([*base, *(node.module.split(".") if node.module else [])])
 
 
+def _package_imports(files: Iterable[Path], package_root: Path) -> Iterator[tuple[Path, ast.ImportFrom, str]]:
+    """Each ``from … import`` of a package module: the importing file, the statement, the module it reads."""
+    for path in files:
+        for node in ast.walk(_parsed(path)):
+            if isinstance(node, ast.ImportFrom) and (module := _source_module(path, node, package_root)):
+                yield path, node, module
+
+
 def violations(files: Iterable[Path], package_root: Path = PACKAGE_ROOT) -> list[str]:
     """Each name imported from a plain module of the package that does not define it."""
     defined: dict[Path, set[str]] = {}
     found = []
-    for path in files:
-        for node in ast.walk(_parsed(path)):
-            if not isinstance(node, ast.ImportFrom):
-                continue
-            module = _source_module(path, node, package_root)
-            source = _module_file(module, package_root) if module else None
-            if source is None or source.name == "__init__.py":  # a package's face may re-export
-                continue
-            if source not in defined:
-                defined[source] = _defined(source)
-            for alias in node.names:
-                if alias.name not in defined[source] and _module_file(f"{module}.{alias.name}", package_root) is None:
-                    found.append(f"{path}:{node.lineno}: {alias.name} from {module}, which does not define it")
+    for path, node, module in _package_imports(files, package_root):
+        source = _module_file(module, package_root)
+        if source is None or source.name == "__init__.py":  # a package's face may re-export
+            continue
+        if source not in defined:
+            defined[source] = _defined(source)
+        for alias in node.names:
+            if alias.name not in defined[source] and _module_file(f"{module}.{alias.name}", package_root) is None:
+                found.append(f"{path}:{node.lineno}: {alias.name} from {module}, which does not define it")
     return found
 
 
@@ -135,21 +139,16 @@ def private_module_imports(files: Iterable[Path], package_root: Path = PACKAGE_R
     """Each import of a package's private module (``_slots``: the package's business, behind its face) from
     outside that package."""
     found = []
-    for path in files:
-        for node in ast.walk(_parsed(path)):
-            if not isinstance(node, ast.ImportFrom):
+    for path, node, module in _package_imports(files, package_root):
+        targets = [module, *(f"{module}.{a.name}" for a in node.names if a.name.startswith("_"))]
+        for target in targets:
+            parts = target.split(".")
+            private = [i for i, p in enumerate(parts) if p.startswith("_") and not p.startswith("__")]
+            if not private or _module_file(target, package_root) is None:
                 continue
-            module = _source_module(path, node, package_root)
-            targets = [module] if module else []
-            targets += [f"{module}.{a.name}" for a in node.names if module and a.name.startswith("_")]
-            for target in targets:
-                parts = target.split(".")
-                private = [i for i, p in enumerate(parts) if p.startswith("_") and not p.startswith("__")]
-                if not private or _module_file(target, package_root) is None:
-                    continue
-                home = package_root.joinpath(*parts[: private[0]])
-                if home not in path.parents:
-                    found.append(f"{path}:{node.lineno}: {target} is private to {'.'.join(parts[: private[0]])}")
+            home = package_root.joinpath(*parts[: private[0]])
+            if home not in path.parents:
+                found.append(f"{path}:{node.lineno}: {target} is private to {'.'.join(parts[: private[0]])}")
     return found
 
 
