@@ -128,8 +128,8 @@ lint: $(STAMP) $(LINT_STAMP)
 	# One home per name: only a package's __init__.py re-exports, no private name or private module is used
 	# outside its home (complexity <= 12 is ruff's C90 above).
 	$(BIN)/python -m pytest -q -p no:randomly -p no:cacheprovider tests/unit/test_one_home.py
-	$(BIN)/mypy layers/shared/chuixiang local/chuixiang_local local/stack_template tests
-	.venv-lint/bin/bandit -q -r layers/shared/chuixiang functions local/chuixiang_local local/stack_template
+	$(BIN)/mypy layers/shared/chuixiang local/chuixiang_local local/stack_template local/model_samples tests
+	.venv-lint/bin/bandit -q -r layers/shared/chuixiang functions local/chuixiang_local local/stack_template local/model_samples
 	.venv-lint/bin/checkov -f template.yaml --framework cloudformation --quiet --compact --skip-download
 
 ladder: $(STAMP)

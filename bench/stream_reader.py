@@ -25,12 +25,12 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
+from model_samples import recipe_for
 
 from chuixiang.deadline import Budget
 from chuixiang.generation.progress import ProgressReporter
 from chuixiang.upstream.chat import ChatRequest, read_chat_completion
 from chuixiang.upstream.chat_reader import Follow, StreamLimits
-from chuixiang_local.model.fake_model import recipe_for
 
 #: Progress writes in the benchmark: 20x production's 2 s interval, each "write" waiting like DynamoDB would.
 PROGRESS_INTERVAL_S = 0.1

@@ -16,11 +16,12 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from model_samples import recipe_for
 
 from chuixiang.key_forms import key_pieces
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
-from chuixiang_local.model.fake_model import FakeModel, ImageBehaviour, recipe_for
+from chuixiang_local.model.fake_model import FakeModel, ImageBehaviour
 
 from ..support.key_encodings import KEY_FORMS
 from ..support.provider_corpus import Replay, ReplayServer

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from model_samples import recipe_for
 from stack_template import Template
-
-from chuixiang_local.model.fake_model import recipe_for
 
 from ..support.scaled import SCALED
 from ..support.serve import Serve

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chuixiang_local.model.fake_model import make_png
+from model_samples import make_png
 
 
 def test_fake_png_is_a_png() -> None:

@@ -16,14 +16,13 @@ from chuixiang.generation.recipe_job import RecipeJob
 from chuixiang.generation.recipe_modes import write_recipe
 from chuixiang.generation.sections import default_max_streams
 from chuixiang.resilience.calls import Routes
-from chuixiang.resilience.key_loans import PROBE_FIRST_S, KeyQuotas, Lender
+from chuixiang.resilience.key_loans import PROBE_FIRST_S, KeyQuotas, Lender, MemoryKeyStore
 from chuixiang.stores.key_streams import KeyLender
 from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.commands.routing_bench import limits
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, FakeModelProcess
 from chuixiang_local.model.memory_health import MemoryHealth
-from chuixiang_local.model.memory_key_store import MemoryKeyStore
 from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
 
 from ..support.scaled import SCALED

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from model_samples import recipe_for
 from stack_template import Template
 
 from chuixiang import steps
@@ -20,7 +21,7 @@ from chuixiang.settings import Settings
 from chuixiang.stores.jobs import JobStore
 from chuixiang.stores.recipe_cache import RecipeCache
 from chuixiang.timeouts import PROGRESS_INTERVAL
-from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, recipe_for
+from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
 from ..support.stages import function_settings
 from ..support.waiting import wait_until

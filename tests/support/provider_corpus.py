@@ -18,8 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from chuixiang_local.model.fake_model import make_png, recipe_for
-from chuixiang_local.model.profiles import section_doc
+from model_samples import make_png, recipe_for, section_doc
 
 CORPUS = Path(__file__).parents[1] / "provider_streams"
 

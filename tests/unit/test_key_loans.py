@@ -12,12 +12,12 @@ from chuixiang.resilience.key_loans import (
     PROBE_MAX_S,
     KeyQuotas,
     KeyRecord,
+    MemoryKeyStore,
     given_back,
     lend,
     lent,
 )
 from chuixiang.stores.key_streams import DynamoKeyStore, KeyLender
-from chuixiang_local.model.memory_key_store import MemoryKeyStore
 
 T0 = 1_000_000.0
 UNTIL = T0 + 300

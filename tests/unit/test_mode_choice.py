@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from model_samples import long_recipe_for, section_doc, token_pieces
 
 from chuixiang.generation.mode_choice import (
     COLD_MODE,
@@ -19,7 +20,6 @@ from chuixiang.generation.mode_choice import (
 from chuixiang.generation.sections import Outline, PipelinedSteps, Section, StepsPart, in_range, outline_head
 from chuixiang.generation.stream_sharing import StreamSharing, most_at_once
 from chuixiang.resilience.health import ModelHealth, Observation, counters, health_of
-from chuixiang_local.model.profiles import long_recipe_for, section_doc, token_pieces
 
 #: The peak as the write-up measured one stream: first content 6.2 s, ~18 tokens/s.
 PEAK = Measured(first_content_ms=6_200, tokens_per_s=18.0)

@@ -108,7 +108,7 @@ def test_the_rule_sees_a_re_export_and_allows_a_packages_face(tmp_path: Path) ->
     assert len(found) == 1 and "now from chuixiang.relay" in found[0], found
 
 
-PRIVATE_IMPORT_ROOTS = ("chuixiang", "chuixiang_local", "stack_template")
+PRIVATE_IMPORT_ROOTS = ("chuixiang", "chuixiang_local", "stack_template", "model_samples")
 
 
 def private_imports(files: Iterable[Path]) -> list[str]:

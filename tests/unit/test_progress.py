@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from model_samples import recipe_for
 
 from chuixiang.generation.progress import MAX_STREAMING_PERCENT, ProgressReporter, partial_recipe
 from chuixiang.generation.recipe import to_recipe
@@ -17,7 +18,6 @@ from chuixiang.generation.recipe_format import strip_reasoning
 from chuixiang.schemas import Progress
 from chuixiang.upstream.chat_reader import Completion
 from chuixiang.upstream.failures import EmptyAnswer
-from chuixiang_local.model.fake_model import recipe_for
 
 FINAL = recipe_for("番茄炒蛋")
 TEXT = json.dumps(FINAL, ensure_ascii=False)

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from model_samples import recipe_for
 
 from chuixiang.errors import ErrorCode, StageError
 from chuixiang.generation.recipe_format import parse_recipe
-from chuixiang_local.model.fake_model import recipe_for
 
 
 def test_recipe_parses_with_fences_and_prose() -> None:
@@ -45,9 +45,10 @@ def test_truncated_json_is_invalid() -> None:
 def test_a_recipe_larger_than_a_job_item_can_hold_is_refused_and_never_shown() -> None:
     """DynamoDB items hold 400 KB: the largest recipe kept fits, one byte more is RECIPE_INVALID,
     and a partial recipe past that size is no longer shown (its progress write would be refused)."""
+    from model_samples import largest_recipe
+
     from chuixiang.generation.progress import partial_recipe
     from chuixiang.generation.recipe_format import RECIPE_MAX_BYTES
-    from chuixiang_local.model.fake_model import largest_recipe
 
     largest = largest_recipe("大菜")
     assert parse_recipe(json.dumps(largest, ensure_ascii=False)).name == "大菜"

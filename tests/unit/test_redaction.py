@@ -92,9 +92,10 @@ def test_a_detail_is_redacted_before_it_is_cut() -> None:
 def test_a_recipe_is_redacted_string_by_string_after_decoding() -> None:
     import json
 
+    from model_samples import recipe_for
+
     from chuixiang.generation.recipe_format import parse_recipe
     from chuixiang.redaction import register_secret
-    from chuixiang_local.model.fake_model import recipe_for
 
     register_secret(DOTTED)
     recipe = recipe_for("番茄炒蛋")

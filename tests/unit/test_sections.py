@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from model_samples import long_recipe_for, recipe_for, section_doc
 
 from chuixiang.errors import ErrorCode, StageError
 from chuixiang.generation.recipe_format import parse_recipe
@@ -26,8 +27,6 @@ from chuixiang.generation.sections import (
     plan,
 )
 from chuixiang.upstream.chat_events import cached_prompt_tokens
-from chuixiang_local.model.fake_model import recipe_for
-from chuixiang_local.model.profiles import long_recipe_for, section_doc
 
 from ..support.provider_corpus import recordings
 

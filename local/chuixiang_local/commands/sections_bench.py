@@ -50,7 +50,7 @@ from chuixiang.generation.sections import default_max_streams, whole_reservation
 from chuixiang.observability import logger
 from chuixiang.resilience.calls import Routes
 from chuixiang.resilience.health import HealthStore
-from chuixiang.resilience.key_loans import KeyQuotas, Lender
+from chuixiang.resilience.key_loans import KeyQuotas, Lender, MemoryKeyStore
 from chuixiang.schemas import PartialRecipe, Progress
 from chuixiang.stores.key_streams import KeyLender
 from chuixiang.timeouts import BY_PARAMETER
@@ -61,7 +61,6 @@ from chuixiang_local.commands.routing_bench import limits as scaled_limits
 from chuixiang_local.model.fake_model import FakeModelProcess
 from chuixiang_local.model.key_quota import KeyQuota
 from chuixiang_local.model.memory_health import MemoryHealth
-from chuixiang_local.model.memory_key_store import MemoryKeyStore
 from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
 
 

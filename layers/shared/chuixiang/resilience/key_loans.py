@@ -20,6 +20,7 @@ This module is the policy, over a record of the key; the DynamoDB store is :mod:
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -137,6 +138,26 @@ class KeyStore(Protocol):
     def read(self) -> KeyRecord: ...
 
     def write(self, record: KeyRecord, read_version: int) -> bool: ...
+
+
+class MemoryKeyStore:
+    """A key's record in one process (a bench, a test with no table): the same policy as the table's store, its
+    write applying only over the version read."""
+
+    def __init__(self) -> None:
+        self._record = KeyRecord()
+        self._lock = threading.Lock()
+
+    def read(self) -> KeyRecord:
+        with self._lock:
+            return self._record
+
+    def write(self, record: KeyRecord, read_version: int) -> bool:
+        with self._lock:
+            if self._record.version != read_version:
+                return False
+            self._record = record
+            return True
 
 
 class Lender(Protocol):
