@@ -52,8 +52,9 @@ def test_each_timeout_line_is_the_functions_timeout() -> None:
 def test_drawing_without_matplotlib_says_how_to_install_it_instead_of_crashing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """After `make run` (no charts extra), `chuixiang dashboard --out` crashed with ModuleNotFoundError: it is a
-    configuration error (exit 2) that names the install command."""
+    """In a venv without matplotlib (``make run`` installs it; a venv made otherwise may not), ``chuixiang
+    dashboard --out`` crashed with ModuleNotFoundError: it is a configuration error (exit 2) that names the install
+    command."""
     from chuixiang_local.commands import cli
     from chuixiang_local.commands.charts import INSTALL
 
@@ -61,3 +62,15 @@ def test_drawing_without_matplotlib_says_how_to_install_it_instead_of_crashing(
     code = cli.main(["dashboard", "--logs", str(tmp_path), "--out", str(tmp_path / "d.png")])
     assert code == 2
     assert INSTALL in capsys.readouterr().err and not (tmp_path / "d.png").exists()
+
+
+def test_make_run_installs_what_the_dashboard_draws_with() -> None:
+    """A fresh clone's ``make run`` then ``chuixiang dashboard --out d.png`` draws: ``make run`` installs the
+    project's runtime dependencies (``pip install -e .``), and matplotlib is one of them."""
+    import tomllib
+
+    from stack_template import REPO_ROOT
+
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    assert any(d.split("==")[0] == "matplotlib" for d in project["dependencies"])
+    assert "pip install --quiet -e .\n" in (REPO_ROOT / "Makefile").read_text()

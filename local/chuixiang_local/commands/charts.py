@@ -1,5 +1,5 @@
-"""The charts' one way to matplotlib: the ``charts`` extra is not what running needs (``make run`` does not
-install it), so a command that draws says how to get it instead of crashing on an import."""
+"""The charts' one way to matplotlib: ``make run`` installs it, but a venv made otherwise may lack it, so a
+command that draws says how to get it instead of crashing on an import."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from stack_template import ConfigError
 
-INSTALL = ".venv/bin/pip install -e '.[charts]'"
+INSTALL = ".venv/bin/pip install -e ."
 
 
 def pyplot() -> Any:
@@ -17,7 +17,7 @@ def pyplot() -> Any:
         import matplotlib
     except ImportError as exc:
         raise ConfigError(
-            f"drawing a chart needs matplotlib, which `make run` does not install: {INSTALL} (make test does)"
+            f"drawing a chart needs matplotlib, which this venv lacks: {INSTALL} (as `make run` does)"
         ) from exc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
