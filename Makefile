@@ -63,7 +63,7 @@ test-node: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # The tiers are the folders of tests/ (a unit or runner test that opens a socket or starts a process fails).
-# The fast tier: the product's unit tests, in-process only, on a worker per core (~10 s on 2 cores once
+# The fast tier: the product's unit tests, in-process only, on a worker per core (README: as measured, once
 # installed). `make test` runs every tier.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) tests/unit
