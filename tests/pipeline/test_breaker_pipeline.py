@@ -39,11 +39,12 @@ def test_fallback_models_through_the_pipeline(fake: FakeModel, tmp_path: Path) -
     assert doc["status"] == "SUCCEEDED", doc
     recipe = doc["metrics"]["recipe"]
     assert recipe["model"] == FALLBACK
-    assert [(c["model"], c["outcome"]) for c in recipe["calls"]] == [
-        (PRIMARY, "http_error"),
-        (PRIMARY, "http_error"),
-        (FALLBACK, "ok"),
-    ]
+    calls = [(c["model"], c["outcome"]) for c in recipe["calls"]]
+    # The primary fails (503), is retried, then the fallback writes it. On a busy machine the retry's 503 can come
+    # after the scaled hedge delay (500 ms): the fallback starts as a hedge and the primary's call is closed as the
+    # race's loser (a fresh-clone CI, two suites at once, saw ``hedge_lost`` for the second call).
+    assert calls[0] == (PRIMARY, "http_error") and calls[-1] == (FALLBACK, "ok"), calls
+    assert len(calls) == 3 and calls[1] in ((PRIMARY, "http_error"), (PRIMARY, "hedge_lost")), calls
     assert doc["image"] is not None and doc["metrics"]["image"]["model"] == FALLBACK
 
 
