@@ -24,17 +24,18 @@ from dataclasses import dataclass
 
 from stack_template import Template
 
+from chuixiang.slo import TIERS
 from chuixiang_local.alarm_rules import AlarmRules
 from chuixiang_local.alarm_timeline import Notification, Series, Timeline
 
 HOUR = 3600
 #: Hours of background before a run starts: the longest window's (the ticket's 3 days).
-HISTORY_H = 72.0
+HISTORY_H = max(tier.long.seconds for tier in TIERS) / HOUR
 #: Jobs failing with nothing wrong: half the success objective's budget (1 %).
 BACKGROUND = 0.005
 #: The success alarms and the model outage they include.
 ALARMS = (
-    *(f"JobSuccessBurn{w}Alarm" for w in ("1h", "5m", "6h", "1h6x", "3d", "6h1x")),
+    *(f"JobSuccessBurn{w.suffix}Alarm" for tier in TIERS for w in (tier.long, tier.short)),
     "JobSuccessBurnAlarm",
     "JobSuccessSlowBurnAlarm",
     "BreakerOpenAlarm",

@@ -97,18 +97,20 @@ class _JsonParser:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
 
     def _or(self) -> Callable[[Any], bool]:
-        parts = [self._and()]
-        while self._peek() == "||":
-            self._next()
-            parts.append(self._and())
+        parts = self._joined("||", self._and)
         return lambda doc: any(p(doc) for p in parts)
 
     def _and(self) -> Callable[[Any], bool]:
-        parts = [self._term()]
-        while self._peek() == "&&":
-            self._next()
-            parts.append(self._term())
+        parts = self._joined("&&", self._term)
         return lambda doc: all(p(doc) for p in parts)
+
+    def _joined(self, sign: str, operand: Callable[[], Callable[[Any], bool]]) -> list[Callable[[Any], bool]]:
+        """``operand (sign operand)*``: the operands read."""
+        parts = [operand()]
+        while self._peek() == sign:
+            self._next()
+            parts.append(operand())
+        return parts
 
     def _term(self) -> Callable[[Any], bool]:
         word = self._next()

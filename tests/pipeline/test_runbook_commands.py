@@ -21,6 +21,7 @@ import random
 import re
 import string
 import subprocess  # nosec B404  # the AWS CLI and bash, on the runbook's own commands
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -96,18 +97,12 @@ def runbook_commands() -> tuple[str, list[Command]]:
     found = []
     for at, body in blocks[1:]:
         line = text.count("\n", 0, at) + 1
-        found.append(Command(line, _dedent(body), section(line)))
+        found.append(Command(line, textwrap.dedent(body).rstrip(), section(line)))
     prose = re.sub(r"```sh\n.*?```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
     for match in re.finditer(r"`([^`]*\baws [a-z0-9-]+ [a-z0-9-]+[^`]*|[A-Z]+=\$\((?:fn|out) \w+\))`", prose):
         line = prose.count("\n", 0, match.start()) + 1
         found.append(Command(line, " ".join(match.group(1).split()), section(line)))
     return setup, sorted(found, key=lambda c: c.line)
-
-
-def _dedent(body: str) -> str:
-    lines = body.splitlines()
-    indent = min(len(line) - len(line.lstrip()) for line in lines if line.strip())
-    return "\n".join(line[indent:] for line in lines)
 
 
 SETUP, COMMANDS = runbook_commands()
