@@ -46,7 +46,7 @@ run: $(RUN_STAMP) $(TRANSLATOR_STAMP)
 # pytest (its files over one worker per core) and the two Node tiers run side by side: each waits on
 # timers and servers far more than it computes. Each one's output is printed whole when it ends.
 test: $(STAMP) $(SAM_STAMP) $(CLI_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
-	$(BIN)/cfn-lint template.yaml
+	$(BIN)/cfn-lint template.yaml observability/template.yaml
 	$(BIN)/chuixiang ladder > /dev/null
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-node
 
@@ -130,7 +130,7 @@ lint: $(STAMP) $(LINT_STAMP)
 	$(BIN)/python -m pytest -q -p no:randomly -p no:cacheprovider tests/unit/test_one_home.py
 	$(BIN)/mypy layers/shared/chuixiang local/chuixiang_local local/stack_template local/model_samples tests
 	.venv-lint/bin/bandit -q -r layers/shared/chuixiang functions local/chuixiang_local local/stack_template local/model_samples
-	.venv-lint/bin/checkov -f template.yaml --framework cloudformation --quiet --compact --skip-download
+	.venv-lint/bin/checkov -f template.yaml -f observability/template.yaml --framework cloudformation --quiet --compact --skip-download
 
 ladder: $(STAMP)
 	$(BIN)/chuixiang ladder
@@ -139,7 +139,7 @@ ladder: $(STAMP)
 openapi: $(STAMP)
 	$(BIN)/python -c "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver; from chuixiang.api import build_app, openapi_json; print(openapi_json(build_app(APIGatewayHttpResolver)))" > docs/openapi.json
 
-# The burn-rate alarms: written into template.yaml from their declaration (layers/shared/chuixiang/slo.py),
+# The burn-rate alarms: written into observability/template.yaml from their declaration (layers/shared/chuixiang/slo.py),
 # and the runbook's "What pages, measured" from the simulation (~20 s); a test fails when either is stale.
 alarms: $(STAMP)
 	$(BIN)/python -m chuixiang_local.burn_alarms

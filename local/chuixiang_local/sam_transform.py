@@ -8,9 +8,10 @@ The translator (``aws-sam-translator``, the version aws-sam-cli pins; the Makefi
 ``make run``) pins a pydantic the app cannot use, so the local cloud and the tests call this as a subprocess
 (:mod:`chuixiang_local.cloud.sam`), and it imports of ours only the template reader (PyYAML alone).
 
-Local ``CodeUri``/``ContentUri``/``DefinitionUri`` are replaced by S3 URIs first, as ``sam package`` does:
-named by a digest of their content
-(``content``), so a change of code or layer changes what SAM hashes into version ids, as on a real deploy.
+The nested observability template is read in first (:mod:`stack_template.nested`): the output is every
+resource the app creates, as one stack. Local ``CodeUri``/``ContentUri``/``DefinitionUri`` are replaced by S3
+URIs, as ``sam package`` does: named by a digest of their content (``content``), so a change of code or layer
+changes what SAM hashes into version ids, as on a real deploy.
 Nothing calls AWS (no managed policy is looked up by name).
 """
 
@@ -26,7 +27,7 @@ import yaml
 from samtranslator.translator.transform import transform
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from stack_template import CfnLoader  # after the path: this venv has not installed us
+from stack_template import CfnLoader, inline_nested  # after the path: this venv has not installed us
 
 
 class NoManagedPolicies:
@@ -54,7 +55,11 @@ def main() -> None:
     request = json.load(sys.stdin)
     region = request.get("region", "us-east-1")
     os.environ["AWS_DEFAULT_REGION"] = region  # the translator's boto session derives the partition from it
-    doc: dict[str, Any] = yaml.load(Path(request["template"]).read_text(), Loader=CfnLoader)  # nosec B506
+    path = Path(request["template"])
+    doc: dict[str, Any] = yaml.load(path.read_text(), Loader=CfnLoader)  # nosec B506
+    # What the app creates in all: the nested observability's resources in place of its application (the
+    # translator would leave an AWS::CloudFormation::Stack naming a file; CloudFormation creates what it holds).
+    doc = inline_nested(doc, path.parent)
     for name, value in request.get("params", {}).items():
         doc["Parameters"][name]["Default"] = value
     pseudo = {"AWS::Region": region, "AWS::Partition": partition_of(region), "AWS::AccountId": "123456789012"}

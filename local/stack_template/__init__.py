@@ -1,5 +1,7 @@
 """Read ``template.yaml`` like CloudFormation would, for the local runner and the ladder.
 
+Its nested observability template is read into it (:mod:`stack_template.nested`): one stack, as the app.
+
 Parameters get their defaults, then ``--parameter-overrides`` (checked against
 the declared type and bounds, as ``sam deploy`` would). Intrinsics used by the
 template (Ref, GetAtt, Sub, Join) are resolved against the names the local
@@ -16,6 +18,24 @@ from typing import Any
 
 import yaml
 
+from stack_template.cfn_yaml import CfnLoader, ConfigError
+from stack_template.nested import inline_nested, nested_paths
+
+__all__ = [
+    "ACCOUNT",
+    "NO_VALUE",
+    "REGION",
+    "REPO_ROOT",
+    "CfnLoader",
+    "ConfigError",
+    "FunctionSpec",
+    "Template",
+    "inline_nested",
+    "nested_paths",
+    "parse_overrides",
+    "unqualified",
+]
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -23,36 +43,6 @@ REGION = "us-east-1"
 
 #: What ``{"Ref": "AWS::NoValue"}`` resolves to: dropped from the list or mapping that holds it.
 NO_VALUE: Any = object()
-
-
-class ConfigError(Exception):
-    """Bad configuration (unknown override, wrong type, broken ladder): exit code 2."""
-
-
-class CfnLoader(yaml.CSafeLoader):
-    """YAML with CloudFormation's short-form tags (``!Ref``, ``!GetAtt a.b``, ``!Condition``, ``!Sub``…), as
-    cfn-lint's decoder reads them (``tests/unit/test_template_reader.py`` checks every tag against it).
-
-    Why not cfn-lint's decoder itself: importing it costs ~0.8 s (it imports cfn-lint whole), and every
-    ``chuixiang`` command and local Lambda worker reads the template once; this loader, on libyaml, reads
-    ``template.yaml`` in ~18 ms (cfn-lint's in ~23 ms, the pure-Python loader used before in ~146 ms)."""
-
-
-def _construct_tag(loader: CfnLoader, tag_suffix: str, node: yaml.Node) -> dict[str, Any]:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    if tag_suffix in ("Ref", "Condition"):  # not functions: {"Ref": x}, {"Condition": x}
-        return {tag_suffix: value}
-    if tag_suffix == "GetAtt" and isinstance(value, str):
-        value = value.split(".", 1)
-    return {f"Fn::{tag_suffix}": value}
-
-
-CfnLoader.add_multi_constructor("!", _construct_tag)
 
 
 def parse_overrides(pairs: list[str] | None) -> dict[str, str]:
@@ -97,7 +87,11 @@ class Template:
         physical: dict[str, dict[str, str]] | None = None,
     ) -> None:
         self.root = root
-        self.doc: dict[str, Any] = yaml.load((root / "template.yaml").read_text(), Loader=CfnLoader)  # nosec B506  # SafeLoader + CFN tags
+        #: The app as one stack: ``template.yaml`` with its nested observability read into it (:mod:`.nested`).
+        self.doc: dict[str, Any] = inline_nested(
+            yaml.load((root / "template.yaml").read_text(), Loader=CfnLoader),  # nosec B506  # SafeLoader + CFN tags
+            root,
+        )
         self.resources: dict[str, Any] = self.doc["Resources"]
         self.parameters = self._parameters(overrides or {})
         self.physical = physical or self.default_physical()

@@ -1,9 +1,9 @@
 """Every command ``docs/runbook.md`` tells an operator to run, run: by the real AWS CLI (the ``awscli`` package,
 ``.venv-cli``), after the runbook's own set-up block, against the local cloud's moto holding the stack as
-CloudFormation names it (``<stack>-<LogicalId>-<suffix>``, the outputs, the schedules, the alarms, the functions'
+CloudFormation names it (``<stack>-<LogicalId>-<suffix>``, the outputs, the schedules, the functions'
 log group with the functions' own lines). Its filter patterns are run over those lines
-(:mod:`chuixiang_local.logs_filter`), and each ``--alarm-name-prefix`` is matched against the names
-CloudFormation gives the template's alarms.
+(:mod:`chuixiang_local.logs_filter`), and each ``--alarm-name-prefix`` is matched against the alarms' names
+(each ``AlarmName`` is ``<stack>-<LogicalId>``, the nested template's alarms named after the app's stack).
 
 What moto does not answer (composite alarms, CloudTrail, query definitions, invoking a function, cancelling an
 update, a state machine's alias) is sent to a stub that answers every call with an empty success: the CLI has
@@ -181,7 +181,7 @@ class _Stub(http.server.BaseHTTPRequestHandler):
 class Deployed:
     env: dict[str, str]
     calls: Path
-    alarms: list[str]  #: every alarm's name, as CloudFormation names it
+    alarms: list[str]  #: every alarm's name, as its AlarmName names it
 
 
 def _cfn_suffix(rng: random.Random) -> str:
@@ -191,7 +191,7 @@ def _cfn_suffix(rng: random.Random) -> str:
 def _stack(moto: str, lines: list[str]) -> list[str]:
     """The runbook's stack in moto: what CloudFormation creates in moto as it would (queues, topics, the log
     group, functions, the table, the state machine, the outputs), then what moto's CloudFormation cannot
-    create, named as CloudFormation names it (alarms) or as the template names it (schedules)."""
+    create, named as the template names them (alarms, schedules)."""
     template, rng = Template(), random.Random(7)  # nosec B311  # names, not secrets
     kw: dict[str, Any] = {
         "endpoint_url": moto,
@@ -266,7 +266,7 @@ def _stack(moto: str, lines: list[str]) -> list[str]:
         logEvents=[{"timestamp": now - 60_000 + i, "message": line} for i, line in enumerate(lines) if line.strip()],
     )
     alarms = [
-        f"{STACK}-{lid}-{_cfn_suffix(rng)}"
+        f"{STACK}-{lid}"
         for lid, r in template.doc["Resources"].items()
         if r["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
     ]
@@ -408,8 +408,8 @@ def test_each_json_filter_names_fields_the_functions_log() -> None:
 
 
 def test_each_alarm_name_prefix_finds_its_alarms_as_cloudformation_names_them(deployed: Deployed) -> None:
-    """CloudFormation names an alarm without ``AlarmName`` ``<stack>-<LogicalId>-<suffix>``: a prefix of the
-    stack and a logical id finds it (and the composite the runbook asks for is one)."""
+    """Each alarm's ``AlarmName`` is ``<stack>-<LogicalId>`` (``tests/runner/test_nested_template.py``): a prefix of
+    the stack and a logical id finds it (and the composite the runbook asks for is one)."""
     for command in COMMANDS:
         for prefix in re.findall(r"--alarm-name-prefix \$STACK-(\w+)", command.text):
             hits = [a for a in deployed.alarms if a.startswith(f"{STACK}-{prefix}")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from cfnlint.decode import cfn_yaml
 from stack_template import REPO_ROOT, CfnLoader
@@ -37,6 +38,7 @@ def test_every_short_form_tag_as_cfn_lint_reads_it() -> None:
     assert _plain(yaml.load(EVERY_TAG, Loader=CfnLoader)) == _plain(cfn_yaml.loads(EVERY_TAG, "tags"))  # nosec B506
 
 
-def test_the_template_as_cfn_lint_reads_it() -> None:
-    text = (REPO_ROOT / "template.yaml").read_text()
-    assert _plain(yaml.load(text, Loader=CfnLoader)) == _plain(cfn_yaml.loads(text, "template.yaml"))  # nosec B506
+@pytest.mark.parametrize("path", ["template.yaml", "observability/template.yaml"])
+def test_the_templates_as_cfn_lint_reads_them(path: str) -> None:
+    text = (REPO_ROOT / path).read_text()
+    assert _plain(yaml.load(text, Loader=CfnLoader)) == _plain(cfn_yaml.loads(text, path))  # nosec B506

@@ -1,4 +1,4 @@
-"""The burn-rate alarms are declared once (``local/chuixiang_local/burn_alarms.py``): the template holds exactly
+"""The burn-rate alarms are declared once (``chuixiang.slo``): the observability template holds exactly
 what the table renders, and the dashboard's alarm widget lists every alarm, pages first. ``make alarms``
 rewrites both."""
 
@@ -12,11 +12,13 @@ from stack_template import Template
 from chuixiang import slo
 from chuixiang_local import burn_alarms
 
-from ..support.template_doc import RESOURCES, TEMPLATE_TEXT
+from ..support.template_doc import RESOURCES
+
+TEXT = burn_alarms.TEMPLATE.read_text()
 
 
 def test_the_template_holds_what_the_table_renders() -> None:
-    assert burn_alarms.current(TEMPLATE_TEXT) == burn_alarms.render(), "stale: run `make alarms`"
+    assert burn_alarms.current(TEXT) == burn_alarms.render(), "stale: run `make alarms`"
 
 
 def test_every_alarm_the_table_declares_is_in_the_template_once() -> None:
@@ -24,7 +26,7 @@ def test_every_alarm_the_table_declares_is_in_the_template_once() -> None:
     assert len(names) == len(set(names)) == 3 * (2 + 2 * len(slo.TIERS))
     for name in names:
         assert RESOURCES[name]["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm")
-        assert TEMPLATE_TEXT.count(f"\n  {name}:\n") == 1
+        assert TEXT.count(f"\n  {name}:\n") == 1
 
 
 def test_the_alarm_widget_lists_pages_then_tickets_then_parts() -> None:

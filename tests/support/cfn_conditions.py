@@ -1,7 +1,8 @@
 """A transformed template as CloudFormation would create it in one partition: its conditions evaluated,
 ``Fn::If`` taken, ``AWS::NoValue`` dropped, conditional resources left out when their condition is false.
 
-Only what deciding *what is created* needs: ``Ref`` of parameters and pseudo parameters inside conditions;
+Only what deciding *what is created* needs: ``Ref`` of parameters, pseudo parameters and resources, and ``Fn::If``
+(a nested template's parameter as the app passes it), inside conditions;
 every other intrinsic is left as written (the detectors of ``tests/pipeline/test_china.py`` read literals).
 """
 
@@ -33,9 +34,15 @@ class Created:
         return self._conditions[name]
 
     def _value(self, expr: Any) -> str:
+        if isinstance(expr, dict) and set(expr) == {"Fn::If"}:  # a nested template's parameter, as passed
+            name, if_true, if_false = expr["Fn::If"]
+            return self._value(if_true if self.condition(name) else if_false)
         if isinstance(expr, dict) and set(expr) == {"Ref"}:
             name = expr["Ref"]
-            return self.pseudo[name] if name in self.pseudo else self.params[name]
+            if name in self.pseudo:
+                return self.pseudo[name]
+            # A resource's Ref (its name or ARN) is never empty: only whether it is empty is compared.
+            return self.params.get(name, f"<{name}>")
         if isinstance(expr, (str, int, float, bool)):
             return str(expr)
         raise ValueError(f"a condition compares {expr!r}, which this reader does not evaluate")

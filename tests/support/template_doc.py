@@ -1,12 +1,12 @@
-"""The template as read (parameters' defaults), and a walk over any fragment of it."""
+"""The template as read (parameters' defaults, the nested observability read into it), and a walk over any
+fragment of it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from stack_template import REPO_ROOT, Template
+from stack_template import Template
 
-TEMPLATE_TEXT = (REPO_ROOT / "template.yaml").read_text()
 DOC = Template().doc
 RESOURCES: dict[str, Any] = DOC["Resources"]
 

@@ -15,7 +15,8 @@ import subprocess  # nosec B404  # runs SAM's pinned translator with a fixed arg
 from pathlib import Path
 from typing import Any
 
-from stack_template import REPO_ROOT, ConfigError
+import yaml
+from stack_template import REPO_ROOT, CfnLoader, ConfigError, nested_paths
 
 SAM_PYTHON = REPO_ROOT / ".venv-sam" / "bin" / "python"
 SCRIPT = Path(__file__).resolve().parents[1] / "sam_transform.py"
@@ -57,15 +58,19 @@ def transformed(
     region: str = "us-east-1",
     code_dirs: dict[str, Path] | None = None,
 ) -> dict[str, Any]:
-    """The whole transformed template (``Resources``, ``Conditions``…) for these parameters and this code."""
+    """The whole transformed template (``Resources``, ``Conditions``…) for these parameters and this code, with
+    the nested observability's resources read in (``sam_transform``)."""
     request = {
         "template": str(template_path),
         "region": region,
         "params": params or {},
         "content": artifact_digests(doc, template_path.parent, code_dirs),
     }
+    text = template_path.read_text()
+    raw = yaml.load(text, Loader=CfnLoader)  # nosec B506  # SafeLoader + CFN tags
+    nested = b"".join(p.read_bytes() for p in nested_paths(raw, template_path.parent))
     key = hashlib.sha256(
-        json.dumps(request, sort_keys=True).encode() + template_path.read_bytes() + SCRIPT.read_bytes()
+        json.dumps(request, sort_keys=True).encode() + text.encode() + nested + SCRIPT.read_bytes()
     ).hexdigest()
     if key in _MEMO:
         return _MEMO[key]

@@ -2,7 +2,7 @@
 
 The functions' EMF lines and the metrics the local cloud vends for Lambda and Step Functions
 (``cloud/vended_metrics.py``) are read from the local logs and put through the dashboard body of
-``template.yaml`` (after its ``Fn::Sub``), widget by widget, in its own layout: ``SEARCH`` and ``SCHEMA``
+``observability/template.yaml`` (after its ``Fn::Sub``), widget by widget, in its own layout: ``SEARCH`` and ``SCHEMA``
 expressions select series by namespace, metric name and dimension keys, as CloudWatch does; a metric row by
 its dimensions; a math expression is computed from the rows it names. It says which widgets have data, so
 "the metric names match" becomes "the on-call will see something". Alarm widgets are listed, not evaluated.
