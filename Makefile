@@ -21,7 +21,7 @@ BROWSER_STAMP := .chuixiang/.browser-installed
 # run of the unit tier spends 2.5 s rewriting them again), and the local cloud's workers reuse what they compiled.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: alarms alarms-table run test test-python test-node test-fast test-runner dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: test-deps alarms alarms-table run test test-python test-node test-fast test-runner dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
 # `make run` installs what running needs (RUN_STAMP: the runtime dependencies, and SAM's translator alone);
 # the tests and lint add the dev tools (STAMP) and aws-sam-cli (SAM_STAMP) on top.
@@ -45,18 +45,24 @@ run: $(RUN_STAMP) $(TRANSLATOR_STAMP)
 # The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
 # pytest (its files over one worker per core) and the two Node tiers run side by side: each waits on
 # timers and servers far more than it computes. Each one's output is printed whole when it ends.
-test: $(STAMP) $(SAM_STAMP) $(CLI_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
+test:
+	$(MAKE) --no-print-directory -j4 test-deps
 	$(BIN)/cfn-lint template.yaml observability/template.yaml
 	$(BIN)/chuixiang ladder > /dev/null
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-node
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-python test-js test-browser
+
+# What the tiers need, installed side by side (each venv, npm and apt are independent of one another).
+test-deps: $(STAMP) $(SAM_STAMP) $(CLI_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 
 test-python: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-node: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
-	node_modules/.bin/tsc -p clients/js
-	node --test clients/js/test/*.test.js
-	node --test --test-concurrency=1 tests/browser/*.test.js
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-js test-browser
+
+#: The JS tier's files at once: each waits on its own `chuixiang serve` and on the client's timers far more than
+#: it computes (Node's default on 2 cores is one at a time).
+JS_FILES_AT_ONCE ?= 3
 
 #: pytest workers: one per core. One more was faster on a quiet machine but failed jobs on a busy one
 #: (measured in docs/local-runner.md#run-it): CI must hold beside other work.
@@ -83,7 +89,7 @@ test-pipeline: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 # The JavaScript client against `chuixiang serve`, with Node's own test runner (Node 20+; no dependencies).
 test-js: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP)
 	node_modules/.bin/tsc -p clients/js
-	node --test clients/js/test/*.test.js
+	node --test --test-concurrency=$(JS_FILES_AT_ONCE) clients/js/test/*.test.js
 
 # The demo page in headless Chromium (Debian's, driven by playwright-core from npm), against `serve --demo-port`.
 test-browser: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
