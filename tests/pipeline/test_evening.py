@@ -15,19 +15,26 @@ from chuixiang_local.evening.quotas import AWS_REGIONS, PROVIDERS
 from chuixiang_local.evening.report import SCENARIOS, markdown, run
 from chuixiang_local.evening.sim import Evening, Stack
 
-EVENINGS = {s: run(s) for s in SCENARIOS}
+Rows = dict[Any, list[dict[str, Any]]]
 
 
-def test_the_capacity_page_shows_the_evenings_as_simulated_now() -> None:
+@pytest.fixture(scope="module")
+def evenings() -> Rows:
+    """Every scenario's evening, run once (~14 s of CPU): in a fixture, not at import, so only the worker that runs
+    these tests pays for it (each pytest-xdist worker imports every test module to collect it)."""
+    return {s: run(s) for s in SCENARIOS}
+
+
+def test_the_capacity_page_shows_the_evenings_as_simulated_now(evenings: Rows) -> None:
     text = (REPO_ROOT / "docs" / "capacity.md").read_text()
     found = re.search(r"<!-- evening:begin -->\n(.*?)\n<!-- evening:end -->", text, re.DOTALL)
     assert found, "docs/capacity.md has no evening block"
-    assert found.group(1) == "\n\n".join(markdown(s, rows) for s, rows in EVENINGS.items()), "run `make docs`"
+    assert found.group(1) == "\n\n".join(markdown(s, rows) for s, rows in evenings.items()), "run `make docs`"
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.title)
-def test_auto_is_never_the_worse_choice_and_aws_never_binds(scenario: Any) -> None:
-    rows = {r["mode"]: r for r in EVENINGS[scenario]}
+def test_auto_is_never_the_worse_choice_and_aws_never_binds(scenario: Any, evenings: Rows) -> None:
+    rows = {r["mode"]: r for r in evenings[scenario]}
     auto, whole = rows["auto"], rows["whole"]
     assert auto["outcomes"].get("served", 0) >= 0.99 * whole["outcomes"].get("served", 0)
     assert auto["waitS"]["p95"] <= 1.05 * whole["waitS"]["p95"]
@@ -58,9 +65,9 @@ def test_an_evening_is_the_same_every_run_and_its_line_is_first_come_first_serve
     assert summary["sectionsJobs"] == len(served)
 
 
-def test_the_bench_readme_quotes_the_evenings_as_simulated_now() -> None:
+def test_the_bench_readme_quotes_the_evenings_as_simulated_now(evenings: Rows) -> None:
     text = " ".join((REPO_ROOT / "bench" / "README.md").read_text().split())
-    quiet, busy, raised, capped, _, _ = ({r["mode"]: r for r in EVENINGS[s]} for s in SCENARIOS)
+    quiet, busy, raised, capped, _, _ = ({r["mode"]: r for r in evenings[s]} for s in SCENARIOS)
 
     def served(r: dict[str, Any]) -> str:
         return f"{r['outcomes']['served']:,}"
@@ -74,9 +81,9 @@ def test_the_bench_readme_quotes_the_evenings_as_simulated_now() -> None:
     assert f"serves {served(capped['parallel'])}." in text
 
 
-def test_what_the_capacity_page_says_of_the_evenings_holds() -> None:
+def test_what_the_capacity_page_says_of_the_evenings_holds(evenings: Rows) -> None:
     text = " ".join((REPO_ROOT / "docs" / "capacity.md").read_text().split())
-    quiet, busy, raised, capped, moonshot1, moonshot0 = ({r["mode"]: r for r in EVENINGS[s]} for s in SCENARIOS)
+    quiet, busy, raised, capped, moonshot1, moonshot0 = ({r["mode"]: r for r in evenings[s]} for s in SCENARIOS)
     assert quiet["auto"]["waitS"]["p50"] / quiet["whole"]["waitS"]["p50"] < 1 / 3  # "under a third"
     assert quiet["auto"]["waitS"]["p95"] / quiet["whole"]["waitS"]["p95"] < 1 / 3
     assert busy["auto"]["outcomes"]["served"] == 10_000  # "serve every user in sections"
@@ -89,4 +96,4 @@ def test_what_the_capacity_page_says_of_the_evenings_holds() -> None:
         for r in evening.values():
             assert r["sectionsJobs"] == 0 and not any(r["providerRefused"].values())
     assert 0.25 <= moonshot0["auto"]["outcomes"]["gave up"] / 100 <= 0.4  # "about a third give up in line"
-    assert all(r["peak"]["wcuPerS"] < 400 for s in SCENARIOS for r in EVENINGS[s])
+    assert all(r["peak"]["wcuPerS"] < 400 for s in SCENARIOS for r in evenings[s])

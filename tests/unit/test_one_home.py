@@ -80,8 +80,19 @@ def violations(files: Iterable[Path], package_root: Path = PACKAGE_ROOT) -> list
 
 @functools.cache
 def _parsed(path: Path) -> ast.Module:
-    """Each file parsed once for both rules (the walk reads every Python file of the repository)."""
-    return ast.parse(path.read_text())
+    """Each file parsed once for both rules (the walk reads every Python file of the repository).
+
+    Parsed again on CPython 3.11's spurious ``SystemError: AST constructor recursion depth mismatch``: its AST
+    builder keeps one depth counter for every thread (python/cpython#106905), and on a pytest-xdist worker a
+    thread an earlier module left (a server rendering a template) may compile at the same moment."""
+    source = path.read_text()
+    for _ in range(2):
+        try:
+            return ast.parse(source)
+        except SystemError as error:
+            if "recursion depth mismatch" not in str(error):
+                raise
+    return ast.parse(source)
 
 
 def _project_files() -> Iterator[Path]:
