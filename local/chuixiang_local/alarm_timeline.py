@@ -27,6 +27,7 @@ reads ``x``); a period without a data point is missing, as a count of zero is fo
 from __future__ import annotations
 
 import bisect
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -90,13 +91,19 @@ class Timeline:
     #: reads the same periods again at each of the next minutes (``EvaluationPeriods + 2`` times).
     _values: dict[tuple[str, float], float | None] = field(default_factory=dict)
     _values_of: Series | None = None
+    #: Each metric alarm's first alarm with the same metrics and math (an hour-long window of one tier and of the
+    #: next, say): their values for a period are one, computed once.
+    _same_as: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.alarms = list(self.alarms)
+        first: dict[str, str] = {}
         for alarm in self.alarms:
             self.states[alarm] = "OK"
             if self._type(alarm) == "AWS::CloudWatch::CompositeAlarm":
                 self._composites[alarm] = _Composite()
+            else:
+                self._same_as[alarm] = first.setdefault(_what_is_measured(self._props(alarm)), alarm)
 
     def run(self, series: Series, start: float, end: float) -> list[Notification]:
         now = start
@@ -134,7 +141,7 @@ class Timeline:
     def _value(self, alarm: str, props: Mapping[str, Any], series: Series, end: float, period: int) -> float | None:
         if series is not self._values_of:  # another series (one is only ever added to before it is read)
             self._values, self._values_of = {}, series
-        key = (alarm, end)
+        key = (self._same_as[alarm], end)
         if key not in self._values:
             self._values[key] = self.rules.value(alarm, _figures(props, series, end - period, end))
         return self._values[key]
@@ -230,6 +237,14 @@ def _period(props: Mapping[str, Any]) -> int:
         if "Period" in metric:
             return int(metric["Period"])
     raise ValueError("an alarm without a period")
+
+
+_MEASURED = ("Metrics", "MetricName", "Namespace", "Dimensions", "Statistic", "ExtendedStatistic", "Period")
+
+
+def _what_is_measured(props: Mapping[str, Any]) -> str:
+    """What decides an alarm's value for a period (not its threshold or its evaluation): its metrics and math."""
+    return json.dumps({k: props.get(k) for k in _MEASURED}, sort_keys=True, default=str)
 
 
 def _figures(props: Mapping[str, Any], series: Series, start: float, end: float) -> dict[str, float | None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from stack_template import REPO_ROOT
@@ -39,10 +40,11 @@ class JobProfile:
     completion_tokens: int
     most_streams: int = 1
 
-    @property
+    @cached_property
     def reserved_tokens(self) -> int:
         """What a provider counting tokens at admission reserves for it: one whole answer's, or its sections'
-        (the outline, its steps ranges, the extras and the image prompt: ``requests`` - 3 ranges)."""
+        (the outline, its steps ranges, the extras and the image prompt: ``requests`` - 3 ranges). Computed once
+        a profile: an evening asks it millions of times."""
         if self.mode == "whole":
             return whole_reservation(MAX_TOKENS).total
         return sections_reservation(max(1, self.requests - OTHER_STREAMS)).total
