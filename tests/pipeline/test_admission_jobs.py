@@ -22,6 +22,8 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from ..support.scaled import SCALED
 from ..support.waiting import wait_until
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 BURST = 30
 ROOMY = {"RecipeIdleTimeoutMs": "2000", "RecipeFirstContentTimeoutMs": "2500"}
 

@@ -11,6 +11,8 @@ from stack_template import Template
 from chuixiang_local import burn_alarms
 from chuixiang_local.alarm_scenarios import RATES, SYNTHETIC_RATES, Key, Summary, summaries, table
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 Found = dict[Key, Summary]
 
 

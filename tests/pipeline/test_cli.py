@@ -8,11 +8,14 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
 from ..support.scaled import SCALED
 from ..support.serve import Serve
+
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "chuixiang_local.commands.cli"]

@@ -38,6 +38,8 @@ from ..support.scaled import SCALED
 from ..support.serve import free_port
 from ..support.waiting import wait_until
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "Chuixiang"
 #: (name, dimension keys, fixed dimension values or None when any value matches: SEARCH/SCHEMA)

@@ -15,6 +15,8 @@ from chuixiang_local.evening.quotas import AWS_REGIONS, PROVIDERS
 from chuixiang_local.evening.report import SCENARIOS, markdown, run
 from chuixiang_local.evening.sim import Evening, Stack
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 Rows = dict[Any, list[dict[str, Any]]]
 
 

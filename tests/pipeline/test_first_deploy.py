@@ -26,6 +26,8 @@ from ..support.serve import ROOT, Serve, free_port
 from ..support.template_doc import walk
 from ..support.waiting import wait_until
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 # --- would break the deploy ------------------------------------------------------------------------
 
 

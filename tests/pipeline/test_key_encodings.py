@@ -27,6 +27,8 @@ from ..support.key_encodings import KEY_FORMS
 from ..support.provider_corpus import Replay, ReplayServer
 from ..support.scaled import SCALED
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 KEY = "team.key-7f3a9c2e/0b1d.A9x"  # no known key shape: only the redactor's knowledge of it hides it
 ANY_FORM = key_pieces(KEY)
 PIECES = [KEY[i : i + 8] for i in range(len(KEY) - 7)]

@@ -12,6 +12,8 @@ from chuixiang_local.model.fake_model import FakeModel
 
 from ..support.scenarios import SCENARIOS, Scenario, assert_give_up
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 _dishes = itertools.count(1)
 
 

@@ -42,6 +42,8 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from ..support.scaled import SCALED, WHOLE
 from ..support.waiting import wait_until
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 RUNBOOK = REPO_ROOT / "docs" / "runbook.md"
 CLI_PYTHON = REPO_ROOT / ".venv-cli" / "bin" / "python"
 HANG = Path(__file__).parents[1] / "lambdas" / "hang"
@@ -64,6 +66,7 @@ CHOICES = {"<n-1>": "1", "<previous version arn>": "$SM:1"}
 _WRAPPER = """
 import json, os, sys
 from awscli.clidriver import main
+
 args = sys.argv[1:]
 if "--cli-binary-format" in args:  # version 2's switch to version 1's only behaviour
     at = args.index("--cli-binary-format")

@@ -18,9 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
 from ..support.serve import ROOT, Serve, free_port
 from ..support.waiting import wait_until
+
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
 
 
 def _drained(serve: Serve) -> tuple[int, int]:

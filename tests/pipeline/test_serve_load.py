@@ -22,6 +22,8 @@ from ..support.scaled import ONE_CALLER, WHOLE
 from ..support.serve import Serve
 from ..support.waiting import NeverHappened, wait_until
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 CLIENTS = 60
 
 

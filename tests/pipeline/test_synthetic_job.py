@@ -24,6 +24,8 @@ from ..support.handlers import function_module
 from ..support.scaled import SCALED, WHOLE
 from ..support.serve import Serve, free_port
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeModel]:

@@ -29,6 +29,8 @@ from ..support.scaled import SCALED
 from ..support.stages import run_recipe
 from ..support.waiting import wait_until
 
+pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+
 #: Real seconds played this many times faster (a peak job: ~90 s whole, ~26 s in sections; here 2.3 s and 0.7 s).
 SCALE = 40.0
 
