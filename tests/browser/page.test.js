@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import path from "node:path";
 
 import { ROOT, freePort } from "../../clients/js/test/serve.js";
-import { failingModel, foreignOrigin, launch, recordingProxy, startServe } from "./support.js";
+import { failingModel, foreignOrigin, launch, recordingProxy, startServe, warmUp } from "./support.js";
 
 let serve, model, browser, demoPort;
 
@@ -19,7 +19,8 @@ before(async () => {
     overrides: { RecipeConcurrency: "1", RecipeConcurrencyPerCaller: "0", BreakerFailureThreshold: "100" },
     args: ["--model-base-url", model.url, "--demo-port", String(demoPort)],
   });
-  browser = await launch();
+  const [warm] = await Promise.all([warmUp(serve.base), launch().then((b) => (browser = b))]);
+  assert.equal(warm.status, "SUCCEEDED", JSON.stringify(warm));
 });
 after(async () => {
   await browser?.close();
