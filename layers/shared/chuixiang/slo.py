@@ -1,7 +1,8 @@
 """The service level objectives, declared once as data: what a bad event is for each objective (success,
 admission, latency), the windows and burn rates that page or file a ticket. ``chuixiang_local.burn_alarms``
-writes the alarms into ``observability/template.yaml`` from this (``make alarms``), beside the limits in :mod:`.timeouts`
-that the ladder checks. The metrics and dimensions are the template's (CloudFormation's YAML flow syntax).
+writes the alarms into ``observability/template.yaml`` from this (``make alarms``), beside the limits in
+:mod:`.timeouts` that the ladder checks. The metrics and dimensions are the template's (CloudFormation's YAML flow
+syntax).
 
 Why each choice, measured with the runner's alarm evaluator (``tests/runner/test_alarm_timeline.py``, the
 runbook's "What pages, measured"):
