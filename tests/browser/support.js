@@ -106,7 +106,8 @@ export async function foreignOrigin() {
  * One dish cooked through the API before the page's tests, so that they meet warm Lambda sandboxes, as a deployed
  * stack's users mostly do. The first job's cold starts (each function's zygote importing the layer) took over 30 s
  * once on a 2-core machine busy with every tier starting at the same moment, and the first test's partial recipe
- * came after its wait: the page was not what was slow.
+ * came after its wait: the page was not what was slow. Its outcome is not this tier's subject (a starved machine
+ * may fail it at a cold start): it has warmed the sandboxes either way.
  * @param {string} base
  */
 export async function warmUp(base) {
