@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: pytest-xdist worker, so two workers never pick the same one.
 PORT_BLOCK = 2000
 FIRST_PORT = 12000
-_next_port = 0
+#: Where in its block this process starts: another test suite on the same machine has workers of the same names,
+#: hence the same blocks, and a port free when picked is taken only when the server binds it.
+_next_port = os.getpid() % PORT_BLOCK
 
 
 def free_port() -> int:
@@ -54,13 +56,24 @@ class Serve:
         own_process_group: bool = False,
     ) -> None:
         """``own_process_group``: as a terminal starts it, so Ctrl-C (SIGINT to the group) can be sent."""
-        port = free_port()
-        # A file, not a pipe: a chatty server never blocks on it; it lives as long as the server.
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         model = ["--model-base-url", model_base_url] if model_base_url else []
         if fake_pace_ms is not None:
             model += ["--fake-pace-ms", str(fake_pace_ms)]
         params = ["--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]] if overrides else []
+        for attempt in range(3):
+            try:
+                self._start([*model, *params, *(serve_args or [])], own_process_group)
+                return
+            except AssertionError:
+                # Another process bound the port between its pick and serve's bind (serve says so and exits):
+                # another port. Anything else is the test's failure.
+                if attempt == 2 or "cannot listen on" not in self.output():
+                    raise
+
+    def _start(self, args: list[str], own_process_group: bool) -> None:
+        port = free_port()
+        # A file, not a pipe: a chatty server never blocks on it; it lives as long as the server.
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -69,9 +82,7 @@ class Serve:
                 "serve",
                 "--port",
                 str(port),
-                *model,
-                *params,
-                *(serve_args or []),
+                *args,
             ],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
