@@ -13,7 +13,7 @@ class ConfigError(Exception):
 
 class CfnLoader(yaml.CSafeLoader):
     """YAML with CloudFormation's short-form tags (``!Ref``, ``!GetAtt a.b``, ``!Condition``, ``!Sub``…), as
-    cfn-lint's decoder reads them (``tests/unit/test_template_reader.py`` checks every tag against it).
+    cfn-lint's decoder reads them (``tests/pipeline/test_template_reader.py`` checks every tag against it).
 
     Why not cfn-lint's decoder itself: importing it costs ~0.8 s (it imports cfn-lint whole), and every
     ``chuixiang`` command and local Lambda worker reads the template once; this loader, on libyaml, reads
