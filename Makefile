@@ -71,9 +71,6 @@ test-python: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 test-node: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 	$(MAKE) --no-print-directory test-js test-browser
 
-#: The JS tier's files at once (Node's default on 2 cores is one).
-JS_FILES_AT_ONCE ?= 1
-
 #: pytest workers: one per core. One more is faster on an idle machine (2 cores 61 % -> 85 % busy, pytest 365 s ->
 #: 277 s beside the Node tiers) but failed five tests and every browser test with two suites at once, where one per
 #: core passes: CI must hold beside other work (docs/local-runner.md#run-it). `TEST_WORKERS=3` on an idle machine.
@@ -83,7 +80,7 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # The fast tier: the product's unit tests, in-process only, on a worker per core (README: as measured, once
 # installed). `make test` runs every tier.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(shell nproc 2>/dev/null || echo 2) tests/unit
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) tests/unit
 
 # The local runner's own unit tests: its emulations held to AWS's documentation, its commands.
 test-runner: $(STAMP)
@@ -100,7 +97,7 @@ test-pipeline: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 # The JavaScript client against `chuixiang serve`, with Node's own test runner (Node 20+; no dependencies).
 test-js: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP)
 	node_modules/.bin/tsc -p clients/js
-	node --test --test-concurrency=$(JS_FILES_AT_ONCE) clients/js/test/*.test.js
+	node --test clients/js/test/*.test.js
 
 # The demo page in headless Chromium (Debian's, driven by playwright-core from npm), against `serve --demo-port`.
 test-browser: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)

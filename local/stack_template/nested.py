@@ -66,9 +66,7 @@ class _Binder:
 
     def _intrinsic(self, key: str, arg: Any) -> Any:
         if key == "Ref" and arg == "AWS::StackName":
-            raise ConfigError(
-                f"{self.app}: a nested template's AWS::StackName is not the app's; pass it as a parameter"
-            )
+            raise self._own_stack_name()
         if key == "Ref" and arg in self.values:
             return copy.deepcopy(self.values[arg])
         if key == "Fn::If":
@@ -78,13 +76,14 @@ class _Binder:
             return self._sub(arg)
         return None
 
+    def _own_stack_name(self) -> ConfigError:
+        return ConfigError(f"{self.app}: a nested template's AWS::StackName is not the app's; pass it as a parameter")
+
     def _sub(self, arg: Any) -> dict[str, Any]:
         text, own = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
         used = set(_SUB_NAME.findall(text))
         if "AWS::StackName" in used:
-            raise ConfigError(
-                f"{self.app}: a nested template's AWS::StackName is not the app's; pass it as a parameter"
-            )
+            raise self._own_stack_name()
         variables = {k: self(v) for k, v in own.items()}
         variables |= {name: copy.deepcopy(self.values[name]) for name in used - set(own) if name in self.values}
         return {"Fn::Sub": [text, variables] if variables else text}
