@@ -53,12 +53,19 @@ class Series:
         self._index.pop(name, None)
 
     def window(self, name: str, start: float, end: float) -> float | None:
+        times, sums = self._indexed(name)
+        lo, hi = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
+        return sums[hi] - sums[lo] if hi > lo else None
+
+    def times(self, name: str) -> list[float]:
+        """When ``name`` has data points, in order."""
+        return self._indexed(name)[0]
+
+    def _indexed(self, name: str) -> tuple[list[float], list[float]]:
         if name not in self._index:
             points = sorted(self._points.get(name, []))
             self._index[name] = ([t for t, _ in points], [0.0, *accumulate(v for _, v in points)])
-        times, sums = self._index[name]
-        lo, hi = bisect.bisect_right(times, start), bisect.bisect_right(times, end)
-        return sums[hi] - sums[lo] if hi > lo else None
+        return self._index[name]
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,13 @@ class Timeline:
     #: reads the same periods again at each of the next minutes (``EvaluationPeriods + 2`` times).
     _values: dict[tuple[str, float], float | None] = field(default_factory=dict)
     _values_of: Series | None = None
+    #: When each metric alarm's evaluation range of the series last read changes (a data point enters one of its
+    #: periods or leaves them), in order, and when the alarm was last evaluated: between two changes its state is
+    #: what it was, so the minutes in between are not evaluated again (a quiet night is one evaluation).
+    _changes: dict[str, list[float]] = field(default_factory=dict)
+    _evaluated: dict[str, float] = field(default_factory=dict)
+    _sources_of: dict[str, dict[str, str]] = field(default_factory=dict)
+    _composites_read: bool = False  #: the composites were evaluated once (their rules may hold with every part OK)
     #: Each metric alarm's first alarm with the same metrics and math (an hour-long window of one tier and of the
     #: next, say): their values for a period are one, computed once.
     _same_as: dict[str, str] = field(default_factory=dict)
@@ -113,15 +127,40 @@ class Timeline:
         return self.notifications
 
     def step(self, series: Series, now: float) -> None:
+        self._read(series)
+        changed = False
         for alarm in self.alarms:
-            if alarm not in self._composites:
-                self._transition(alarm, self._metric_state(alarm, series, now), now)
+            if alarm not in self._composites and self._may_have_changed(alarm, series, now):
+                self._evaluated[alarm] = now
+                changed |= self._transition(alarm, self._metric_state(alarm, series, now), now)
+        if self._composites_read and not changed and all(c.pending_until is None for c in self._composites.values()):
+            return  # no composite's rule reads another state than it did, and none waits to notify
+        self._composites_read = True
         for alarm in self._ordered_composites():
             in_alarm = {name: self.states.get(name) == "ALARM" for name in self.rules.parts(alarm)}
             self._transition(alarm, "ALARM" if self.rules.composite(alarm, in_alarm) else "OK", now)
             self._release_pending(alarm, now)
 
     # --- metric alarms --------------------------------------------------------------------
+
+    def _read(self, series: Series) -> None:
+        """What was computed from another series is dropped (a series is only ever added to before it is read)."""
+        if series is not self._values_of:
+            self._values, self._changes, self._evaluated, self._values_of = {}, {}, {}, series
+
+    def _may_have_changed(self, alarm: str, series: Series, now: float) -> bool:
+        """Whether a data point entered or left one of the alarm's periods since it was last evaluated. Period
+        ``k`` ends ``k`` periods before ``now``: a point at ``t`` is in it from ``now = t + k * period`` on."""
+        last = self._evaluated.get(alarm)
+        if last is None:
+            return True
+        if alarm not in self._changes:
+            props = self._props(alarm)
+            period, kept = _period(props), int(props["EvaluationPeriods"]) + EXTRA_RANGE
+            points = [t for name in set(self._sources(alarm).values()) for t in series.times(name)]
+            self._changes[alarm] = sorted(t + k * period for t in points for k in range(kept + 1))
+        changes = self._changes[alarm]
+        return bisect.bisect_right(changes, last) < bisect.bisect_right(changes, now)
 
     def _metric_state(self, alarm: str, series: Series, now: float) -> str:
         props = self._props(alarm)
@@ -139,26 +178,26 @@ class Timeline:
         return "ALARM" if sum(existing[:periods]) >= needed else "OK"
 
     def _value(self, alarm: str, props: Mapping[str, Any], series: Series, end: float, period: int) -> float | None:
-        if series is not self._values_of:  # another series (one is only ever added to before it is read)
-            self._values, self._values_of = {}, series
         key = (self._same_as[alarm], end)
         if key not in self._values:
-            self._values[key] = self.rules.value(alarm, _figures(props, series, end - period, end))
+            figures = {i: series.window(name, end - period, end) for i, name in self._sources(alarm).items()}
+            self._values[key] = self.rules.value(alarm, figures)
         return self._values[key]
 
     # --- transitions and actions ----------------------------------------------------------
 
-    def _transition(self, alarm: str, state: str, now: float) -> None:
+    def _transition(self, alarm: str, state: str, now: float) -> bool:
+        """Whether the alarm changed state."""
         before = self.states[alarm]
         self.states[alarm] = state
         if state == before:
-            return
+            return False
         if alarm in self._suppressing() and before == "ALARM":
             self._suppressor_left[alarm] = now
         composite = self._composites.get(alarm)
         if composite is None:
             self._notify(alarm, state, now)
-            return
+            return True
         composite.state = state
         if state == "ALARM":
             composite.pending_until = now + float(self._props(alarm).get("ActionsSuppressorWaitPeriod", 0))
@@ -167,6 +206,7 @@ class Timeline:
             if composite.notified_alarm and not self._suppressed(alarm, now):
                 self._notify(alarm, "OK", now)
             composite.notified_alarm = False
+        return True
 
     def _release_pending(self, alarm: str, now: float) -> None:
         """A composite in ALARM whose actions are held performs them once nothing holds them: the suppressor is
@@ -203,6 +243,12 @@ class Timeline:
     def _props(self, alarm: str) -> dict[str, Any]:
         props: dict[str, Any] = self.rules.resources[alarm]["Properties"]
         return props
+
+    def _sources(self, alarm: str) -> dict[str, str]:
+        """Each metric id's metric name, read from the template once."""
+        if alarm not in self._sources_of:
+            self._sources_of[alarm] = _sources(self._props(alarm))
+        return self._sources_of[alarm]
 
     def _type(self, alarm: str) -> str:
         return str(self.rules.resources[alarm]["Type"])
@@ -247,17 +293,17 @@ def _what_is_measured(props: Mapping[str, Any]) -> str:
     return json.dumps({k: props.get(k) for k in _MEASURED}, sort_keys=True, default=str)
 
 
-def _figures(props: Mapping[str, Any], series: Series, start: float, end: float) -> dict[str, float | None]:
-    """Each metric id's figure for the period ``(start, end]`` (a single-metric alarm's by its metric name)."""
+def _sources(props: Mapping[str, Any]) -> dict[str, str]:
+    """Each metric id's metric name (a single-metric alarm's id is its metric name); math reads no series."""
     if "MetricName" in props:
-        return {props["MetricName"]: series.window(props["MetricName"], start, end)}
-    figures: dict[str, float | None] = {}
+        return {props["MetricName"]: props["MetricName"]}
+    sources: dict[str, str] = {}
     for metric in props["Metrics"]:
         if "MetricStat" in metric:
-            figures[metric["Id"]] = series.window(metric["MetricStat"]["Metric"]["MetricName"], start, end)
+            sources[metric["Id"]] = metric["MetricStat"]["Metric"]["MetricName"]
         elif (query := _SELECT.match(str(metric.get("Expression", "")))) is not None:
-            figures[metric["Id"]] = series.window(query.group(1), start, end)
-    return figures
+            sources[metric["Id"]] = query.group(1)
+    return sources
 
 
 def _logical_id(value: Any) -> str | None:

@@ -10,7 +10,7 @@ import pytest
 from stack_template import Template
 
 from chuixiang_local.alarm_rules import AlarmRules
-from chuixiang_local.alarm_scenarios import SCENARIOS, run
+from chuixiang_local.alarm_scenarios import ALARMS, SCENARIOS, Breaker, run, traffic
 from chuixiang_local.alarm_timeline import Series, Timeline
 
 
@@ -191,3 +191,30 @@ def test_a_missing_run_alarm_fires_when_its_text_says(alarm: str, metric: str, e
     timeline.run(series, 0, last + 3 * promised_s)
     fired = [n.t - last for n in timeline.notifications if n.state == "ALARM" and n.t > 3600]
     assert fired and promised_s <= fired[0] <= promised_s + 120, [f / 60 for f in fired]
+
+
+class _EveryMinute(Timeline):
+    """The evaluator without its skip: every metric alarm evaluated at every minute."""
+
+    def _may_have_changed(self, alarm: str, series: Series, now: float) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("name", "per_hour", "seed"), [("model down 2 h", 60, 1), ("down 1 h, then 4 % for 7 h", 12, 2)]
+)
+def test_skipping_the_minutes_nothing_entered_or_left_changes_nothing(name: str, per_hour: int, seed: int) -> None:
+    """The evaluator evaluates a metric alarm only at the minutes a data point enters or leaves its evaluation
+    range: what pages, and every state at every minute, are those of evaluating every alarm every minute."""
+    rules = AlarmRules(Template())
+    scenario = SCENARIOS[name]
+    series = traffic(per_hour, scenario, seed, Breaker(3, 60))
+    skipping, every = Timeline(rules, ALARMS), _EveryMinute(rules, ALARMS)
+    minute = -6 * 3600
+    while minute <= scenario.hours * 3600:
+        skipping.step(series, minute)
+        every.step(series, minute)
+        assert skipping.states == every.states, minute
+        minute += 60
+    assert skipping.notifications == every.notifications
+    assert skipping.notifications, "a scenario that pages"
