@@ -26,16 +26,14 @@ async function listen(server) {
 
 /**
  * The project's fake model in its own process, behind a proxy that answers 500 to a recipe request for a dish
- * with 失败 in its name (a model failing for real, over HTTP, as the recipe stage meets one). It writes a
- * recipe in ~14 s (60 ms per chunk): several of the page's polls (every 3 s while the model writes) fall
- * inside it, however late the job started on a busy machine, so the partial recipe is always seen.
+ * with 失败 in its name (a model failing for real, over HTTP, as the recipe stage meets one). `paceMs` per chunk:
+ * the partial recipe must be on screen for several of the page's polls, however late a poll is on a busy machine.
+ * At the template's progress interval (polls every 1.5 s while written in sections) that took 150 ms: an outline
+ * written at 60 ms in ~3 s was about two polls, and a slow GET on a loaded CI machine missed it (a flake). The
+ * tests' stacks poll eight times as often (`TEST_PROGRESS_INTERVAL_MS`): at 50 ms the outline takes ~2.5 s,
+ * about thirteen polls of ~190 ms, and a whole job a third of the time it took at 150 ms.
  */
-/**
- * The fake model behind a proxy that fails any dish with 失败 in it. `paceMs` per chunk: a job written in sections
- * at 60 ms wrote its outline in ~3 s, about two polls; on a loaded CI machine a slow GET could miss that window and
- * the page never showed the partial recipe (a flake). 150 ms keeps it on screen for several polls.
- */
-export async function failingModel(paceMs = 150) {
+export async function failingModel(paceMs = 50) {
   const port = await freePort();
   const fake = spawn(path.join(ROOT, ".venv", "bin", "python"),
     ["-m", "chuixiang_local.model.fake_model", "--port", String(port), "--pace-ms", String(paceMs)],

@@ -140,7 +140,7 @@ def test_a_late_progress_write_never_touches_a_finished_job(
     assert applied == [False]
     item = store.read(job_id)
     assert item and item.status == terminal
-    doc = render_job(item, None)
+    doc = render_job(item, None, PROGRESS_INTERVAL.default)
     if terminal is JobStatus.SUCCEEDED:
         assert doc.progress and doc.progress.percent == 100 and doc.partial is None
     else:

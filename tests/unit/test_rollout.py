@@ -33,15 +33,24 @@ from ..support.template_doc import DOC, RESOURCES
     ],
 )
 def test_poll_after_follows_the_job(item: dict[str, Any], after: int | None) -> None:
+    """At the template's default progress interval; at a quarter of it, a quarter of each wait (never under
+    the interval's own least value)."""
     from chuixiang.job_view import render_job
     from chuixiang.polling import poll_after_ms
     from chuixiang.stores.job_item import JobItem
+    from chuixiang.timeouts import PROGRESS_INTERVAL
 
-    assert poll_after_ms(item.get("status"), item.get("stage"), item.get("progress")) == after
+    default = PROGRESS_INTERVAL.default
+    assert default == int(DOC["Parameters"]["ProgressIntervalMs"]["Default"])
+    assert poll_after_ms(item.get("status"), item.get("stage"), item.get("progress"), default) == after
+    quarter = poll_after_ms(item.get("status"), item.get("stage"), item.get("progress"), default // 4)
+    assert quarter == (None if after is None else after // 4)
+    least = poll_after_ms(item.get("status"), item.get("stage"), item.get("progress"), PROGRESS_INTERVAL.minimum)
+    assert least == (None if after is None else max(PROGRESS_INTERVAL.minimum, after // 20))
     stored = {"jobId": "j", "dish": "d", "createdAt": "2026-12-01T00:00:00.000Z", **item}
     if "progress" in item:  # a whole progress record, as the reporter writes it
         stored["progress"] = {"chars": 1, "tokens": 1, "expectedTokens": 1600, "updatedAt": "x", **item["progress"]}
-    doc = render_job(JobItem.model_validate(stored), None)
+    doc = render_job(JobItem.model_validate(stored), None, default)
     assert doc.pollAfterMs == after
 
 

@@ -19,6 +19,7 @@ from .clock import iso, now_utc, parse_iso
 from .errors import ErrorCode
 from .job_status import JobStatus
 from .observability import logger
+from .polling import first_poll_ms
 from .schemas import CreateRecipeResponse, ExecutionInput
 from .settings import aws_endpoint, get_settings
 from .stores.admission import Admission, Refused
@@ -31,9 +32,6 @@ from .tracing import trace_aws_calls
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.client import SFNClient
-
-#: The first poll of a new job: the model takes seconds before it writes anything.
-POLL_AFTER_MS = 3000
 
 
 @lru_cache(maxsize=4)
@@ -103,7 +101,7 @@ def start_job(job: dict[str, str]) -> dict[str, Any]:
     # The submit step fixes the same deadline from the execution's start (the state machine's timeout later).
     deadline_at = iso(started["startDate"] + timedelta(seconds=STATE_MACHINE.of(settings)))
     return CreateRecipeResponse(
-        jobId=job_id, status=JobStatus.PENDING, pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline_at
+        jobId=job_id, status=JobStatus.PENDING, pollAfterMs=first_poll_ms(settings), deadlineAt=deadline_at
     ).model_dump()
 
 
@@ -112,12 +110,15 @@ def _joined(store: JobStore, leader: str, caller: str) -> dict[str, Any]:
     logger.info("joined the job already generating this dish", extra={"leader": leader})
     if caller:
         store.add_owner(leader, caller)
-    joined = store.get(leader) or {}
+    joined, settings = store.get(leader) or {}, get_settings()
     deadline = joined.get("deadlineAt") or iso(  # not submitted yet: at the latest its timeout after creation
-        parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(get_settings()))
+        parse_iso(joined.get("createdAt") or iso(now_utc())) + timedelta(seconds=STATE_MACHINE.of(settings))
     )
     return CreateRecipeResponse(
-        jobId=leader, status=joined.get("status", JobStatus.PENDING), pollAfterMs=POLL_AFTER_MS, deadlineAt=deadline
+        jobId=leader,
+        status=joined.get("status", JobStatus.PENDING),
+        pollAfterMs=first_poll_ms(settings),
+        deadlineAt=deadline,
     ).model_dump()
 
 

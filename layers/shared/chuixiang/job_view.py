@@ -14,7 +14,7 @@ from .stores.admission import Admission
 from .stores.images import ImageStore
 from .stores.job_item import JobItem
 from .stores.jobs import JobStore
-from .timeouts import STATE_MACHINE
+from .timeouts import PROGRESS_INTERVAL, STATE_MACHINE
 
 
 def readable_by(owners: set[str], caller: str) -> bool:
@@ -49,11 +49,12 @@ def load_job_document(job_id: str, caller: str = "") -> JobDocument | None:
         # its admission slot (the client stops polling now)
         Admission(store.table, settings.admission_jobs).release(job_id, item.slot)
     url = ImageStore(settings).stable_url(item.imageKey)[0] if item.imageKey else None
-    return render_job(item, url)
+    return render_job(item, url, PROGRESS_INTERVAL.of(settings))
 
 
-def render_job(item: JobItem, image_url: str | None) -> JobDocument:
-    """The public job document (``GET /recipes/{jobId}``) from a stored item (internals dropped)."""
+def render_job(item: JobItem, image_url: str | None, progress_interval_ms: int) -> JobDocument:
+    """The public job document (``GET /recipes/{jobId}``) from a stored item (internals dropped); its
+    ``pollAfterMs`` in proportion to the stack's ``ProgressIntervalMs``."""
     error, image_error, key = item.error, item.imageError, item.imageKey
     failed = item.status == JobStatus.FAILED
     return JobDocument(
@@ -82,6 +83,6 @@ def render_job(item: JobItem, image_url: str | None) -> JobDocument:
         progress=item.progress if not failed else None,
         partial=item.partial if not failed and not item.recipe else None,
         degraded=item.degraded or None,
-        pollAfterMs=poll_after_ms(item.status, item.stage, item.progress),
+        pollAfterMs=poll_after_ms(item.status, item.stage, item.progress, progress_interval_ms),
         metrics=JobMetrics.model_validate(item.metrics),
     )

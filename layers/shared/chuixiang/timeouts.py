@@ -115,10 +115,11 @@ PROGRESS_INTERVAL = Limit(
     2_000,
     "progress interval",
     "at most one progress write (`progress`, `partial`) per interval while the recipe streams; inside the "
-    "stream total, or no write would ever land",
+    "stream total, or no write would ever land. Every `pollAfterMs` is in proportion to it (the API's cadences "
+    "are the default's)",
     env="PROGRESS_INTERVAL_MS",
     attr="progress_interval_ms",
-    functions=("recipe",),
+    functions=("recipe", "api"),
     scaled=250,
     inside=("RecipeTotalTimeoutMs",),
     minimum=100,

@@ -42,7 +42,7 @@ from typing import Any
 from stack_template import Template
 
 from chuixiang.generation.sections import most_ranges_reserved, sections_reservation, whole_reservation
-from chuixiang.job_start import POLL_AFTER_MS
+from chuixiang.polling import FIRST_POLL_MS
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi, http_event
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
@@ -280,7 +280,7 @@ def estimate(
         drawn = p.path in ("generated", "parallel")
         image_s = assume.image_seconds if drawn else 0.0
         job_s = streamed_s + image_s + 1
-        polls = math.ceil(job_s * 1000 / POLL_AFTER_MS) + 1
+        polls = math.ceil(job_s * 1000 / FIRST_POLL_MS) + 1
         gb_s = 0.0
         for fn in p.invocations:  # a stage once per job; the short ones by their summed local time
             if fn == "RecipeFunction" and streamed_s:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from stack_template import Template, parse_overrides
 
-from chuixiang.polling import DRAWING_MS, WAITING_MS
+from chuixiang.polling import longest_poll_ms
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.commands.common import WORK_DIR, account_quota, common, local_stack, progress
 from chuixiang_local.gateway.api_server import LOCAL_IMAGES_PATH, function_argument
@@ -175,8 +175,9 @@ def _drain(cloud: LocalCloud, api: subprocess.Popen[bytes], bound_s: float) -> N
     if len(running) > len(left):
         # A job that ended is not done until its client has read the end: keep answering polls for one poll
         # interval at the slowest pace the API asks for (a client polling as told reads it within that).
-        progress(f"answering polls {READ_GRACE_S:g} s more, so the last jobs' ends are read")
-        until = time.monotonic() + READ_GRACE_S
+        grace_s = read_grace_s(int(cloud.template.parameters["ProgressIntervalMs"]))
+        progress(f"answering polls {grace_s:g} s more, so the last jobs' ends are read")
+        until = time.monotonic() + grace_s
         while time.monotonic() < until and api.poll() is None:
             time.sleep(0.1)
 
@@ -207,9 +208,11 @@ def _wait_interruptibly(proc: subprocess.Popen[bytes], until: threading.Event | 
             continue
 
 
-#: After a drain, how long polls are still answered: the longest ``pollAfterMs`` the API hands out, and a margin
-#: for the poll itself.
-READ_GRACE_S = max(WAITING_MS, DRAWING_MS) / 1000 + 1.5
+def read_grace_s(progress_interval_ms: int) -> float:
+    """After a drain, how long polls are still answered: the longest ``pollAfterMs`` the API hands out (in
+    proportion to the stack's progress interval), and a margin for the poll itself."""
+    return longest_poll_ms(progress_interval_ms) / 1000 + 1.5
+
 
 #: How long ``serve`` may take to stop once asked (it takes well under a second).
 SERVE_STOP_LIMIT_S = 10.0

@@ -32,7 +32,7 @@ from typing import Any
 from stack_template import Template
 
 from chuixiang.generation.sections import whole_reservation
-from chuixiang.job_start import POLL_AFTER_MS
+from chuixiang.polling import FIRST_POLL_MS
 from chuixiang.resilience.key_loans import KeyQuotas, KeyRecord, given_back, lend, lent
 from chuixiang.stores.admission import RETRY_AFTER_MAX_S
 from chuixiang.stores.job_times import EXPECTED_JOB_S, MIN_SAMPLES
@@ -45,7 +45,7 @@ SUBMIT_S = 0.5
 #: A POST refused by a throttled ``StartExecution`` answers 503; the client waits this long (its default).
 THROTTLED_RETRY_S = 5.0
 #: One GET's api Lambda time (docs/capacity.md), over the seconds between polls: the api's concurrency per job.
-API_CONCURRENCY_PER_JOB = 0.030 / (POLL_AFTER_MS / 1000)
+API_CONCURRENCY_PER_JOB = 0.030 / (FIRST_POLL_MS / 1000)
 #: Job item size in KB (4 write units a progress write); an admitted POST's writes (ticket, slot, job item, dish
 #: claim: small items); a refused one's (the ticket, and its line bucket item: ~50 bytes a place, 16 buckets).
 ITEM_WCU = 4
