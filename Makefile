@@ -21,7 +21,7 @@ BROWSER_STAMP := .chuixiang/.browser-installed
 # run of the unit tier spends 2.5 s rewriting them again), and the local cloud's workers reuse what they compiled.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: test-deps test-template alarms alarms-table run test test-python test-node test-fast test-runner dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
+.PHONY: test-deps test-template alarms alarms-table run test test-python test-waiting test-node test-fast test-runner dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
 # `make run` installs what running needs (RUN_STAMP: the runtime dependencies, and SAM's translator alone);
 # the tests and lint add the dev tools (STAMP) and aws-sam-cli (SAM_STAMP) on top.
@@ -47,12 +47,14 @@ run: $(RUN_STAMP) $(TRANSLATOR_STAMP)
 	$(BIN)/chuixiang cook "$(DISH)" --json
 
 # The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
-# The installs run side by side, then three lanes: the template's lint, pytest (its files over TEST_WORKERS) and the
-# two Node tiers one after the other: each waits on timers and servers far more than it computes. Each lane's output
-# is printed whole when it ends.
+# The installs run side by side, then four lanes: the template's lint, pytest's tests (their files over TEST_WORKERS),
+# pytest's `waiting` tests in a process of their own, and the two Node tiers one after the other. A `waiting` test
+# (every sockets test, and the pipeline modules marked so) waits on its scaled limits far more than it computes:
+# beside the workers, these overlap their work instead of taking the workers' turns. Each lane's output is printed
+# whole when it ends.
 test:
 	$(MAKE) --no-print-directory -j4 test-deps
-	$(MAKE) --no-print-directory -j3 --output-sync=target test-template test-python test-node
+	$(MAKE) --no-print-directory -j4 --output-sync=target test-template test-python test-waiting test-node
 
 # What the tiers need, installed side by side (each venv, npm and apt are independent of one another).
 test-deps: $(STAMP) $(SAM_STAMP) $(CLI_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
@@ -63,7 +65,10 @@ test-template: $(STAMP)
 	$(BIN)/chuixiang ladder > /dev/null
 
 test-python: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not waiting"
+
+test-waiting: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
+	$(BIN)/python -m pytest -m waiting
 
 # The JS tier, then the browser tier: one `chuixiang serve` cold-starting at a time beside pytest. Side by side (and
 # the JS tier's files two or three at once) they finished sooner, but with two suites on one machine the first jobs'

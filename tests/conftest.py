@@ -28,17 +28,19 @@ TIERS = ("unit", "runner", "sockets", "pipeline")
 os.environ.pop("MODEL_API_KEY", None)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Each test's tier marker (and ``waiting`` for every sockets test), set as it is collected: before ``-m``
+    selects on them."""
+    tier = next((t for t in TIERS if f"{os.sep}tests{os.sep}{t}{os.sep}" in str(item.path)), None)
+    if tier is None:
+        raise pytest.UsageError(f"{item.nodeid}: every test lives in a tier's folder ({', '.join(TIERS)})")
+    item.add_marker(tier)
+    if tier == "sockets":
+        item.add_marker("waiting")
+
+
 @pytest.hookimpl(trylast=True)  # after pytest-randomly's shuffle
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        tier = next((t for t in TIERS if f"{os.sep}tests{os.sep}{t}{os.sep}" in str(item.path)), None)
-        if tier is None:
-            raise pytest.UsageError(f"{item.nodeid}: every test lives in a tier's folder ({', '.join(TIERS)})")
-        item.add_marker(tier)
-    _long_modules_first(items)
-
-
-def _long_modules_first(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules marked ``long_module`` first, each group in pytest-randomly's order: pytest-xdist hands out files
     in collection order, so the last ones a worker gets are short and no worker is left with a long file alone at
     the end (the longest take 20-70 s)."""

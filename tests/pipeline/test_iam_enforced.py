@@ -26,7 +26,8 @@ from ..support.scaled import SCALED
 from ..support.serve import free_port
 from ..support.waiting import wait_until
 
-pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+# 15 s or more in all, scheduled first (tests/conftest.py); mostly waiting on the scaled limits: its own lane
+pytestmark = [pytest.mark.long_module, pytest.mark.waiting]
 
 SLOTS = 2
 

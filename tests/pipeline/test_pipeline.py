@@ -17,7 +17,8 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBeha
 from ..support.scaled import SCALED
 from ..support.waiting import wait_until
 
-pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+# 15 s or more in all, scheduled first (tests/conftest.py); mostly waiting on the scaled limits: its own lane
+pytestmark = [pytest.mark.long_module, pytest.mark.waiting]
 
 HANG = Path(__file__).parents[1] / "lambdas" / "hang"
 CRASH = Path(__file__).parents[1] / "lambdas" / "crash"

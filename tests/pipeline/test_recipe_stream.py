@@ -12,7 +12,8 @@ from chuixiang_local.model.fake_model import FakeModel
 
 from ..support.scenarios import SCENARIOS, Scenario, assert_give_up
 
-pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
+# 15 s or more in all, scheduled first (tests/conftest.py); mostly waiting on the scaled limits: its own lane
+pytestmark = [pytest.mark.long_module, pytest.mark.waiting]
 
 _dishes = itertools.count(1)
 

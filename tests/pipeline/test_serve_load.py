@@ -18,6 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
+from chuixiang.timeouts import PROGRESS_INTERVAL
+
 from ..support.scaled import ONE_CALLER, WHOLE
 from ..support.serve import Serve
 from ..support.waiting import NeverHappened, wait_until
@@ -29,7 +31,9 @@ CLIENTS = 60
 
 @pytest.fixture(scope="module")
 def serve() -> Iterator[Serve]:
-    server = Serve({"RecipeConcurrency": str(CLIENTS), **ONE_CALLER, **WHOLE}, fake_pace_ms=0.5)
+    # The template's progress interval: sixty clients polling at the pace the API asks of a deployed stack.
+    interval = {"ProgressIntervalMs": str(PROGRESS_INTERVAL.default)}
+    server = Serve({"RecipeConcurrency": str(CLIENTS), **ONE_CALLER, **WHOLE, **interval}, fake_pace_ms=0.5)
     try:
         yield server
     finally:

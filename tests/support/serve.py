@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from chuixiang.timeouts import PROGRESS_INTERVAL
+
 from .waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,9 +21,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: Ports a test picks for a server it starts later: below Linux's ephemeral range (32768-60999), so no
 #: connection's source port and no server bound to port 0 can take one in between, and one block per
-#: pytest-xdist worker, so two workers never pick the same one.
-PORT_BLOCK = 2000
+#: pytest-xdist worker, so two workers never pick the same one. A pytest without workers (``make test``'s waiting
+#: lane, beside the workers) has the last block.
+PORT_BLOCK = 1000
 FIRST_PORT = 12000
+BLOCKS = 20
 #: Where in its block this process starts: another test suite on the same machine has workers of the same names,
 #: hence the same blocks, and a port free when picked is taken only when the server binds it.
 _next_port = os.getpid() % PORT_BLOCK
@@ -30,8 +34,11 @@ _next_port = os.getpid() % PORT_BLOCK
 def free_port() -> int:
     """A port nobody listens on now, and no other test process will pick."""
     global _next_port
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    base = FIRST_PORT + PORT_BLOCK * int(worker.removeprefix("gw") or 0)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    block = int(worker.removeprefix("gw")) if worker else BLOCKS - 1
+    if worker and block >= BLOCKS - 1:
+        raise RuntimeError(f"{BLOCKS - 1} pytest-xdist workers at most (ports {FIRST_PORT}-32767)")
+    base = FIRST_PORT + PORT_BLOCK * block
     for _ in range(PORT_BLOCK):
         port = base + _next_port
         _next_port = (_next_port + 1) % PORT_BLOCK
@@ -42,6 +49,12 @@ def free_port() -> int:
                 continue  # still in use (a server a test started), or in TIME_WAIT without SO_REUSEADDR
             return port
     raise RuntimeError(f"no free port in {base}-{base + PORT_BLOCK - 1}")
+
+
+#: The tests' stacks write progress at the scaled ladder's interval unless a test sets another: every ``pollAfterMs``
+#: the API answers, and the time serve keeps answering polls after a drain, are in proportion to it (a client
+#: following the API waits an eighth of the template default's waits).
+QUICK_POLLS = {"ProgressIntervalMs": str(PROGRESS_INTERVAL.scaled)}
 
 
 class Serve:
@@ -59,7 +72,7 @@ class Serve:
         model = ["--model-base-url", model_base_url] if model_base_url else []
         if fake_pace_ms is not None:
             model += ["--fake-pace-ms", str(fake_pace_ms)]
-        params = ["--parameter-overrides", *[f"{k}={v}" for k, v in overrides.items()]] if overrides else []
+        params = ["--parameter-overrides", *[f"{k}={v}" for k, v in {**QUICK_POLLS, **overrides}.items()]]
         for attempt in range(3):
             try:
                 self._start([*model, *params, *(serve_args or [])], own_process_group)
