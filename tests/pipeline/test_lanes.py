@@ -26,6 +26,18 @@ def _collected(marker: str) -> tuple[set[str], int]:
     return {line for line in out.splitlines() if "::" in line}, int(total[1])
 
 
+def test_the_makefile_collects_every_waiting_test() -> None:
+    """The lanes collect fewer folders than ``-m`` alone would: none of the others may hold a ``waiting`` test."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert (
+        "-m waiting tests/sockets tests/pipeline\n" in makefile
+        and '-m "not waiting" --ignore=tests/sockets' in makefile
+    )
+    for tier in ("unit", "runner"):
+        for module in (ROOT / "tests" / tier).glob("test_*.py"):
+            assert "mark.waiting" not in module.read_text(), module
+
+
 def test_the_two_lanes_are_every_test_once_and_every_sockets_test_waits() -> None:
     with ThreadPoolExecutor(2) as pool:
         (waiting, total), (rest, _) = pool.map(_collected, ["waiting", "not waiting"])
