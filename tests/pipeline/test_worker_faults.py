@@ -1,12 +1,14 @@
 """The local Lambda workers survive the faults a developer's machine throws at them, found by killing the
 real processes on purpose: a killed zygote is replaced, a worker that died idle is never handed a request,
-the thread that stands in for EventBridge outlives any one failure."""
+the thread that stands in for EventBridge outlives any one failure, and a zygote slow to start (a busy machine)
+is not counted as a function's init."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from stack_template import FunctionSpec
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
+from chuixiang_local.workers import invoker
 from chuixiang_local.workers.invoker import WorkerPool, invoke
 
 from ..support.waiting import wait_until
@@ -54,6 +57,30 @@ def _dead(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+def test_a_zygote_still_loading_is_waited_for_and_not_counted_as_the_functions_init(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lambda's init limit (here 1 s) times the function's init, not this emulator's start: a zygote stopped
+    before it has loaded its modules (as a starved one is, for seconds, on a busy machine) for longer than the
+    limit, then let go, gives a cold start whose init is within it (timed from the request: Runtime.InitTimeout)."""
+    monkeypatch.setattr(invoker, "INIT_LIMIT_S", 1.0)
+    with open(tmp_path / "workers.log", "w") as log:
+        workers = WorkerPool(log, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.pathsep.join(sys.path)})
+        try:
+            os.kill(workers._zygote.pid, signal.SIGSTOP)  # it takes ~0.3 s to load: stopped before it is ready
+            done: list[tuple[int, int | None]] = []
+            cold = threading.Thread(target=lambda: done.append(_echo(workers, 1)))
+            cold.start()
+            threading.Event().wait(1.5)  # stopped past the init limit, while the cold start waits
+            assert not done and not workers._zygote_ready.is_set()
+            os.kill(workers._zygote.pid, signal.SIGCONT)
+            cold.join(timeout=30)
+            [(_, init_ms)] = done
+            assert init_ms is not None and init_ms < 1000, init_ms
+        finally:
+            workers.close()
 
 
 def test_a_killed_zygote_is_replaced_and_the_next_cold_start_works(pool: WorkerPool) -> None:

@@ -37,6 +37,9 @@ from stack_template import FunctionSpec
 PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYENV_VERSION", "MODEL_API_KEY")
 #: Lambda's limit on a function's init phase.
 INIT_LIMIT_S = 10.0
+#: How long a cold start waits for the zygote to load its modules (this emulator's start, not a function's init:
+#: on a busy machine a fresh zygote took seconds, and the first jobs of a ``serve`` failed Runtime.InitTimeout).
+ZYGOTE_START_LIMIT_S = 120.0
 #: Idle warm workers kept per function (more are created under load, then killed when returned).
 MAX_IDLE_PER_FUNCTION = 16
 
@@ -134,12 +137,13 @@ class WorkerPool:
         self._log = log
         self.max_idle = max_idle
         self.zygotes_started = 0
-        self._zygote = self._start_zygote()
         self._lock = threading.Lock()
         self._idle: dict[tuple[Any, ...], list[Worker]] = {}
         self._all: dict[int, Worker] = {}
         self._pending: dict[str, queue.Queue[tuple[socket.socket, int, bytes]]] = {}
         self._closed = False
+        self._zygote_ready = threading.Event()
+        self._zygote = self._start_zygote()
         threading.Thread(target=self._accept, name="worker-accept", daemon=True).start()
 
     def busy(self, function: str | None = None) -> list[Worker]:
@@ -149,14 +153,31 @@ class WorkerPool:
             return [w for w in self._all.values() if id(w) not in idle and function in (None, w.key[0])]
 
     def _start_zygote(self) -> subprocess.Popen[bytes]:
+        """A zygote, and a thread that sets ``_zygote_ready`` once it says its modules are loaded (or it exits)."""
         self.zygotes_started += 1
-        return subprocess.Popen(  # nosec B603  # sys.executable and our own module
+        zygote_id, hello = f"zygote-{uuid.uuid4()}", queue.Queue[tuple[socket.socket, int, bytes]]()
+        self._pending[zygote_id] = hello
+        ready = self._zygote_ready = threading.Event()
+        zygote = subprocess.Popen(  # nosec B603  # sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.workers.zygote"],
             stdin=subprocess.PIPE,
-            env=self._zygote_env,
+            env={**self._zygote_env, "CHUIXIANG_ZYGOTE_ID": zygote_id},
             stdout=self._log or subprocess.DEVNULL,
             stderr=self._log or subprocess.DEVNULL,
         )
+
+        def await_hello() -> None:
+            try:
+                while zygote.poll() is None:
+                    with contextlib.suppress(queue.Empty):
+                        hello.get(timeout=0.2)[0].close()
+                        return
+            finally:
+                self._pending.pop(zygote_id, None)
+                ready.set()
+
+        threading.Thread(target=await_hello, name="zygote-ready", daemon=True).start()
+        return zygote
 
     def _fork(self, request: dict[str, Any]) -> None:
         """Ask the zygote for a worker; a zygote that died (killed, out of memory) is replaced first, as
@@ -233,6 +254,8 @@ class WorkerPool:
             "sys_path": sys_path,
             "handler": spec.handler,
         }
+        # The init is timed from a loaded zygote: waiting for this emulator to start is no function's init.
+        self._zygote_ready.wait(ZYGOTE_START_LIMIT_S)
         started = time.monotonic()
         try:
             self._fork(request)

@@ -140,10 +140,18 @@ def main() -> None:
         for name in LAYER_PRELOAD:
             importlib.import_module(name)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    _say_ready()
     serve(sys.stdin.buffer)
     # End of input: the pool closed, or its process died outright (SIGKILL) and could not remove
     # the directory of its socket itself; a killed ``serve`` left one in /tmp per run before.
     shutil.rmtree(os.environ.get("CHUIXIANG_WORKER_DIR", ""), ignore_errors=True)
+
+
+def _say_ready() -> None:
+    """Tell the pool the modules are loaded: a function's init is timed from here, not from this process's start."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(os.path.join(os.environ["CHUIXIANG_WORKER_DIR"], "w.sock"))
+        _send(sock, {"hello": os.environ["CHUIXIANG_ZYGOTE_ID"], "pid": os.getpid()})
 
 
 def serve(requests: BinaryIO) -> None:
