@@ -150,6 +150,8 @@ def test_each_run_cooks_a_dish_no_run_before_cooked() -> None:
 
     minutes = [dish_of_the_moment(at(m)) for m in range(3 * len(DISHES))]
     assert len(set(minutes)) == len(minutes)
+    # Two runs in one second (the first ended at once): two dishes; the second's recipe is not the first's.
+    assert dish_of_the_moment(lambda: 1_790_000_000.0) != dish_of_the_moment(lambda: 1_790_000_000.25)
     assert all(len(d) <= 40 for d in minutes)  # MAX_DISH_CHARS
     assert {d.split(" ")[0] for d in minutes} == set(DISHES)
 

@@ -201,10 +201,13 @@ def _shaped(model: type[_M], answer: httpx.Response) -> _M:
 
 
 def dish_of_the_moment(clock: Clock = time.time) -> str:
-    """A dish no run before has cooked (the second it starts), so neither the recipe cache nor a job in flight
-    answers it; the dishes take turns."""
-    now = int(clock())
-    return f"{DISHES[now // 60 % len(DISHES)]} {time.strftime('%m%d%H%M%S', time.gmtime(now))}"
+    """A dish no run before has cooked (the millisecond it starts: a run that ends at once, an API refusing it,
+    can be followed by another within the second), so neither the recipe cache nor a job in flight answers it; the
+    dishes take turns."""
+    now = clock()
+    second = int(now)
+    stamp = f"{time.strftime('%m%d%H%M%S', time.gmtime(second))}{int(now * 1000) % 1000:03d}"
+    return f"{DISHES[second // 60 % len(DISHES)]} {stamp}"
 
 
 class Lease(Protocol):

@@ -232,6 +232,9 @@ def function_zygote(first: dict[str, Any], requests: BinaryIO) -> None:
             os.dup2(devnull, 0)
             try:
                 worker(request)
+            except BaseException:  # outside the handler (which reports its own): say why, or the engine only
+                traceback.print_exc()  # sees a closed connection (Runtime.ExitError, no cause in the log)
+                sys.stderr.flush()
             finally:
                 os._exit(1)
 
