@@ -11,7 +11,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import httpx
@@ -25,6 +25,9 @@ from ..support.scaled import ONE_CALLER, WHOLE
 from ..support.serve import ROOT, Serve, free_port
 from ..support.template_doc import walk
 from ..support.waiting import wait_until
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions.type_defs import ExecutionListItemTypeDef
 
 pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
 
@@ -134,11 +137,16 @@ def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
         )  # nosec B106  # moto
         machine = sfn.list_state_machines()["stateMachines"][0]["stateMachineArn"]
 
-        def ended() -> bool:
-            done = sfn.list_executions(stateMachineArn=machine, statusFilter="SUCCEEDED")["executions"]
-            return {e["name"] for e in done} >= set(jobs)
+        def ended() -> list[ExecutionListItemTypeDef]:
+            runs = [run for run in sfn.list_executions(stateMachineArn=machine)["executions"] if run["name"] in jobs]
+            return runs if len(runs) == slots and all(run["status"] != "RUNNING" for run in runs) else []
 
-        wait_until(ended, timeout_s=120, what="every slot's job ended", interval_s=0.5)
+        runs = wait_until(ended, timeout_s=120, what="every slot's job ended", interval_s=0.5)
+        failed = [
+            sfn.describe_execution(executionArn=run["executionArn"]) for run in runs if run["status"] != "SUCCEEDED"
+        ]
+        why = [(run["name"], run["status"], run.get("error"), run.get("cause")) for run in failed]
+        assert not failed, (why, serve.output()[-3000:])
         again = httpx.post(f"{serve.base}/recipes", json={"dish": "多出来的菜"}, timeout=30)
         assert again.status_code == 202, again.text
 

@@ -1,12 +1,14 @@
 """The local Lambda workers survive the faults a developer's machine throws at them, found by killing the
 real processes on purpose: a killed zygote is replaced, a worker that died idle is never handed a request,
-the thread that stands in for EventBridge outlives any one failure, and a zygote slow to start (a busy machine)
-is not counted as a function's init."""
+the thread that stands in for EventBridge outlives any one failure, a zygote slow to start (a busy machine)
+is not counted as a function's init, and a dead worker's kill never reaches the process that took its pid."""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
+import subprocess  # nosec B404  # sleeping processes of our own
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -20,7 +22,7 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.workers import invoker
-from chuixiang_local.workers.invoker import WorkerPool, invoke
+from chuixiang_local.workers.invoker import Worker, WorkerPool, invoke
 
 from ..support.waiting import wait_until
 
@@ -154,3 +156,45 @@ def test_the_eventbridge_stand_in_survives_any_one_failure(
     doc = api.get(job_id)[1]
     assert doc["status"] == "FAILED" and doc["error"]["code"] == "JOB_STOPPED"
     assert cloud.eventbridge is not None and cloud.eventbridge.alive()
+
+
+SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
+ECHO_LINES = [sys.executable, "-c", "import sys\nfor line in sys.stdin: print(line, end='', flush=True)"]
+
+
+@pytest.fixture
+def connection() -> Iterator[socket.socket]:
+    ours, theirs = socket.socketpair()
+    yield ours
+    theirs.close()
+
+
+def test_a_dead_workers_kill_never_reaches_the_process_that_took_its_pid(connection: socket.socket) -> None:
+    """Workers are reaped as they exit and ``pid_max`` is 32,768 here, which a ``make test`` (~3,000 processes a
+    minute) goes round in minutes: a dead worker's pid can come back as another test's worker, and a kill by that
+    number would end it mid-invocation (Runtime.ExitError, no traceback)."""
+    first = subprocess.Popen(SLEEP)  # nosec B603
+    worker = Worker(("Fn",), connection, first.pid, b"")
+    first.kill()
+    first.wait()  # reaped: its pid is free
+    other = subprocess.Popen(ECHO_LINES, stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # nosec B603
+    assert other.stdin is not None and other.stdout is not None  # nosec B101
+    try:
+        worker.pid = other.pid  # what pid reuse does: the number now names another process
+        worker.kill()
+        # A process with a SIGKILL pending never runs user code again: an answer now means it was not sent one.
+        other.stdin.write(b"still here?\n")
+        other.stdin.flush()
+        assert other.stdout.readline() == b"still here?\n", "the kill went to the process that took the pid"
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_live_worker_is_killed_and_a_second_kill_does_nothing(connection: socket.socket) -> None:
+    process = subprocess.Popen(SLEEP)  # nosec B603
+    worker = Worker(("Fn",), connection, process.pid, b"")
+    worker.kill()
+    assert process.wait(timeout=10) == -signal.SIGKILL
+    worker.kill()  # discard and close both kill it: the second neither signals nor closes a handle again
+    assert connection.fileno() == -1

@@ -62,9 +62,24 @@ class WorkerGone(Exception):
     """The worker's connection closed: it crashed, exited or was killed."""
 
 
+def process_handle(pid: int) -> int | None:
+    """A handle on the process ``pid`` is now (Linux's pidfd), taken as its hello arrives; None where there is none.
+
+    Workers are reaped as they exit (their zygote ignores SIGCHLD), so a dead worker's pid is free, and with
+    ``pid_max`` at 32,768 a ``make test`` (~3,000 processes a minute) hands it to another process within minutes:
+    a kill by that number would end another test's worker (``Runtime.ExitError``, no traceback). A pidfd names
+    the process, not the number: a signal through it to a process gone fails instead."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or the worker already gone
+        return os.pidfd_open(pid)
+    return None
+
+
 class Worker:
     def __init__(self, key: tuple[Any, ...], conn: socket.socket, pid: int, buffer: bytes) -> None:
         self.key, self.conn, self.pid, self._buffer = key, conn, pid, buffer
+        self._handle = process_handle(pid)
+        self._killing = threading.Lock()  # discard and close may kill one worker at once: its handle closes once
+        self._killed = False
 
     def send(self, message: dict[str, Any]) -> None:
         self.conn.sendall(json.dumps(message, ensure_ascii=False, default=str).encode() + b"\n")
@@ -99,9 +114,22 @@ class Worker:
         return not readable
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        self.conn.close()
+        """SIGKILL this worker (through its pidfd where there is one: never a process that took its pid)."""
+        with self._killing:
+            if self._killed:
+                return  # its pid may be another process's by now
+            self._killed = True
+            try:
+                if self._handle is not None:
+                    signal.pidfd_send_signal(self._handle, signal.SIGKILL)
+                else:
+                    os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # it had exited
+            finally:
+                if self._handle is not None:
+                    os.close(self._handle)
+                self.conn.close()
 
 
 class WorkerPool:
@@ -139,7 +167,7 @@ class WorkerPool:
         self.zygotes_started = 0
         self._lock = threading.Lock()
         self._idle: dict[tuple[Any, ...], list[Worker]] = {}
-        self._all: dict[int, Worker] = {}
+        self._all: dict[int, Worker] = {}  # by id(): a pid can come back, a Worker object cannot
         self._pending: dict[str, queue.Queue[tuple[socket.socket, int, bytes]]] = {}
         self._closed = False
         self._zygote_ready = threading.Event()
@@ -267,7 +295,7 @@ class WorkerPool:
             self._pending.pop(worker_id, None)
         worker = Worker(key, conn, pid, rest)
         with self._lock:
-            self._all[pid] = worker
+            self._all[id(worker)] = worker
         try:
             ready = worker.recv(max(0.0, INIT_LIMIT_S - (time.monotonic() - started)))
         except WorkerGone:
@@ -313,7 +341,7 @@ class WorkerPool:
     def discard(self, worker: Worker) -> None:
         worker.kill()
         with self._lock:
-            self._all.pop(worker.pid, None)
+            self._all.pop(id(worker), None)
 
     def close(self) -> None:
         with self._lock:
