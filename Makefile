@@ -23,22 +23,32 @@ export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: test-deps test-template alarms alarms-table run test test-python test-waiting test-node test-fast test-runner dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
+#: uv installs every venv's packages, pinned here and itself installed by pip (all a fresh machine needs): pip's
+#: resolver and installer held a fresh clone's `make test` ~40 s before its first test, uv a few seconds. Each venv
+#: keeps its own pip (the layer's build runs it).
+UV_VERSION := 0.13.9
+UV := .venv-uv/bin/uv
+UV_INSTALL = $(UV) pip install --quiet --python
+$(UV):
+	test -x .venv-uv/bin/python || $(PYTHON) -m venv .venv-uv
+	.venv-uv/bin/python -m pip install --quiet uv==$(UV_VERSION)
+
 # `make run` installs what running needs (RUN_STAMP: the runtime dependencies, and SAM's translator alone);
 # the tests and lint add the dev tools (STAMP) and aws-sam-cli (SAM_STAMP) on top.
-$(RUN_STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml | $(UV)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(UV_INSTALL) $(BIN)/python --upgrade pip
+	$(UV_INSTALL) $(BIN)/python --compile-bytecode -e .
 	# Precompiled, as the layer Lambda gets is (build_layer.py): a fresh clone's first local cold start would
 	# otherwise compile every module on import, ~9 s on a busy 2-core machine, past the Submit state's timeout.
 	$(BIN)/python -m compileall -q layers/shared/chuixiang functions local
 	touch $(RUN_STAMP)
 
-# The dev tools with the runtime in one pip run (one resolve: a fresh clone's `make test` waited ~5 s more for two).
-$(STAMP): pyproject.toml
+# The dev tools with the runtime in one install (one resolve). Compiled: the tests' processes import them at once.
+$(STAMP): pyproject.toml | $(UV)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(UV_INSTALL) $(BIN)/python --upgrade pip
+	$(UV_INSTALL) $(BIN)/python --compile-bytecode -e '.[dev]'
 	$(BIN)/python -m compileall -q layers/shared/chuixiang functions local
 	touch $(RUN_STAMP) $(STAMP)
 
@@ -47,16 +57,17 @@ run: $(RUN_STAMP) $(TRANSLATOR_STAMP)
 	$(BIN)/chuixiang cook "$(DISH)" --json
 
 # The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
-# The installs run side by side, then four lanes: the template's lint, pytest's tests (their files over TEST_WORKERS),
-# pytest's `waiting` tests in a process of their own, and the two Node tiers one after the other. A `waiting` test
-# (every sockets test, and the pipeline modules marked so) waits on its scaled limits far more than it computes:
-# beside the workers, these overlap their work instead of taking the workers' turns. Each lane's output is printed
-# whole when it ends.
+# What pytest needs is installed first, side by side, then four lanes: the template's lint, pytest's tests (their
+# files over TEST_WORKERS), pytest's `waiting` tests in a process of their own, and the two Node tiers one after the
+# other, whose installs (npm, apt's chromium) run in their lane while pytest's run. A `waiting` test (every sockets
+# test, and the pipeline modules marked so) waits on its scaled limits far more than it computes: beside the
+# workers, these overlap their work instead of taking the workers' turns. Each lane's output is printed whole when
+# it ends.
 test:
-	$(MAKE) --no-print-directory -j4 test-deps
+	$(MAKE) --no-print-directory -j4 $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-template test-python test-waiting test-node
 
-# What the tiers need, installed side by side (each venv, npm and apt are independent of one another).
+# What every tier needs, installed side by side (each venv, npm and apt are independent of one another).
 test-deps: $(STAMP) $(SAM_STAMP) $(CLI_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 
 # Both templates linted (cfn-lint also checks the parameters the nested one is passed), and the ladder.
@@ -127,16 +138,16 @@ $(BROWSER_STAMP):
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk)
 	mkdir -p .chuixiang && touch $(BROWSER_STAMP)
 
-$(CLI_STAMP):
+$(CLI_STAMP): | $(UV)
 	test -x .venv-cli/bin/python || $(PYTHON) -m venv .venv-cli
-	.venv-cli/bin/python -m pip install --quiet --no-compile awscli==$(AWSCLI_VERSION)
+	$(UV_INSTALL) .venv-cli/bin/python awscli==$(AWSCLI_VERSION)
 	touch $(CLI_STAMP)
 
 # checkov and bandit live in their own venv: their pins would fight the app's.
 LINT_STAMP := .venv-lint/.installed
-$(LINT_STAMP): requirements-lint.txt
+$(LINT_STAMP): requirements-lint.txt | $(UV)
 	test -x .venv-lint/bin/python || $(PYTHON) -m venv .venv-lint
-	.venv-lint/bin/python -m pip install --quiet -r requirements-lint.txt
+	$(UV_INSTALL) .venv-lint/bin/python -r requirements-lint.txt
 	touch $(LINT_STAMP)
 
 lint: $(STAMP) $(LINT_STAMP)
@@ -191,17 +202,16 @@ bench: $(STAMP) bench-layer
 
 # aws-sam-cli is large and pins its own dependencies: it gets a venv of its own, only for validating and building.
 # PYENV_VERSION puts python3.12 on PATH, which `sam build` needs for the python3.12 runtime.
-$(TRANSLATOR_STAMP):
+$(TRANSLATOR_STAMP): | $(UV)
 	test -x .venv-sam/bin/python || $(PYTHON) -m venv .venv-sam
-	.venv-sam/bin/python -m pip install --quiet aws-sam-translator==$(SAM_TRANSLATOR_VERSION) PyYAML
+	$(UV_INSTALL) .venv-sam/bin/python aws-sam-translator==$(SAM_TRANSLATOR_VERSION) PyYAML
 	touch $(TRANSLATOR_STAMP)
 
-# With the translator in the same pip run (aws-sam-cli pins that version: one resolve, not two in a row). This
-# venv and the CLI's skip pip's compiling of every module (~8 s of a fresh clone's install): the few they import
-# are compiled on first use.
-$(SAM_STAMP):
+# With the translator in the same install (aws-sam-cli pins that version: one resolve, not two in a row). This
+# venv and the CLI's are not compiled ahead: the few modules they import are compiled on first use.
+$(SAM_STAMP): | $(UV)
 	test -x .venv-sam/bin/python || $(PYTHON) -m venv .venv-sam
-	.venv-sam/bin/python -m pip install --quiet --no-compile aws-sam-cli==$(SAM_CLI_VERSION) aws-sam-translator==$(SAM_TRANSLATOR_VERSION) PyYAML
+	$(UV_INSTALL) .venv-sam/bin/python aws-sam-cli==$(SAM_CLI_VERSION) aws-sam-translator==$(SAM_TRANSLATOR_VERSION) PyYAML
 	touch $(TRANSLATOR_STAMP) $(SAM_STAMP)
 
 # cfn-lint after SAM's transform (the Fn::Ifs in the API body); no AWS credentials needed.
@@ -220,4 +230,4 @@ deploy: $(STAMP) sam-build
 	SAM_CLI_TELEMETRY=0 .venv-sam/bin/sam deploy $(if $(PARAMS),--parameter-overrides $(PARAMS),--guided) $(if $(NO_CONFIRM),--no-confirm-changeset)
 
 clean:
-	rm -rf $(VENV) .venv-sam .venv-lint .venv-cli .aws-sam .chuixiang node_modules
+	rm -rf $(VENV) .venv-sam .venv-lint .venv-cli .venv-uv .aws-sam .chuixiang node_modules

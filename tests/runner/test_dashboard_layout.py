@@ -66,11 +66,12 @@ def test_drawing_without_matplotlib_says_how_to_install_it_instead_of_crashing(
 
 def test_make_run_installs_what_the_dashboard_draws_with() -> None:
     """A fresh clone's ``make run`` then ``chuixiang dashboard --out d.png`` draws: ``make run`` installs the
-    project's runtime dependencies (``pip install -e .``), and matplotlib is one of them."""
+    project's runtime dependencies (``uv pip install -e .``), and matplotlib is one of them."""
     import tomllib
 
     from stack_template import REPO_ROOT
 
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     assert any(d.split("==")[0] == "matplotlib" for d in project["dependencies"])
-    assert "pip install --quiet -e .\n" in (REPO_ROOT / "Makefile").read_text()
+    rule = (REPO_ROOT / "Makefile").read_text().split("\n$(RUN_STAMP):", 1)[1].split("\n\n", 1)[0]
+    assert "$(UV_INSTALL) $(BIN)/python --compile-bytecode -e .\n" in rule, rule
