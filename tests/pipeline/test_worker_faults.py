@@ -198,3 +198,18 @@ def test_a_live_worker_is_killed_and_a_second_kill_does_nothing(connection: sock
     assert process.wait(timeout=10) == -signal.SIGKILL
     worker.kill()  # discard and close both kill it: the second neither signals nor closes a handle again
     assert connection.fileno() == -1
+
+
+@pytest.mark.parametrize("nice", [0, 10])
+def test_a_niced_zygote_is_scheduled_in_a_session_of_its_own(nice: int, tmp_path: Path) -> None:
+    """With autogroup, nice weighs only within a session: ``serve``'s niced workers, left in the session that
+    started them, got a ninth of any test process's share beside another suite and timed out their first jobs."""
+    with open(tmp_path / "workers.log", "w") as log:
+        workers = WorkerPool(log, env={"PATH": os.environ.get("PATH", "")}, nice=nice)
+        try:
+            zygote = workers._zygote.pid
+            assert (os.getsid(zygote) == zygote) is (nice > 0)
+            assert workers._zygote_ready.wait(60)  # it has niced itself by then
+            assert os.getpriority(os.PRIO_PROCESS, zygote) == min(19, os.getpriority(os.PRIO_PROCESS, 0) + nice)
+        finally:
+            workers.close()

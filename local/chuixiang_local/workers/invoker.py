@@ -147,7 +147,13 @@ class WorkerPool:
         """``env``: what every function's environment shares (the zygote imports the layer with it);
         ``code_dirs``: the layer and function code, compiled to ``.pyc`` once here, not by each worker;
         ``nice``: the workers' scheduling niceness (see ``LocalCloud``); ``max_idle``: warm workers kept
-        per function."""
+        per function.
+
+        A niced zygote starts a session of its own. Linux schedules each session as one group (autogroup), and
+        nice orders processes only within theirs: in the starting session a nice of 10 weighs a ninth of any
+        other process there, so with two test suites on two cores a ``serve``'s zygote took ~40 s to load its
+        modules and its first jobs. Submit state timed out. In a group of their own the workers get a group's
+        share; the API process, in a session of its own too, still answers first (its group against theirs)."""
         self._dir = tempfile.mkdtemp(prefix="cx-workers-")
         self.socket_path = os.path.join(self._dir, "w.sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -163,6 +169,7 @@ class WorkerPool:
             "CHUIXIANG_WORKER_DIR": self._dir,
         }
         self._log = log
+        self._nice = nice
         self.max_idle = max_idle
         self.zygotes_started = 0
         self._lock = threading.Lock()
@@ -192,6 +199,7 @@ class WorkerPool:
             env={**self._zygote_env, "CHUIXIANG_ZYGOTE_ID": zygote_id},
             stdout=self._log or subprocess.DEVNULL,
             stderr=self._log or subprocess.DEVNULL,
+            start_new_session=self._nice > 0,
         )
 
         def await_hello() -> None:
