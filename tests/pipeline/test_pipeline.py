@@ -48,7 +48,7 @@ def test_image_failure_degrades_the_job(
 ) -> None:
     module_fake.image_script.extend(script)
     doc = api.wait(api.post_dish(f"图片测试{code}")[1]["jobId"], give_up_s=30)
-    assert doc["status"] == "SUCCEEDED" and doc["recipe"] is not None
+    assert doc["status"] == "SUCCEEDED" and doc["recipe"] is not None, doc.get("error")
     assert doc["metrics"]["image"]["attempts"] == attempts == module_fake.count("/images/generations")
     if code is None:
         assert doc["image"] is not None and doc["imageError"] is None
