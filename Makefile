@@ -94,10 +94,11 @@ test-node: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 # The tiers are the folders of tests/ (a unit or runner test that opens a socket or starts a process fails).
-# The fast tier: the product's unit tests, in-process only, on a worker per core (README: as measured, once
-# installed). `make test` runs every tier.
+# The fast tier: the product's unit tests, in-process only, on a worker per core, each file on one worker (a module's
+# fixtures and caches built once: test_one_home.py parses the repository once, not on both) (README: as measured,
+# once installed). `make test` runs every tier.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) tests/unit
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile tests/unit
 
 # The local runner's own unit tests: its emulations held to AWS's documentation, its commands.
 test-runner: $(STAMP)

@@ -30,7 +30,7 @@ def _module_file(dotted: str, package_root: Path = PACKAGE_ROOT) -> Path | None:
 def _defined(path: Path) -> set[str]:
     """Names a module defines at its top level (functions, classes, assignments, also under ``if``/``try``)."""
     names: set[str] = set()
-    for node in ast.parse(path.read_text()).body:
+    for node in _parsed(path).body:
         for sub in ast.walk(node) if isinstance(node, (ast.If, ast.Try)) else [node]:
             if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names.add(sub.name)
@@ -57,8 +57,8 @@ def _source_module(path: Path, node: ast.ImportFrom, package_root: Path) -> str 
 def _package_imports(files: Iterable[Path], package_root: Path) -> Iterator[tuple[Path, ast.ImportFrom, str]]:
     """Each ``from … import`` of a package module: the importing file, the statement, the module it reads."""
     for path in files:
-        for node in ast.walk(_parsed(path)):
-            if isinstance(node, ast.ImportFrom) and (module := _source_module(path, node, package_root)):
+        for node in _imports_from(path):
+            if module := _source_module(path, node, package_root):
                 yield path, node, module
 
 
@@ -95,6 +95,12 @@ def _parsed(path: Path) -> ast.Module:
     return ast.parse(source)
 
 
+@functools.cache
+def _imports_from(path: Path) -> list[ast.ImportFrom]:
+    """Every ``from … import`` of a file, at any depth: walked once for the three rules."""
+    return [node for node in ast.walk(_parsed(path)) if isinstance(node, ast.ImportFrom)]
+
+
 def _project_files() -> Iterator[Path]:
     for folder in IMPORTERS:
         for path in (ROOT / folder).rglob("*.py"):
@@ -126,9 +132,7 @@ def private_imports(files: Iterable[Path]) -> list[str]:
     """Each ``_name`` (not a dunder) imported from a module of the package or the runner."""
     found = []
     for path in files:
-        for node in ast.walk(_parsed(path)):
-            if not isinstance(node, ast.ImportFrom):
-                continue
+        for node in _imports_from(path):
             ours = node.level > 0 or (node.module or "").split(".")[0] in PRIVATE_IMPORT_ROOTS
             for alias in node.names if ours else []:
                 if alias.name.startswith("_") and not alias.name.startswith("__"):
