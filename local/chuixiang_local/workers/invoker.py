@@ -152,7 +152,7 @@ class WorkerPool:
         A niced zygote starts a session of its own. Linux schedules each session as one group (autogroup), and
         nice orders processes only within theirs: in the starting session a nice of 10 weighs a ninth of any
         other process there, so with two test suites on two cores a ``serve``'s zygote took ~40 s to load its
-        modules and its first jobs. Submit state timed out. In a group of their own the workers get a group's
+        modules and its first jobs' Submit state timed out. In a group of their own the workers get a group's
         share; the API process, in a session of its own too, still answers first (its group against theirs)."""
         self._dir = tempfile.mkdtemp(prefix="cx-workers-")
         self.socket_path = os.path.join(self._dir, "w.sock")
