@@ -9,7 +9,7 @@ from pathlib import Path
 from chuixiang_local.commands import sections_bench
 from chuixiang_local.commands.routing_bench import limits
 from chuixiang_local.model.fake_model import FakeModel, FakeModelProcess
-from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
+from chuixiang_local.model.profiles import PROFILES, REAL_MS_PER_TOKEN
 
 SCALE = 40.0
 
@@ -32,9 +32,13 @@ def test_the_bench_compares_both_modes_at_the_peak_and_on_a_capped_key() -> None
     # A few more tokens written, the prompt repeated in six calls (most of it a cached prefix).
     assert whole["completionTokens"] < parallel["completionTokens"] < 1.1 * whole["completionTokens"]
     assert parallel["promptTokens"] > 5 * whole["promptTokens"] and parallel["cachedPromptShare"] > 0.5
-    # On a key capped in tokens/s the streams share the cap: no faster (the bench says so, it does not hide it).
-    capped_whole, capped_parallel = rows["capped key", "whole"], rows["capped key", "parallel"]
-    assert capped_parallel["totalMs"]["p50"] > 0.95 * capped_whole["totalMs"]["p50"]
+    # On a key capped in tokens/s the streams share the cap: side by side, the recipe comes no faster than the cap
+    # lets its tokens through (the bench says so, it does not hide it). A bound each mode is held to, not a race
+    # of two timed runs: beside other work, whole's one run came out 7 % slower than parallel's by scheduling alone.
+    cap = PROFILES["fake-capped"].key_tokens_per_s
+    assert cap is not None
+    for capped in (rows["capped key", "whole"], rows["capped key", "parallel"]):
+        assert capped["totalMs"]["p50"] >= 1000 * capped["completionTokens"] / cap, capped
     assert "capped key" in sections_bench.table(list(rows.values()))
     # A fresh stack's first auto job has measured nothing: it writes in sections, and says why.
     assert rows["peak", "auto"]["chosen"] == {"whole": 0, "parallel": 1}
