@@ -63,7 +63,7 @@ class WorkerGone(Exception):
 
 
 def process_handle(pid: int) -> int | None:
-    """A handle on the process ``pid`` is now (Linux's pidfd), taken as its hello arrives; None where there is none.
+    """A handle on the process ``pid`` names now (Linux's pidfd), taken just after its hello; None where there is none.
 
     Workers are reaped as they exit (their zygote ignores SIGCHLD), so a dead worker's pid is free, and with
     ``pid_max`` at 32,768 a ``make test`` (~3,000 processes a minute) hands it to another process within minutes:
