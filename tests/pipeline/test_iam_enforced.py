@@ -47,9 +47,13 @@ def iam_cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) 
         yield c
 
 
+def _executions_ended(cloud: LocalCloud) -> None:
+    wait_until(lambda: not cloud.running_executions(), timeout_s=30, what="executions to end")
+
+
 def _settle(cloud: LocalCloud) -> None:
     """No execution left running and every admission slot free: the next scenario starts clean."""
-    wait_until(lambda: not cloud.running_executions(), timeout_s=30, what="executions to end")
+    _executions_ended(cloud)
     table = cloud.job_store().table
     for n in range(SLOTS):
         table.delete_item(Key=slot_key(n))
@@ -194,6 +198,9 @@ def test_removing_any_statement_refuses_the_call_it_allowed(
         principal.statements.pop(index)
         try:
             outcome = SCENARIOS[scenario](iam_cloud, api, module_fake)
+            # The execution may still have calls to make after the job reads as ended (FreeSlot follows
+            # Finalize): the statement stays out until it has made them.
+            _executions_ended(iam_cloud)
         finally:
             principal.statements.insert(index, statement)
             _settle(iam_cloud)

@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from model_samples import make_png
+
+from chuixiang_local.model.fake_model import FakeModel, token_schedule
+from chuixiang_local.model.profiles import PROFILES, REAL_MS_PER_TOKEN
 
 
 def test_fake_png_is_a_png() -> None:
     data = make_png(seed=3)
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+
+
+def test_a_capped_key_keeps_its_rate_however_late_its_streams_ask() -> None:
+    """Eight streams on a key capped at 18 tokens/s that started a second ago, their threads asking for each
+    token's time only now (late, as on a busy machine): the key's slots follow one another at the cap's interval
+    from the streams' start, as a provider's do, not from when each late thread asked."""
+    fake = FakeModel(pace_s=REAL_MS_PER_TOKEN / 1000 / 40)  # time x40: 720 tokens/s over the key
+    capped = PROFILES["fake-capped"]
+    assert capped.key_tokens_per_s is not None
+    interval, start = fake.time_scale / capped.key_tokens_per_s, time.monotonic() - 1.0
+    streams = [token_schedule(fake, capped, 50, interval, start=start) for _ in range(8)]
+    slots = [due(i) for i in range(50) for due in streams]
+    assert slots == pytest.approx([start + k * interval for k in range(len(slots))], abs=1e-9)
