@@ -586,8 +586,8 @@ class _Handler(BaseHTTPRequestHandler):
 def token_schedule(
     fake: FakeModel, p: ModelProfile, count: int, per_token: float, *, start: float
 ) -> Callable[[int], float]:
-    """When each token of a stream starting at ``start`` (monotonic) is due: at the stream's rate, after the profile's pauses (drawn
-    now, seeded), no sooner than a capped key lets it out.
+    """When each token of a stream starting at ``start`` (monotonic) is due: at the stream's rate, after the
+    profile's pauses (drawn now, seeded), no sooner than a capped key lets it out.
 
     Drift-free, as a provider's servers are: a token's time does not depend on when the thread that sends it
     wakes. A key slot taken from "now" instead lost the cap's rate to every late wake-up (eight streams each
