@@ -161,8 +161,15 @@ def mix_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # The breaker opens on one failure and stays open for the rest of the mix: at the scaled 2 s recovery a
     # loaded machine let the next job's call through as the half-open probe (CI stop 37: http_error, not
     # breaker_open). Recovery is the breaker tests' subject, not this one's.
+    # The recipe stage's total limit 10 s (the function's and the state machine's with it, as the ladder asks):
+    # the job stopped mid-stream must still be writing when the reconciler fails it, so that the stage is
+    # abandoned, not timed out. At the scaled 3 s (1 s idle, keep-alives not counting) a moment's load lost that
+    # race (the mix's RecipeAbandoned never emitted).
     overrides = {
         **SCALED,
+        "RecipeTotalTimeoutMs": "10000",
+        "RecipeFunctionTimeout": "12",
+        "StateMachineTimeout": "80",
         "BreakerFailureThreshold": "1",
         "BreakerRecoverySeconds": "600",
         "CanaryModels": "canary-model",
@@ -188,15 +195,20 @@ def mix_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert any(c["outcome"] != "ok" and c.get("completionTokens") for c in wasted), wasted
         fake.image_script.append(ImageBehaviour(status=400))
         assert cook("看板图坏")["imageError"] is not None
-        fake.chat_script.append(ChatBehaviour(stall_after_chunks=2, stall_s=20, keepalive_every_s=0.1))
+        fake.chat_script.append(ChatBehaviour(chunk_delay_s=0.2))  # writes, slowly, until the total limit
         job = api.post_dish("看板中止")[1]["jobId"]
-        # Stopped mid-stream, not before its call: a stall left unused went to a later call (the canary's).
+        # Stopped mid-stream, not before its call: a behaviour left unused went to a later call (the canary's).
         wait_until(lambda: not fake.chat_script, timeout_s=30, what="the aborted job's call reached the model")
         arn = cloud.execution_arn(job)
         sfn = cloud.client("stepfunctions")
-        assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"  # its model stalls for 20 s
+        assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
         sfn.stop_execution(executionArn=arn, error="Operator", cause="dashboard test")  # aborted by an operator
         assert api.wait(job, give_up_s=30)["status"] == "FAILED"
+        wait_until(
+            lambda: "recipe abandoned: the job ended first" in (work / "log").read_text(),
+            timeout_s=30,
+            what="the recipe stage saw its job end and gave up its call",
+        )
         model = cloud.template.parameters["RecipeModel"]
         fake.chat_by_model[model] = ChatBehaviour(status=503)
         assert cook("看板熔断1")["error"]["code"] == "RECIPE_UPSTREAM_ERROR"  # opens the breaker (threshold 1)
