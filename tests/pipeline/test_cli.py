@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
@@ -64,10 +63,10 @@ def test_serve_answers_http() -> None:
         base = server.base
         doc = server.cook("宫保鸡丁")
         assert doc["status"] == "SUCCEEDED"
-        missing = httpx.get(f"{base}/recipes/00000000-0000-4000-8000-000000000000")
+        missing = server.http.get(f"{base}/recipes/00000000-0000-4000-8000-000000000000")
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "JOB_NOT_FOUND"
         for body in (b"", b"{", b'{"dish": ""}', b'{"dish": "' + "菜".encode() * 401 + b'"}'):
-            bad = httpx.post(f"{base}/recipes", content=body, headers={"content-type": "application/json"})
+            bad = server.http.post(f"{base}/recipes", content=body, headers={"content-type": "application/json"})
             assert bad.status_code == 400 and bad.json()["error"]["code"] == "INVALID_DISH", bad.text
     finally:
         server.stop()

@@ -97,20 +97,20 @@ def test_a_browser_preflight_gets_the_configured_origins_and_never_needs_a_token
             assert ok.headers["access-control-allow-origin"] == "https://servicewechat.com"
             assert "POST" in ok.headers["access-control-allow-methods"]
             assert "authorization" in ok.headers["access-control-allow-headers"].lower()
-            other = httpx.options(f"{serve.base}{path}", timeout=30, headers={"Origin": "https://evil.example"})
+            other = serve.http.options(f"{serve.base}{path}", timeout=30, headers={"Origin": "https://evil.example"})
             assert other.status_code == 204 and "access-control-allow-origin" not in other.headers
         # Everything else still needs the token.
-        assert httpx.post(f"{serve.base}/recipes", json={"dish": "x"}, timeout=30).status_code == 401
+        assert serve.http.post(f"{serve.base}/recipes", json={"dish": "x"}, timeout=30).status_code == 401
 
 
 def test_head_on_a_job_answers_like_get_without_a_body() -> None:
     with Serve({"CorsAllowOrigins": "https://servicewechat.com"}) as serve:
         job_id = serve.post("头部菜")
-        got = httpx.get(f"{serve.base}/recipes/{job_id}", timeout=30)
-        head = httpx.head(f"{serve.base}/recipes/{job_id}", timeout=30)
+        got = serve.http.get(f"{serve.base}/recipes/{job_id}", timeout=30)
+        head = serve.http.head(f"{serve.base}/recipes/{job_id}", timeout=30)
         assert head.status_code == got.status_code == 200 and head.content == b""
         assert head.headers["content-type"] == got.headers["content-type"]
-        missing = httpx.head(f"{serve.base}/recipes/0badc0de-0000-4000-8000-00000000000a", timeout=30)
+        missing = serve.http.head(f"{serve.base}/recipes/0badc0de-0000-4000-8000-00000000000a", timeout=30)
         assert missing.status_code == 404 and missing.content == b""
         refused = httpx.put(f"{serve.base}/recipes", timeout=30, headers={"Origin": "https://servicewechat.com"})
         assert refused.status_code == 405
@@ -124,7 +124,7 @@ def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
     slots = 6
     with Serve({"RecipeConcurrency": str(slots), **ONE_CALLER, **WHOLE}, fake_pace_ms=8) as serve:
         jobs = [serve.post(f"没人等的菜{i}") for i in range(slots)]
-        full = httpx.post(f"{serve.base}/recipes", json={"dish": "多出来的菜"}, timeout=30)
+        full = serve.http.post(f"{serve.base}/recipes", json={"dish": "多出来的菜"}, timeout=30)
         assert full.status_code == 429 and int(full.headers["retry-after"]) >= 1, full.text
         endpoint = re.search(r"the local cloud \(moto\) at (http://[\d.:]+)", serve.output())
         assert endpoint, serve.output()[-2000:]
@@ -147,7 +147,7 @@ def test_a_slot_frees_when_its_job_ends_whoever_polls() -> None:
         ]
         why = [(run["name"], run["status"], run.get("error"), run.get("cause")) for run in failed]
         assert not failed, (why, serve.output()[-3000:])
-        again = httpx.post(f"{serve.base}/recipes", json={"dish": "多出来的菜"}, timeout=30)
+        again = serve.http.post(f"{serve.base}/recipes", json={"dish": "多出来的菜"}, timeout=30)
         assert again.status_code == 202, again.text
 
 

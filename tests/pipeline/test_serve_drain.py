@@ -37,10 +37,10 @@ def test_sigterm_refuses_new_jobs_answers_polls_and_lets_the_running_ones_finish
         jobs = [serve.post("排队菜一号"), serve.post("排队菜二号")]
         serve.proc.send_signal(signal.SIGTERM)
         wait_until(lambda: "draining" in serve.output(), timeout_s=10, what="serve started draining")
-        refused = httpx.post(f"{serve.base}/recipes", json={"dish": "来晚的菜"}, timeout=10)
+        refused = serve.http.post(f"{serve.base}/recipes", json={"dish": "来晚的菜"}, timeout=10)
         assert refused.status_code == 503, refused.text
         assert refused.json()["error"]["code"] == "SERVICE_UNAVAILABLE" and int(refused.headers["retry-after"]) > 0
-        polled = httpx.get(f"{serve.base}/recipes/{jobs[0]}", timeout=10)  # a client still sees its job
+        polled = serve.http.get(f"{serve.base}/recipes/{jobs[0]}", timeout=10)  # a client still sees its job
         assert polled.status_code == 200 and polled.json()["jobId"] == jobs[0]
         assert serve.proc.wait(timeout=90) == 0
         assert _drained(serve) == (2, 0)
@@ -55,7 +55,7 @@ def test_a_client_polling_as_told_reads_its_jobs_end_after_the_drain() -> None:
         wait_until(lambda: "draining" in serve.output(), timeout_s=10, what="serve started draining")
         seen: list[str] = []
         while True:
-            doc = httpx.get(f"{serve.base}/recipes/{job}", timeout=10).json()  # a refused connection raises
+            doc = serve.http.get(f"{serve.base}/recipes/{job}", timeout=10).json()  # a refused connection raises
             seen.append(doc["status"])
             if doc["pollAfterMs"] is None:
                 break
@@ -252,8 +252,8 @@ def test_the_api_functions_metrics_go_to_the_functions_log() -> None:
 
     started = time.time()
     with Serve({"RecipeConcurrency": "1", "RecipeConcurrencyPerCaller": "0", "RecipeSections": "whole"}) as serve:
-        first = httpx.post(f"{serve.base}/recipes", json={"dish": "占位的菜"}, timeout=30)
-        second = httpx.post(f"{serve.base}/recipes", json={"dish": "被拒的菜"}, timeout=30)
+        first = serve.http.post(f"{serve.base}/recipes", json={"dish": "占位的菜"}, timeout=30)
+        second = serve.http.post(f"{serve.base}/recipes", json={"dish": "被拒的菜"}, timeout=30)
         assert (first.status_code, second.status_code) == (202, 429)
         serve.wait(first.json()["jobId"])
     logs = [p for p in (ROOT / ".chuixiang" / "logs").glob("serve-*.log") if p.stat().st_mtime >= started]
@@ -269,7 +269,7 @@ def test_an_api_process_killed_under_load_is_said_with_the_requests_it_cut() -> 
         children = Path(f"/proc/{serve.proc.pid}/task/{serve.proc.pid}/children").read_text().split()
         api = next(int(pid) for pid in children if "api_server" in Path(f"/proc/{pid}/cmdline").read_text())
         with ThreadPoolExecutor(8) as pool:
-            polls = [pool.submit(httpx.get, f"{serve.base}/recipes/{job}", timeout=10) for _ in range(40)]
+            polls = [pool.submit(serve.http.get, f"{serve.base}/recipes/{job}", timeout=10) for _ in range(40)]
             os.kill(api, signal.SIGKILL)
             for poll in polls:
                 with contextlib.suppress(httpx.HTTPError):

@@ -79,7 +79,7 @@ def serve(issuer: Issuer) -> Iterator[Serve]:
 
 def test_only_a_valid_token_reaches_the_recipe_routes(serve: Serve, issuer: Issuer) -> None:
     def post(headers: dict[str, str]) -> httpx.Response:
-        return httpx.post(f"{serve.base}/recipes", json={"dish": "宫保鸡丁"}, headers=headers, timeout=30)
+        return serve.http.post(f"{serve.base}/recipes", json={"dish": "宫保鸡丁"}, headers=headers, timeout=30)
 
     now = int(time.time())
     forged = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -105,10 +105,10 @@ def test_only_a_valid_token_reaches_the_recipe_routes(serve: Serve, issuer: Issu
     created = post(good)
     assert created.status_code == 202, created.text
     job = created.json()["jobId"]
-    assert httpx.get(f"{serve.base}/recipes/{job}", timeout=30).status_code == 401
-    polled = httpx.get(f"{serve.base}/recipes/{job}", headers=good, timeout=30)
+    assert serve.http.get(f"{serve.base}/recipes/{job}", timeout=30).status_code == 401
+    polled = serve.http.get(f"{serve.base}/recipes/{job}", headers=good, timeout=30)
     assert polled.status_code == 200 and polled.json()["jobId"] == job
     # client_id stands in for aud (as Cognito access tokens carry it), and a bare token is accepted.
     bare = issuer.token(aud=None, client_id=AUDIENCE)
-    assert httpx.get(f"{serve.base}/recipes/{job}", headers={"authorization": bare}, timeout=30).status_code == 200
-    assert httpx.get(f"{serve.base}/openapi.json", timeout=30).status_code == 200  # public, as in the template
+    assert serve.http.get(f"{serve.base}/recipes/{job}", headers={"authorization": bare}, timeout=30).status_code == 200
+    assert serve.http.get(f"{serve.base}/openapi.json", timeout=30).status_code == 200  # public, as in the template

@@ -55,7 +55,9 @@ def raw_request(base: str, request: bytes) -> tuple[int, dict[str, Any]]:
 
 def test_hostile_requests_get_the_one_error_shape(serve: Serve) -> None:
     def post(body: bytes, content_type: str = "application/json") -> httpx.Response:
-        return httpx.post(f"{serve.base}/recipes", content=body, headers={"content-type": content_type}, timeout=30)
+        return serve.http.post(
+            f"{serve.base}/recipes", content=body, headers={"content-type": content_type}, timeout=30
+        )
 
     cases = [
         (post(b"\xff\xfe"), 400),
@@ -64,8 +66,8 @@ def test_hostile_requests_get_the_one_error_shape(serve: Serve) -> None:
         (post(b'{"dish": "x"}', "text/plain"), 415),
     ]
     for method in ("PUT", "DELETE", "PATCH"):
-        cases.append((httpx.request(method, f"{serve.base}/recipes", timeout=30), 405))
-        cases.append((httpx.request(method, f"{serve.base}/recipes/abc", timeout=30), 405))
+        cases.append((serve.http.request(method, f"{serve.base}/recipes", timeout=30), 405))
+        cases.append((serve.http.request(method, f"{serve.base}/recipes/abc", timeout=30), 405))
     for response, status in cases:
         assert response.status_code == status, (response.request.method, response.text)
         assert set(response.json()["error"]) == {"code", "message", "reason"}
@@ -89,8 +91,8 @@ def test_hostile_requests_get_the_one_error_shape(serve: Serve) -> None:
         serve.base, b"GET /recipes/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: " + b"y" * 20_000 + b"\r\n\r\n"
     )
     assert status == 431 and body["error"]["code"] == "BAD_REQUEST"
-    assert httpx.get(f"{serve.base}/openapi.json", timeout=30).json()["info"]["title"] == "Chuixiang API"
-    assert "swagger" in httpx.get(f"{serve.base}/swagger", timeout=30).text.lower()
+    assert serve.http.get(f"{serve.base}/openapi.json", timeout=30).json()["info"]["title"] == "Chuixiang API"
+    assert "swagger" in serve.http.get(f"{serve.base}/swagger", timeout=30).text.lower()
 
 
 def test_sixty_clients_at_once_all_answered_and_every_job_ends(serve: Serve) -> None:
@@ -139,7 +141,7 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
     ) as serve:
 
         def post(i: int) -> None:
-            httpx.post(f"{serve.base}/recipes", json={"dish": f"停机菜{i}号"}, timeout=60)
+            serve.http.post(f"{serve.base}/recipes", json={"dish": f"停机菜{i}号"}, timeout=60)
 
         threads = [threading.Thread(target=post, args=(i,)) for i in range(30)]
         for t in threads:
@@ -156,7 +158,7 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
         served = re.search(r"moto served (\d+) calls of the api function first, (\d+) of the functions", serve.output())
         assert served and int(served[1]) >= 3 * len(threads) and int(served[2]) >= 1, serve.output()[-2000:]
         with pytest.raises(httpx.TransportError):
-            httpx.get(f"{serve.base}/recipes/x", timeout=2)
+            serve.http.get(f"{serve.base}/recipes/x", timeout=2)
 
 
 def descendants(pid: int) -> set[int]:
