@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 
-from chuixiang_local.gateway.api_client import LocalApi
+from chuixiang_local.gateway.api_client import API_POLL_S, LocalApi
 from chuixiang_local.model.fake_model import FakeModel, ImageBehaviour
 
 
@@ -68,6 +71,30 @@ def test_post_then_poll_until_succeeded(api: LocalApi) -> None:
     assert doc["progress"]["percent"] == 100 and doc["partial"] is None
     with open(doc["image"]["url"], "rb") as fh:
         assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_wait_asks_the_api_about_once_a_second_and_once_the_table_says_it_ended(
+    api: LocalApi, module_fake: FakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job whose picture takes 2 s (inside the image stage's scaled limits, and a job with no picture succeeds
+    too): the wait reads the table's status in memory between two questions to the api function, so it asks it
+    about once every API_POLL_S, not every 0.1 s."""
+    module_fake.image_script.append(ImageBehaviour(delay_s=2.0))
+    asked: list[float] = []
+    get = api.get
+
+    def counted(job_id: str) -> tuple[int, dict[str, Any]]:
+        asked.append(time.monotonic())
+        return get(job_id)
+
+    monkeypatch.setattr(api, "get", counted)
+    status, created = api.post_dish("慢慢等的菜")
+    started = time.monotonic()
+    doc = api.wait(created["jobId"], give_up_s=30)
+    took = time.monotonic() - started
+    assert status == 202 and doc["status"] == "SUCCEEDED", doc.get("error")
+    assert took > 1.5, took  # long enough to tell polling every 0.1 s from asking every second
+    assert 2 <= len(asked) <= took / API_POLL_S + 2, (len(asked), took)
 
 
 def test_idempotency_key_returns_the_same_job(
