@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 from stack_template import Template
@@ -13,6 +12,8 @@ from chuixiang_local.commands.cost import (
     LAMBDA_ARM_GB_SECOND,
     SFN_STANDARD_TRANSITION,
     Assumptions,
+    PathCounts,
+    PollCost,
     estimate,
     measure,
     render,
@@ -20,8 +21,16 @@ from chuixiang_local.commands.cost import (
 )
 
 
-def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Path) -> None:
-    paths, poll = measure({}, tmp_path)
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[PathCounts], PollCost]:
+    """The jobs of every path, run once for the module's tests (~4 s of CPU each time)."""
+    return measure({}, tmp_path_factory.mktemp("cost"))
+
+
+def test_cost_per_path_follows_the_measured_counts_and_the_template(
+    measured: tuple[list[PathCounts], PollCost],
+) -> None:
+    paths, poll = measured
     by_path = {p.path: p for p in paths}
     assert {p: c.status for p, c in by_path.items()} == {
         "generated": "SUCCEEDED",
@@ -63,8 +72,8 @@ def test_cost_per_path_follows_the_measured_counts_and_the_template(tmp_path: Pa
     )
 
 
-def test_the_report_names_its_prices_date_and_the_model_bill(tmp_path: Path) -> None:
-    doc = report({}, Assumptions())
+def test_the_report_names_its_prices_date_and_the_model_bill(measured: tuple[list[PathCounts], PollCost]) -> None:
+    doc = report({}, Assumptions(), measured)
     text = render(doc)
     assert doc["pricedOn"] in text and "model bill" in text
     assert doc["usdPer1000Jobs"]["generated"]["total"] < doc["modelUsdPer1000GeneratedJobs"] / 10

@@ -319,10 +319,15 @@ def estimate(
     return out
 
 
-def report(overrides: dict[str, str], assume: Assumptions) -> dict[str, Any]:
+def report(
+    overrides: dict[str, str], assume: Assumptions, measured: tuple[list[PathCounts], PollCost] | None = None
+) -> dict[str, Any]:
+    """The report of ``measured`` (:func:`measure` of ``overrides``), measured now unless given."""
     template = Template(overrides)
-    with tempfile.TemporaryDirectory(prefix="cx-cost-") as work:
-        paths, poll = measure(overrides, Path(work))
+    if measured is None:
+        with tempfile.TemporaryDirectory(prefix="cx-cost-") as work:
+            measured = measure(overrides, Path(work))
+    paths, poll = measured
     usd = estimate(paths, poll, template, assume)
     model = 1000 * (assume.model_usd_per_recipe + assume.model_usd_per_image)
     return {
