@@ -23,20 +23,24 @@ export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: test-deps test-template alarms alarms-table run test test-python test-waiting test-node test-fast test-runner dashboard test-sockets test-pipeline test-js test-browser screenshot lint validate ladder docs docs-ladder openapi serve bench bench-layer sam-build deploy clean
 
-#: uv installs every venv's packages, pinned here and itself installed by pip (all a fresh machine needs): pip's
-#: resolver and installer held a fresh clone's `make test` ~40 s before its first test, uv a few seconds. Each venv
-#: keeps its own pip (the layer's build runs it).
+#: uv makes every other venv and installs its packages, pinned here and itself installed by pip (all a fresh
+#: machine needs): pip's resolver and installer held a fresh clone's `make test` ~40 s before its first test, uv a
+#: few seconds, and `python3 -m venv` took 3-4.5 s a venv (ensurepip), `uv venv` 0.3 s. Each venv has its own pip
+#: (the layer's build runs it).
 UV_VERSION := 0.13.9
 UV := .venv-uv/bin/uv
 UV_INSTALL = $(UV) pip install --quiet --python
+UV_VENV = $(UV) venv --quiet --seed --python $(PYTHON)
+# The machine's pip installs into it (pip 22.3+, `--python`: ensurepip would take 3 s); an older pip, its own.
 $(UV):
-	test -x .venv-uv/bin/python || $(PYTHON) -m venv .venv-uv
-	.venv-uv/bin/python -m pip install --quiet uv==$(UV_VERSION)
+	test -x .venv-uv/bin/python || $(PYTHON) -m venv --without-pip .venv-uv
+	$(PYTHON) -m pip --python .venv-uv/bin/python install --quiet uv==$(UV_VERSION) || \
+		(.venv-uv/bin/python -m ensurepip && .venv-uv/bin/python -m pip install --quiet uv==$(UV_VERSION))
 
 # `make run` installs what running needs (RUN_STAMP: the runtime dependencies, and SAM's translator alone);
 # the tests and lint add the dev tools (STAMP) and aws-sam-cli (SAM_STAMP) on top.
 $(RUN_STAMP): pyproject.toml | $(UV)
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(UV_VENV) $(VENV)
 	$(UV_INSTALL) $(BIN)/python --upgrade pip
 	$(UV_INSTALL) $(BIN)/python --compile-bytecode -e .
 	# Precompiled, as the layer Lambda gets is (build_layer.py): a fresh clone's first local cold start would
@@ -44,11 +48,15 @@ $(RUN_STAMP): pyproject.toml | $(UV)
 	$(BIN)/python -m compileall -q layers/shared/chuixiang functions local
 	touch $(RUN_STAMP)
 
-# The dev tools with the runtime in one install (one resolve). Compiled: the tests' processes import them at once.
+# The dev tools with the runtime in one install (one resolve). Compiled, as the tests' processes import them at once
+# (left to them, four processes compiled the same modules side by side: ~60 s of CPU), but not the large packages
+# they barely import (NOT_COMPILED: cfn-lint's sympy alone is 45 MB): every module took ~13 s of both cores, these 6 s.
+NOT_COMPILED := /(sympy|mpmath|networkx|mypy|mypyc|numpy|fontTools|pygments|openai|pip|setuptools|virtualenv)/
 $(STAMP): pyproject.toml | $(UV)
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(UV_VENV) $(VENV)
 	$(UV_INSTALL) $(BIN)/python --upgrade pip
-	$(UV_INSTALL) $(BIN)/python --compile-bytecode -e '.[dev]'
+	$(UV_INSTALL) $(BIN)/python -e '.[dev]'
+	$(BIN)/python -m compileall -q -j0 -x '$(NOT_COMPILED)' $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') > /dev/null
 	$(BIN)/python -m compileall -q layers/shared/chuixiang functions local
 	touch $(RUN_STAMP) $(STAMP)
 
@@ -140,14 +148,14 @@ $(BROWSER_STAMP):
 	mkdir -p .chuixiang && touch $(BROWSER_STAMP)
 
 $(CLI_STAMP): | $(UV)
-	test -x .venv-cli/bin/python || $(PYTHON) -m venv .venv-cli
+	test -x .venv-cli/bin/python || $(UV_VENV) .venv-cli
 	$(UV_INSTALL) .venv-cli/bin/python awscli==$(AWSCLI_VERSION)
 	touch $(CLI_STAMP)
 
 # checkov and bandit live in their own venv: their pins would fight the app's.
 LINT_STAMP := .venv-lint/.installed
 $(LINT_STAMP): requirements-lint.txt | $(UV)
-	test -x .venv-lint/bin/python || $(PYTHON) -m venv .venv-lint
+	test -x .venv-lint/bin/python || $(UV_VENV) .venv-lint
 	$(UV_INSTALL) .venv-lint/bin/python -r requirements-lint.txt
 	touch $(LINT_STAMP)
 
@@ -204,14 +212,14 @@ bench: $(STAMP) bench-layer
 # aws-sam-cli is large and pins its own dependencies: it gets a venv of its own, only for validating and building.
 # PYENV_VERSION puts python3.12 on PATH, which `sam build` needs for the python3.12 runtime.
 $(TRANSLATOR_STAMP): | $(UV)
-	test -x .venv-sam/bin/python || $(PYTHON) -m venv .venv-sam
+	test -x .venv-sam/bin/python || $(UV_VENV) .venv-sam
 	$(UV_INSTALL) .venv-sam/bin/python aws-sam-translator==$(SAM_TRANSLATOR_VERSION) PyYAML
 	touch $(TRANSLATOR_STAMP)
 
 # With the translator in the same install (aws-sam-cli pins that version: one resolve, not two in a row). This
 # venv and the CLI's are not compiled ahead: the few modules they import are compiled on first use.
 $(SAM_STAMP): | $(UV)
-	test -x .venv-sam/bin/python || $(PYTHON) -m venv .venv-sam
+	test -x .venv-sam/bin/python || $(UV_VENV) .venv-sam
 	$(UV_INSTALL) .venv-sam/bin/python aws-sam-cli==$(SAM_CLI_VERSION) aws-sam-translator==$(SAM_TRANSLATOR_VERSION) PyYAML
 	touch $(TRANSLATOR_STAMP) $(SAM_STAMP)
 
