@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -87,52 +88,62 @@ def test_a_second_signal_stops_at_once() -> None:
         assert "drained" not in serve.output()
 
 
-def test_a_client_stalled_mid_body_gets_a_json_408_and_holds_nothing_meanwhile() -> None:
+#: The body idle limit of the serve the two tests of stalled clients share.
+IDLE_S = 3
+
+
+@pytest.fixture(scope="module")
+def idle_limited() -> Iterator[Serve]:
+    """One serve for both tests of stalled clients (a serve's start is ~3.5 s of CPU)."""
+    with Serve({}, serve_args=["--body-idle-seconds", str(IDLE_S)]) as serve:
+        yield serve
+
+
+def test_a_client_stalled_mid_body_gets_a_json_408_and_holds_nothing_meanwhile(idle_limited: Serve) -> None:
     """A body that stops arriving is cut at --body-idle-seconds with the one error shape; while it hangs,
     a whole job runs as fast as without it (the stalled request is not an open request for the front door)."""
-    with Serve({}, serve_args=["--body-idle-seconds", "4"]) as serve:
-        alone_started = time.monotonic()
-        assert serve.cook("先来的菜")["status"] == "SUCCEEDED"
-        alone_s = time.monotonic() - alone_started
-        host, port = serve.base.removeprefix("http://").split(":")
-        with socket.create_connection((host, int(port)), timeout=30) as stalled:
-            stalled.sendall(
-                b"POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                b'Content-Length: 100\r\n\r\n{"di'
-            )
-            sent = time.monotonic()
-            started = time.monotonic()
-            assert serve.cook("并行的菜")["status"] == "SUCCEEDED"
-            assert time.monotonic() - started < alone_s + 3, "the stalled body held the functions"
-            answer = _read_answer(stalled)
-            waited = time.monotonic() - sent
-        head, _, body = answer.partition(b"\r\n\r\n")
-        assert head.split()[1] == b"408", answer
-        assert json.loads(body)["error"]["code"] == "BAD_REQUEST"
-        # Not before the limit: the server's idle clock starts when it reads the bytes, which may be a moment before
-        # `sent` is taken after `sendall` (as in the slowloris test below).
-        assert 4 - 0.1 <= waited < 4 + 3
+    serve = idle_limited
+    alone_started = time.monotonic()
+    assert serve.cook("先来的菜")["status"] == "SUCCEEDED"
+    alone_s = time.monotonic() - alone_started
+    host, port = serve.base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as stalled:
+        stalled.sendall(
+            b'POST /recipes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"di'
+        )
+        sent = time.monotonic()
+        started = time.monotonic()
+        assert serve.cook("并行的菜")["status"] == "SUCCEEDED"
+        assert time.monotonic() - started < alone_s + 3, "the stalled body held the functions"
+        answer = _read_answer(stalled)
+        waited = time.monotonic() - sent
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.split()[1] == b"408", answer
+    assert json.loads(body)["error"]["code"] == "BAD_REQUEST"
+    # Not before the limit: the server's idle clock starts when it reads the bytes, which may be a moment before
+    # `sent` is taken after `sendall` (as in the slowloris test below).
+    assert IDLE_S - 0.1 <= waited < IDLE_S + 3
 
 
-def test_slowloris_connections_get_a_json_408_at_the_header_limit() -> None:
+def test_slowloris_connections_get_a_json_408_at_the_header_limit(idle_limited: Serve) -> None:
     """Eighty connections that send their headers a byte at a time: each is answered 408 in the one error
     shape and closed at --body-idle-seconds (before, they stayed open for more than a minute), and a job runs
     meanwhile. Each answer is timed when it arrives (read as it comes, beside the job), from its own send."""
-    with Serve({}, serve_args=["--body-idle-seconds", "3"]) as serve:
-        host, port = serve.base.removeprefix("http://").split(":")
-        slow = [socket.create_connection((host, int(port)), timeout=30) for _ in range(80)]
-        try:
-            sent = {}
-            for conn in slow:
-                conn.sendall(b"POST /recipes HTTP/1.1\r\nHost: x\r\nX-Slow: a")  # never the blank line
-                sent[conn] = time.monotonic()
-            with ThreadPoolExecutor(max_workers=1) as pool:
-                reader = pool.submit(_read_until_closed, slow)
-                assert serve.cook("慢连接旁边的菜")["status"] == "SUCCEEDED"
-                answers, closed_at = reader.result(timeout=60)
-        finally:
-            for conn in slow:
-                conn.close()
+    serve = idle_limited
+    host, port = serve.base.removeprefix("http://").split(":")
+    slow = [socket.create_connection((host, int(port)), timeout=30) for _ in range(80)]
+    try:
+        sent = {}
+        for conn in slow:
+            conn.sendall(b"POST /recipes HTTP/1.1\r\nHost: x\r\nX-Slow: a")  # never the blank line
+            sent[conn] = time.monotonic()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            reader = pool.submit(_read_until_closed, slow)
+            assert serve.cook("慢连接旁边的菜")["status"] == "SUCCEEDED"
+            answers, closed_at = reader.result(timeout=60)
+    finally:
+        for conn in slow:
+            conn.close()
     assert all(
         a.split()[1] == b"408" and json.loads(a.partition(b"\r\n\r\n")[2])["error"]["code"] == "BAD_REQUEST"
         for a in answers.values()
@@ -140,7 +151,7 @@ def test_slowloris_connections_get_a_json_408_at_the_header_limit() -> None:
     waited = [closed_at[conn] - sent[conn] for conn in slow]
     # Not before the limit (the server's idle clock starts when it reads the bytes, at most a moment before
     # `sent` is taken after `sendall`), and none kept open long past it.
-    assert min(waited) > 3 - 0.1 and max(waited) < 3 + 5, (min(waited), max(waited))
+    assert min(waited) > IDLE_S - 0.1 and max(waited) < IDLE_S + 5, (min(waited), max(waited))
 
 
 def _read_until_closed(conns: list[socket.socket]) -> tuple[dict[socket.socket, bytes], dict[socket.socket, float]]:
