@@ -9,8 +9,10 @@ aws-sam-cli pins (the Makefile's ``SAM_TRANSLATOR_VERSION``), installed in ``.ve
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import subprocess  # nosec B404  # runs SAM's pinned translator with a fixed argv
 from pathlib import Path
 from typing import Any
@@ -75,9 +77,20 @@ def transformed(
     if key in _MEMO:
         return _MEMO[key]
     cache = REPO_ROOT / ".chuixiang" / "sam-transform" / f"{key}.json"
-    if cache.exists():
-        _MEMO[key] = json.loads(cache.read_text())
-        return _MEMO[key]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    # One process transforms, the others wait for its answer: a fresh clone's test processes all asked for the
+    # same few transforms at once and each ran its own (~1-4 s of CPU apiece).
+    with open(cache.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not cache.exists():
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(_run_translator(request)))
+            tmp.replace(cache)  # atomic: a reader without the lock (an older process) sees all or nothing
+    _MEMO[key] = json.loads(cache.read_text())
+    return _MEMO[key]
+
+
+def _run_translator(request: dict[str, Any]) -> dict[str, Any]:
     if not SAM_PYTHON.exists():
         raise ConfigError(
             f"SAM's translator is not installed ({SAM_PYTHON} is missing): run `make run` or "
@@ -94,11 +107,6 @@ def transformed(
     if done.returncode != 0:
         raise ConfigError(f"SAM's transform failed: {done.stderr.strip()[-2000:]}")
     out: dict[str, Any] = json.loads(done.stdout)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(f".{id(out)}.tmp")
-    tmp.write_text(json.dumps(out))
-    tmp.replace(cache)  # atomic: two processes may transform the same thing at once
-    _MEMO[key] = out
     return out
 
 
