@@ -141,9 +141,8 @@ class LocalApi:
             if is_terminal(doc.get("status")) or time.monotonic() > end:
                 return doc
             time.sleep(poll_s)
-            while on_doc is None and not self._ended_in_table(job_id) and time.monotonic() - asked < API_POLL_S:
-                if time.monotonic() > end:
-                    break
+            next_ask = min(asked + API_POLL_S, end)
+            while on_doc is None and time.monotonic() < next_ask and not self._ended_in_table(job_id):
                 time.sleep(poll_s)
 
     def _ended_in_table(self, job_id: str) -> bool:
