@@ -49,8 +49,9 @@ $(RUN_STAMP): pyproject.toml | $(UV)
 	touch $(RUN_STAMP)
 
 # The dev tools with the runtime in one install (one resolve). Compiled, as the tests' processes import them at once
-# (left to them, four processes compiled the same modules side by side: ~60 s of CPU), but not the large packages
-# they barely import (NOT_COMPILED: cfn-lint's sympy alone is 45 MB): every module took ~13 s of both cores, these 6 s.
+# (left to them, four processes compile the same modules side by side: that fresh run took 562 s of CPU, a warm one
+# 502), but not the large packages they barely import (NOT_COMPILED: cfn-lint's sympy alone is 45 MB): compiling
+# every module took ~13 s of both cores, this 6 s.
 NOT_COMPILED := /(sympy|mpmath|networkx|mypy|mypyc|numpy|fontTools|pygments|openai|pip|setuptools|virtualenv)/
 $(STAMP): pyproject.toml | $(UV)
 	test -x $(BIN)/python || $(UV_VENV) $(VENV)
