@@ -145,12 +145,17 @@ def test_aborted_execution_fails_the_job(cloud: LocalCloud, api: LocalApi, modul
     _wait_reconciled(cloud, arn)
     doc = api.get(job_id)[1]
     assert doc["status"] == "FAILED" and doc["error"]["code"] == "JOB_STOPPED"  # an operator's stop
-    # Its recipe stage goes on until it learns the job ended, then closes the call: let it, so that hang-up is this
-    # test's and not the next one's.
+    # Its recipe stage goes on until it learns the job ended, then closes the call, which the model notices while
+    # still silent: let both happen, so that hang-up is this test's and not the next one's.
     wait_until(
         lambda: (api.get(job_id)[1]["metrics"].get("recipe") or {}).get("calls"),
         timeout_s=60,
         what="the stopped job's recipe stage ended",
+    )
+    wait_until(
+        lambda: len(module_fake.hung_up) == module_fake.count("/chat/completions"),
+        timeout_s=5,
+        what="the model saw each call closed",
     )
 
 

@@ -15,6 +15,7 @@ import base64
 import json
 import random
 import re
+import select
 import signal
 import socket
 import struct
@@ -225,6 +226,9 @@ def _chunk_base(body: dict[str, Any]) -> dict[str, Any]:
 
 
 #: A lone surrogate as a model's JSON carries it: half of 🍅 (U+1F345), the other half never sent.
+#: How often a silent handler looks whether the fake is stopping.
+_STOP_CHECK_S = 0.1
+
 LONE_SURROGATE = "\\ud83c"
 #: One as OpenRouter's stream was reported to carry it in ``delta.content`` itself (the event's JSON escapes it,
 #: the reader decodes it into the text): Kohaku-Lab/KohakuTerrarium pull request 48.
@@ -294,6 +298,32 @@ class _Handler(BaseHTTPRequestHandler):
             self._count_open(-1)
             with fake.lock:
                 fake.answered.append((section, time.monotonic()))
+
+    def _silent(self, seconds: float, body: dict[str, Any]) -> bool:
+        """Say nothing for ``seconds`` while listening for the client's hang-up, as an HTTP server in front of
+        a model does (it cancels the generation when the caller goes). True if the server stopped or the
+        client hung up (recorded then, not at the next write: a hang-up belongs to the moment it happened)."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.connection], [], [], min(left, _STOP_CHECK_S))
+            if self.fake.wait(0):
+                return True
+            if readable and self._peer_closed():
+                self._hung_up(body)
+                self.close_connection = True
+                return True
+            if readable:  # bytes we will not read (a client does not pipeline): plain silence from here
+                return self.fake.wait(max(0.0, end - time.monotonic()))
+        return False
+
+    def _peer_closed(self) -> bool:
+        try:
+            peeked: bytes = self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            return peeked == b""
+        except BlockingIOError:
+            return False
+        except OSError:  # reset
+            return True
 
     def _hung_up(self, body: dict[str, Any]) -> None:
         with self.fake.lock:
@@ -389,7 +419,7 @@ class _Handler(BaseHTTPRequestHandler):
     # --- chat ------------------------------------------------------------------------------
 
     def _chat(self, body: dict[str, Any], b: ChatBehaviour, section: str | None = None) -> None:
-        if b.headers_delay_s and self.fake.wait(b.headers_delay_s):
+        if b.headers_delay_s and self._silent(b.headers_delay_s, body):
             return
         if b.status != 200:
             self._chat_error(b)
@@ -430,7 +460,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.wfile.flush()
-        if self.fake.wait(b.body_delay_s):
+        if self._silent(b.body_delay_s, base):
             return
         self._chunk(json.dumps(doc, ensure_ascii=False).encode())
         self.wfile.write(b"0\r\n\r\n")
@@ -451,7 +481,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._open_stream(base)
             for n, piece in enumerate(pieces):
-                if stall_at is not None and n == stall_at and self._stall(b):
+                if stall_at is not None and n == stall_at and self._stall(b, body):
                     return
                 fault = self._stream_fault(b, n, len(pieces), echoed)
                 if fault == "ended":
@@ -531,11 +561,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b": PROCESSING\n\n")
         return False
 
-    def _stall(self, b: ChatBehaviour) -> bool:
+    def _stall(self, b: ChatBehaviour, body: dict[str, Any]) -> bool:
         end = time.monotonic() + b.stall_s
         while (left := end - time.monotonic()) > 0:
             step = min(left, b.keepalive_every_s or left)
-            if self.fake.wait(step):
+            if self._silent(step, body):
                 return True
             if b.keepalive_every_s:
                 self._chunk(b": keep-alive\n\n")
@@ -547,7 +577,7 @@ class _Handler(BaseHTTPRequestHandler):
         """As OpenAI answers: ``gpt-image-*`` refuses ``response_format`` (400, the body OpenAI sends) and
         answers ``b64_json``; ``dall-e-*`` answers ``url`` unless asked for ``b64_json``; others answer what
         was asked, ``b64_json`` by default."""
-        if b.delay_s and self.fake.wait(b.delay_s):
+        if b.delay_s and self._silent(b.delay_s, body):
             return
         if b.status != 200:
             self._json(b.status, {"error": {"message": f"fake image status {b.status}"}})
