@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from stack_template.cfn_yaml import CfnLoader, ConfigError
+from stack_template.cfn_yaml import CfnLoader, ConfigError, load_cfn
 from stack_template.nested import inline_nested, nested_paths
 
 __all__ = [
@@ -31,6 +29,7 @@ __all__ = [
     "FunctionSpec",
     "Template",
     "inline_nested",
+    "load_cfn",
     "nested_paths",
     "parse_overrides",
     "unqualified",
@@ -89,7 +88,7 @@ class Template:
         self.root = root
         #: The app as one stack: ``template.yaml`` with its nested observability read into it (:mod:`.nested`).
         self.doc: dict[str, Any] = inline_nested(
-            yaml.load((root / "template.yaml").read_text(), Loader=CfnLoader),  # nosec B506  # SafeLoader + CFN tags
+            load_cfn((root / "template.yaml").read_text()),
             root,
         )
         self.resources: dict[str, Any] = self.doc["Resources"]

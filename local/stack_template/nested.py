@@ -22,9 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from stack_template.cfn_yaml import CfnLoader, ConfigError
+from stack_template.cfn_yaml import ConfigError, load_cfn
 
 APPLICATION = "AWS::Serverless::Application"
 _SUB_NAME = re.compile(r"\$\{([^}!.]+)\}")
@@ -95,7 +93,7 @@ def _child(app: str, resource: dict[str, Any], root: Path) -> tuple[dict[str, An
         raise ConfigError(f"{app}: a conditional nested application is not read locally")
     location = local_location(resource)
     assert location is not None  # nosec B101  # the caller asked local_location first
-    doc: dict[str, Any] = yaml.load((root / location).read_text(), Loader=CfnLoader)  # nosec B506  # SafeLoader + tags
+    doc: dict[str, Any] = load_cfn((root / location).read_text())
     declared: dict[str, Any] = doc.get("Parameters", {})
     passed: dict[str, Any] = resource.get("Properties", {}).get("Parameters", {})
     unknown = sorted(set(passed) - set(declared))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from chuixiang_local.cloud.local_cloud import LocalCloud
@@ -42,15 +44,16 @@ def test_state_machine_runs_our_handlers_in_order(cloud: LocalCloud, api: LocalA
 def test_the_state_machine_is_parsed_at_deployment_not_by_its_executions(
     cloud: LocalCloud, api: LocalApi, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.asl.antlr.runtime.ASLParser import ASLParser
 
-    parsed: list[str] = []
-    parse = AmazonStateLanguageParser.parse
-    monkeypatch.setattr(
-        AmazonStateLanguageParser,
-        "parse",
-        staticmethod(lambda definition: parsed.append(definition) or parse(definition)),  # type: ignore[func-returns-value]
-    )
+    parsed: list[object] = []  # ANTLR's parses themselves, whoever asks for them
+    parse = ASLParser.state_machine
+
+    def counted(self: ASLParser) -> Any:
+        parsed.append(self)
+        return parse(self)  # type: ignore[no-untyped-call]  # ANTLR-generated, untyped
+
+    monkeypatch.setattr(ASLParser, "state_machine", counted)
     doc = api.wait(api.post_dish("解析一次菜")[1]["jobId"], give_up_s=30)
     assert doc["status"] == "SUCCEEDED"
     assert parsed == []  # the execution ran the program parsed when the cloud created its state machine

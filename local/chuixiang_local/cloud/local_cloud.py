@@ -49,7 +49,6 @@ from chuixiang_local.cloud.moto_patches import (
     STATE_MACHINE_ACCESS_KEY_ID,
     STATE_MACHINE_ALIASES,
     EngineError,
-    asl_program,
     lambda_throttled,
     stopped_route,
 )
@@ -261,7 +260,6 @@ class LocalCloud:
             roleArn=role,
             type="STANDARD",
         )["stateMachineArn"]
-        asl_program(asl)  # not in the first executions' time
         if created != arn:
             raise EngineError(f"state machine ARN {created} != template's {arn}")
 
@@ -513,7 +511,6 @@ class LocalCloud:
         self.version_ids = after
         _, _, definition = t.state_machine()
         asl = json.dumps(definition)
-        asl_program(asl)
         self.client("stepfunctions").update_state_machine(stateMachineArn=self.state_machine_arn, definition=asl)
         return {lid: t.function_versions.get(lid, "1") for lid in self.functions}
 

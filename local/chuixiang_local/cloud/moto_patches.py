@@ -381,30 +381,38 @@ def _convert_items_in_one_pass() -> None:
     replace(DynamoType, "to_regular_json", to_regular_json)
 
 
-_PROGRAMS: dict[str, Any] = {}
-_PROGRAMS_LOCK = threading.Lock()
+_PARSED_ASL: dict[str, Any] = {}
+_PARSED_ASL_LOCK = threading.Lock()
 
 
 def asl_program(definition: str) -> Any:
     """The parsed program of an ASL definition, parsed once per process."""
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
-    with _PROGRAMS_LOCK:
-        if definition not in _PROGRAMS:
-            _PROGRAMS[definition] = AmazonStateLanguageParser.parse(definition)[0]
-        return _PROGRAMS[definition]
+    return AmazonStateLanguageParser.parse(definition)[0]
 
 
 def _cache_asl_programs() -> None:
     """moto's interpreter parses the ASL with ANTLR (pure Python, ~100 ms of CPU for ours) at the start
-    of every execution, inside the moto process every API call waits on. The parsed program is
-    immutable - an execution's state lives in its ``Environment`` - so parse each definition once
-    (the local cloud parses it when it creates the state machine, before any request comes)."""
+    of every execution, inside the moto process every API call waits on, and CreateStateMachine and
+    UpdateStateMachine parse it to validate it. The parsed program is immutable - an execution's state
+    lives in its ``Environment`` - so parse each definition once (the local cloud's CreateStateMachine
+    parses it, before any request comes). A definition that does not parse is not kept: it raises each time."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    parse = AmazonStateLanguageParser.parse
+
+    def parse_once(definition: str) -> Any:
+        with _PARSED_ASL_LOCK:
+            if definition not in _PARSED_ASL:
+                _PARSED_ASL[definition] = parse(definition)
+            return _PARSED_ASL[definition]
 
     def entrypoint(self: Any) -> Any:
         return asl_program(self._evaluation_details.state_machine_details.definition)
 
+    replace(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
     replace(ExecutionWorker, "_get_evaluation_entrypoint", entrypoint)
 
     # Each JSONPath evaluation builds a new PLY parser (reading its LR tables) for the same few paths.
@@ -486,6 +494,7 @@ PATCHES: tuple[Patch, ...] = (
         "asl-programs",
         "parse each ASL definition once, each JSONPath once",
         {
+            "moto.stepfunctions.parser.asl.parse.asl_parser:AmazonStateLanguageParser.parse": "e08871c8420ad7a1",
             f"{_EXECUTION}_worker:ExecutionWorker._get_evaluation_entrypoint": "e773c5ce42b6efd4",
             "moto.stepfunctions.parser.backend.execution_worker:ExecutionWorker._execution_logic": "b6f86b0dc6b20494",
             "moto.stepfunctions.parser.asl.utils.json_path": "33a9527fc839442d",

@@ -17,8 +17,7 @@ import subprocess  # nosec B404  # runs SAM's pinned translator with a fixed arg
 from pathlib import Path
 from typing import Any
 
-import yaml
-from stack_template import REPO_ROOT, CfnLoader, ConfigError, nested_paths
+from stack_template import REPO_ROOT, ConfigError, load_cfn, nested_paths
 
 SAM_PYTHON = REPO_ROOT / ".venv-sam" / "bin" / "python"
 SCRIPT = Path(__file__).resolve().parents[1] / "sam_transform.py"
@@ -69,7 +68,7 @@ def transformed(
         "content": artifact_digests(doc, template_path.parent, code_dirs),
     }
     text = template_path.read_text()
-    raw = yaml.load(text, Loader=CfnLoader)  # nosec B506  # SafeLoader + CFN tags
+    raw = load_cfn(text)
     nested = b"".join(p.read_bytes() for p in nested_paths(raw, template_path.parent))
     key = hashlib.sha256(
         json.dumps(request, sort_keys=True).encode() + text.encode() + nested + SCRIPT.read_bytes()

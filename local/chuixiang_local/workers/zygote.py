@@ -32,6 +32,8 @@ import traceback
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from chuixiang_local import LAMBDA_GC_THRESHOLDS
+
 #: Imported once here; every worker inherits them already loaded.
 PRELOAD = (
     "boto3",
@@ -213,6 +215,7 @@ def function_zygote(first: dict[str, Any], requests: BinaryIO) -> None:
         for name in [n for n in sys.modules if n == "chuixiang" or n.startswith("chuixiang.")]:
             del sys.modules[name]
         sys.path[:] = [p for p in sys.path if p != layer_dir]
+    gc.set_threshold(*LAMBDA_GC_THRESHOLDS)  # the function's init and invocations collect as in Lambda
     os.environ.clear()
     os.environ.update(first["env"])
     os.chdir(first["cwd"])
