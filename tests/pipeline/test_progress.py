@@ -37,7 +37,7 @@ def test_polling_serve_sees_the_recipe_being_written(scaled_template: Template) 
         "CanaryFunctionTimeout": "12",
         "StateMachineTimeout": "90",
     }
-    serve = Serve(overrides, fake_pace_ms=12)  # ~3 s of streaming
+    serve = Serve(overrides, fake_pace_ms=40)  # ~2 s of streaming (the outline, then its sections side by side)
     try:
         job_id = serve.post("番茄炒蛋")
         docs: list[dict[str, Any]] = []
