@@ -5,6 +5,7 @@ is not counted as a function's init, and a dead worker's kill never reaches the 
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 from stack_template import FunctionSpec
 
+from chuixiang_local import LAMBDA_GC_THRESHOLDS
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
@@ -51,6 +53,14 @@ def _echo(pool: WorkerPool, n: int) -> tuple[int, int | None]:
     done = invoke(ECHO, {"n": n}, pool=pool, layer_dirs=[], extra_env={})
     assert not done.failed, done.payload
     return int(done.payload["pid"]), done.init_ms
+
+
+def test_a_function_collects_garbage_as_in_lambda_not_as_the_runner(pool: WorkerPool) -> None:
+    """The runner's processes collect rarely (``chuixiang_local``); a function's process, forked from the zygote,
+    has CPython's thresholds again, as Lambda's runtime has: its memory is what it would use there."""
+    done = invoke(ECHO, {"n": 1}, pool=pool, layer_dirs=[], extra_env={})
+    assert gc.get_threshold() != LAMBDA_GC_THRESHOLDS  # this process imported the runner
+    assert tuple(done.payload["gcThresholds"]) == LAMBDA_GC_THRESHOLDS == (700, 10, 10)
 
 
 def _dead(pid: int) -> bool:

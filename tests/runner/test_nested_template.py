@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from stack_template import REPO_ROOT, CfnLoader, ConfigError, Template, inline_nested
+from stack_template import REPO_ROOT, CfnLoader, ConfigError, Template, inline_nested, load_cfn
 
 PARENT = """
 Conditions:
@@ -121,3 +121,13 @@ def test_a_deploy_may_create_the_nested_application() -> None:
     assert "CAPABILITY_AUTO_EXPAND" in deploy["capabilities"].split()
     child = yaml.load((REPO_ROOT / apps["Observability"]["Properties"]["Location"]).read_text(), Loader=CfnLoader)  # nosec B506
     assert len(child["Parameters"]) <= 60
+
+
+def test_each_read_of_a_template_is_the_readers_own() -> None:
+    """``load_cfn`` parses a text once per process: what one reader changes, the next never sees."""
+    text = (REPO_ROOT / "template.yaml").read_text()
+    first = load_cfn(text)
+    first["Resources"].clear()
+    again = load_cfn(text)
+    assert again["Resources"] and again == yaml.load(text, Loader=CfnLoader)  # nosec B506  # SafeLoader + CFN tags
+    assert again is not load_cfn(text)
