@@ -385,13 +385,6 @@ _PARSED_ASL: dict[str, Any] = {}
 _PARSED_ASL_LOCK = threading.Lock()
 
 
-def asl_program(definition: str) -> Any:
-    """The parsed program of an ASL definition, parsed once per process."""
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
-
-    return AmazonStateLanguageParser.parse(definition)[0]
-
-
 def _cache_asl_programs() -> None:
     """moto's interpreter parses the ASL with ANTLR (pure Python, ~100 ms of CPU for ours) at the start
     of every execution, inside the moto process every API call waits on, and CreateStateMachine and
@@ -410,7 +403,7 @@ def _cache_asl_programs() -> None:
             return _PARSED_ASL[definition]
 
     def entrypoint(self: Any) -> Any:
-        return asl_program(self._evaluation_details.state_machine_details.definition)
+        return parse_once(self._evaluation_details.state_machine_details.definition)[0]
 
     replace(AmazonStateLanguageParser, "parse", staticmethod(parse_once))
     replace(ExecutionWorker, "_get_evaluation_entrypoint", entrypoint)

@@ -226,9 +226,6 @@ def _chunk_base(body: dict[str, Any]) -> dict[str, Any]:
 
 
 #: A lone surrogate as a model's JSON carries it: half of 🍅 (U+1F345), the other half never sent.
-#: How often a silent handler looks whether the fake is stopping.
-_STOP_CHECK_S = 0.1
-
 LONE_SURROGATE = "\\ud83c"
 #: One as OpenRouter's stream was reported to carry it in ``delta.content`` itself (the event's JSON escapes it,
 #: the reader decodes it into the text): Kohaku-Lab/KohakuTerrarium pull request 48.
@@ -249,6 +246,10 @@ def answer_text(body: dict[str, Any], b: ChatBehaviour, section: str | None) -> 
         quote = text.index('": "') + 4
         text = text[:quote] + (LONE_SURROGATE if b.kind == "surrogate" else DECODED_SURROGATE) + text[quote:]
     return text
+
+
+#: How often a silent handler looks whether the fake is stopping.
+_STOP_CHECK_S = 0.1
 
 
 class _Handler(BaseHTTPRequestHandler):
