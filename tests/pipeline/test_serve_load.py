@@ -180,7 +180,7 @@ def alive(pid: int) -> bool:
 
 
 def test_killed_serve_leaves_no_process_behind() -> None:
-    with Serve({}) as server:
+    with Serve({}, zygote_root=False) as server:
         server.cook("收尾菜")  # workers of every stage, the API's and the model are all running now
         left = descendants(server.proc.pid)
         assert len(left) > 5
@@ -198,7 +198,7 @@ def test_killed_serve_leaves_no_process_behind() -> None:
 def test_ctrl_c_stops_serve_and_everything_it_started_quietly() -> None:
     # Ctrl-C sends SIGINT to the terminal's whole foreground group: serve, its API process, the
     # model, the zygotes and every worker. Only serve decides how they stop.
-    with Serve({}, own_process_group=True) as server:
+    with Serve({}, own_process_group=True, zygote_root=False) as server:
         server.post("中断菜")  # a job in flight
         family = descendants(server.proc.pid)
         os.killpg(server.proc.pid, signal.SIGINT)

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from chuixiang.timeouts import PROGRESS_INTERVAL
+from chuixiang_local.workers.zygote_root import ROOT_VARIABLE
 
 from .waiting import wait_until
 
@@ -74,8 +75,12 @@ class Serve:
         fake_pace_ms: float | None = None,
         serve_args: list[str] | None = None,
         own_process_group: bool = False,
+        zygote_root: bool = True,
     ) -> None:
-        """``own_process_group``: as a terminal starts it, so Ctrl-C (SIGINT to the group) can be sent."""
+        """``own_process_group``: as a terminal starts it, so Ctrl-C (SIGINT to the group) can be sent;
+        ``zygote_root`` False: serve starts its worker zygotes itself, as a developer's does, so every process it
+        runs is its descendant (by default they are forked by the tests' root, ``tests/pipeline/conftest.py``)."""
+        self._env = {k: v for k, v in os.environ.items() if zygote_root or k != ROOT_VARIABLE}
         self.http = one_client()
         model = ["--model-base-url", model_base_url] if model_base_url else []
         if fake_pace_ms is not None:
@@ -109,6 +114,7 @@ class Serve:
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
             start_new_session=own_process_group,
+            env=self._env,
         )
         self.base = f"http://127.0.0.1:{port}"
         wait_until(self._answers, timeout_s=60, what="serve answered", interval_s=0.2)

@@ -33,8 +33,12 @@ from typing import Any, TextIO
 
 from stack_template import FunctionSpec
 
+from chuixiang_local.workers.zygote_root import ForkedZygote, RootRefused, fork_zygote
+
 #: Environment a Lambda process inherits from the runner (nothing else leaks in).
 PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYENV_VERSION", "MODEL_API_KEY")
+#: Every function's (and so its zygote's, which starts the interpreter its workers inherit): output unbuffered.
+RUNTIME_ENV = {"PYTHONUNBUFFERED": "1"}
 #: Lambda's limit on a function's init phase.
 INIT_LIMIT_S = 10.0
 #: How long a cold start waits for the zygote to load its modules (this emulator's start, not a function's init:
@@ -187,16 +191,17 @@ class WorkerPool:
             idle = {id(w) for ws in self._idle.values() for w in ws}
             return [w for w in self._all.values() if id(w) not in idle and function in (None, w.key[0])]
 
-    def _start_zygote(self) -> subprocess.Popen[bytes]:
+    def _start_zygote(self) -> subprocess.Popen[bytes] | ForkedZygote:
         """A zygote, and a thread that sets ``_zygote_ready`` once it says its modules are loaded (or it exits)."""
         self.zygotes_started += 1
         zygote_id, hello = f"zygote-{uuid.uuid4()}", queue.Queue[tuple[socket.socket, int, bytes]]()
         self._pending[zygote_id] = hello
         ready = self._zygote_ready = threading.Event()
-        zygote = subprocess.Popen(  # nosec B603  # sys.executable and our own module
+        env = {**self._zygote_env, "CHUIXIANG_ZYGOTE_ID": zygote_id}
+        zygote = self._fork_from_root(env) or subprocess.Popen(  # nosec B603  # sys.executable and our own module
             [sys.executable, "-m", "chuixiang_local.workers.zygote"],
             stdin=subprocess.PIPE,
-            env={**self._zygote_env, "CHUIXIANG_ZYGOTE_ID": zygote_id},
+            env=env,
             stdout=self._log or subprocess.DEVNULL,
             stderr=self._log or subprocess.DEVNULL,
             start_new_session=self._nice > 0,
@@ -214,6 +219,17 @@ class WorkerPool:
 
         threading.Thread(target=await_hello, name="zygote-ready", daemon=True).start()
         return zygote
+
+    def _fork_from_root(self, env: dict[str, str]) -> ForkedZygote | None:
+        """A zygote forked by the root this process was given (``zygote_root``), if any will do."""
+        with contextlib.ExitStack() as closing:
+            out = self._log.fileno() if self._log else closing.enter_context(open(os.devnull, "wb")).fileno()
+            try:
+                return fork_zygote(env, out, new_session=self._nice > 0)
+            except RootRefused as refused:
+                if self._log:
+                    print(f"worker zygote: {refused}; starting one of our own", file=self._log, flush=True)
+        return None
 
     def _fork(self, request: dict[str, Any]) -> None:
         """Ask the zygote for a worker; a zygote that died (killed, out of memory) is replaced first, as
@@ -373,9 +389,14 @@ class InitFailed(Exception):
         self.error_type = error_type
 
 
+def runner_env() -> dict[str, str]:
+    """What every function's environment has of the runner's: :data:`PASSTHROUGH` and :data:`RUNTIME_ENV`."""
+    return {**{k: os.environ[k] for k in PASSTHROUGH if k in os.environ}, **RUNTIME_ENV}
+
+
 def lambda_env(spec: FunctionSpec, extra_env: dict[str, str]) -> dict[str, str]:
     """The environment of the function's sandbox: the template's, the runner's, Lambda's own variables."""
-    env = {k: os.environ[k] for k in PASSTHROUGH if k in os.environ}
+    env = runner_env()
     env.update(spec.env)
     env.update(extra_env)
     env.update(
@@ -387,7 +408,7 @@ def lambda_env(spec: FunctionSpec, extra_env: dict[str, str]) -> dict[str, str]:
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_s),
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "CHUIXIANG_FUNCTION_ARN": spec.arn,
-            "PYTHONUNBUFFERED": "1",
+            **RUNTIME_ENV,
         }
     )
     return env

@@ -34,6 +34,23 @@ from typing import Any, BinaryIO
 
 from chuixiang_local import LAMBDA_GC_THRESHOLDS
 
+#: What :data:`PRELOAD` and the service models read of the environment as they load: a zygote forked from one that
+#: loaded them (:mod:`chuixiang_local.workers.zygote_root`) is a fresh one only where these are the same
+#: (tests/pipeline/test_zygote_root.py records what the imports read).
+IMPORT_ENV = (
+    "AWS_CONFIG_FILE",
+    "AWS_DATA_PATH",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_EXECUTION_ENV",
+    "AWS_LAMBDA_INITIALIZATION_TYPE",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "HOME",
+    "POWERTOOLS_DEBUG",
+    "POWERTOOLS_TRACE_MIDDLEWARES",
+    "PYDANTIC_DISABLE_PLUGINS",
+)
+
 #: Imported once here; every worker inherits them already loaded.
 PRELOAD = (
     "boto3",
@@ -132,10 +149,26 @@ def main() -> None:
     # Ctrl-C reaches the whole foreground group; the pool that started us stops us (and our forks,
     # which inherit this) itself, without a KeyboardInterrupt traceback from each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.nice(int(os.environ.get("CHUIXIANG_WORKER_NICE", "0")))  # workers inherit it
+    take_nice()
+    preload()
+    become_zygote()
+
+
+def take_nice() -> None:
+    """The niceness the pool asked for (``CHUIXIANG_WORKER_NICE``), before any work: the workers inherit it."""
+    os.nice(int(os.environ.get("CHUIXIANG_WORKER_NICE", "0")))
+
+
+def preload() -> None:
+    """What every zygote imports first, whatever its environment (only :data:`IMPORT_ENV` is read meanwhile)."""
     for name in PRELOAD:
         importlib.import_module(name)
     _load_service_models()
+
+
+def become_zygote() -> None:
+    """After :func:`preload`: the layer imported with this process's environment, then workers forked on request
+    (from ``stdin``) until it closes."""
     paths = [p for p in os.environ.get("CHUIXIANG_PRELOAD_PATH", "").split(os.pathsep) if p]
     if paths:
         sys.path[:0] = paths

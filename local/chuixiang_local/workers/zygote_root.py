@@ -1,0 +1,280 @@
+"""One process that has loaded what every worker zygote loads first, forking a zygote for each pool that asks.
+
+A worker zygote spends ~0.35 s of CPU importing boto3, Powertools, pydantic and httpx and loading boto3's service
+models before it imports the layer; a test run starts ~150 of them (a local cloud has one, ``serve`` two), which
+is ~50 s of CPU spent on the same imports. A root (``ZygoteRoot``, started once by whoever starts many clouds:
+the pipeline tests) has loaded them; a pool whose process sees its socket in ``CHUIXIANG_ZYGOTE_ROOT`` asks it for
+a zygote (:func:`fork_zygote`) and gets a fork that goes on as a fresh zygote would: the pool's environment,
+session, stdin and output, then the layer imported with that environment.
+
+A fork is a fresh zygote only where what the loading read is the same: the variables the imports read
+(:data:`~chuixiang_local.workers.zygote.IMPORT_ENV`), the interpreter's own (``PYTHON*``), the interpreter, the
+directory and the niceness. Where one differs the root refuses, and the pool starts a zygote of its own as it
+does without a root. The root reaps what it forks and tells each pool its zygote's exit status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess  # nosec B404  # starts the root with fixed arguments
+import sys
+import tempfile
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from chuixiang_local.workers.zygote import IMPORT_ENV, become_zygote, preload, take_nice
+
+#: Names the socket of the root the processes started meanwhile ask (unset: each pool starts its own zygote).
+ROOT_VARIABLE = "CHUIXIANG_ZYGOTE_ROOT"
+#: How long a pool waits for the root's answer: a root asked while it loads answers once it has loaded.
+ROOT_ANSWER_S = 60.0
+_MESSAGE_BYTES = 1 << 20
+
+
+class RootRefused(Exception):
+    """The root named in ``CHUIXIANG_ZYGOTE_ROOT`` did not fork a zygote (the reason says why)."""
+
+
+def loading_settings(env: Mapping[str, str]) -> dict[str, Any]:
+    """What a zygote's loading depends on besides its code, for a zygote of ``env`` started from this process."""
+    return {
+        "executable": sys.executable,
+        "cwd": os.getcwd(),
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "env": {k: v for k, v in env.items() if k in IMPORT_ENV or k.startswith(("PYTHON", "_PYTHON"))},
+    }
+
+
+class ForkedZygote:
+    """A zygote the root forked, held as a ``subprocess.Popen`` is (``pid``, ``stdin``, ``poll``, ``wait``,
+    ``kill``, ``returncode``): not this process's child, so its exit is seen on a pidfd and its status is the
+    root's word."""
+
+    def __init__(self, pid: int, pidfd: int, root: socket.socket, stdin: IO[bytes]) -> None:
+        self.pid, self.stdin = pid, stdin
+        self.returncode: int | None = None
+        self._pidfd, self._root = pidfd, root
+
+    def poll(self) -> int | None:
+        if self.returncode is None and _readable(self._pidfd, 0):
+            self._ended()
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            if not _readable(self._pidfd, timeout):
+                raise subprocess.TimeoutExpired(f"zygote {self.pid}", timeout or 0)
+            self._ended()
+        assert self.returncode is not None  # nosec B101  # set by _ended
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:  # the pidfd is ours until then: never a signal to a pid used again
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def _ended(self) -> None:
+        """The status the root sends once it has reaped the zygote (-1 if the root is gone)."""
+        self._root.settimeout(10)
+        try:
+            message = self._root.recv(_MESSAGE_BYTES)
+        except OSError:
+            message = b""
+        self.returncode = int(json.loads(message)["returncode"]) if message else -1
+        self._root.close()
+        os.close(self._pidfd)
+
+
+def _readable(fd: int, timeout: float | None) -> bool:
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        return bool(selector.select(timeout))
+
+
+def fork_zygote(env: dict[str, str], out: int, *, new_session: bool) -> ForkedZygote | None:
+    """A zygote of ``env`` (output to ``out``) forked by the root, or None when there is none to ask; raises
+    ``RootRefused`` when the root cannot give one that is a fresh zygote."""
+    path = os.environ.get(ROOT_VARIABLE)
+    if not path:
+        return None
+    read_end, write_end = os.pipe()
+    root = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    root.settimeout(ROOT_ANSWER_S)
+    request = {"env": env, "new_session": new_session, "settings": loading_settings(env)}
+    try:
+        root.connect(path)
+        socket.send_fds(root, [json.dumps(request).encode()], [read_end, out, out])
+        message, fds, _, _ = socket.recv_fds(root, _MESSAGE_BYTES, 1)
+    except OSError as exc:
+        os.close(write_end)
+        root.close()
+        raise RootRefused(f"the root at {path} did not answer: {exc}") from exc
+    finally:
+        os.close(read_end)
+    answer = json.loads(message) if message else {"refused": "the root closed the connection"}
+    if "pid" not in answer or not fds:
+        os.close(write_end)
+        root.close()
+        raise RootRefused(answer.get("refused", "no zygote"))
+    return ForkedZygote(int(answer["pid"]), fds[0], root, os.fdopen(write_end, "wb"))
+
+
+@dataclass
+class _Forked:
+    pid: int
+    pidfd: int
+    pool: socket.socket
+
+
+@dataclass
+class _Root:
+    """The root's loop: a fork per request, a status per exit, until its starter closes its stdin."""
+
+    listener: socket.socket
+    settings: dict[str, Any]
+    selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
+    forked: dict[int, _Forked] = field(default_factory=dict)  # by pidfd
+
+    def serve(self) -> None:
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.selector.register(0, selectors.EVENT_READ)
+        while True:
+            for key, _ in self.selector.select():
+                if key.fd == 0:
+                    if not os.read(0, 4096):
+                        return  # its starter closed or died: later pools start their own
+                elif key.fileobj is self.listener:
+                    self._answer(self.listener.accept()[0])
+                else:
+                    self._reap(self.forked.pop(key.fd))
+
+    def _answer(self, pool: socket.socket) -> None:
+        pool.settimeout(10)
+        try:
+            message, fds, _, _ = socket.recv_fds(pool, _MESSAGE_BYTES, 3)
+        except OSError:
+            pool.close()
+            return
+        request = json.loads(message or b"{}")
+        refused = self._refusal(request, fds)
+        if refused:
+            with contextlib.suppress(OSError):
+                pool.send(json.dumps({"refused": refused}).encode())
+            for fd in fds:
+                os.close(fd)
+            pool.close()
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            self._become(request, fds, pool)
+        for fd in fds:
+            os.close(fd)
+        pidfd = os.pidfd_open(pid)  # unreaped until its pidfd says it exited: the pid is its own till then
+        with contextlib.suppress(OSError):
+            socket.send_fds(pool, [json.dumps({"pid": pid}).encode()], [pidfd])
+        self.forked[pidfd] = _Forked(pid, pidfd, pool)
+        self.selector.register(pidfd, selectors.EVENT_READ)
+
+    def _refusal(self, request: dict[str, Any], fds: list[int]) -> str | None:
+        if len(fds) != 3 or "settings" not in request:
+            return "a request is its settings and three file descriptors (stdin, stdout, stderr)"
+        differ = sorted(
+            {k for k in ("executable", "cwd", "nice") if request["settings"][k] != self.settings[k]}
+            | {
+                k
+                for k in {*request["settings"]["env"], *self.settings["env"]}
+                if request["settings"]["env"].get(k) != self.settings["env"].get(k)
+            }
+        )
+        return f"loaded with another {', '.join(differ)}" if differ else None
+
+    def _reap(self, forked: _Forked) -> None:
+        self.selector.unregister(forked.pidfd)
+        _, status = os.waitpid(forked.pid, 0)
+        with contextlib.suppress(OSError):
+            forked.pool.send(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode())
+        forked.pool.close()
+        os.close(forked.pidfd)
+
+    def _become(self, request: dict[str, Any], fds: list[int], pool: socket.socket) -> None:
+        """In the fork: nothing of the root's left open, the pool's stdin and output, then a fresh zygote's life."""
+        code = 1
+        try:
+            self.selector.close()
+            self.listener.close()
+            pool.close()
+            for forked in self.forked.values():
+                forked.pool.close()
+                os.close(forked.pidfd)
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+                os.close(fd)
+            if request["new_session"]:
+                os.setsid()
+            os.environ.clear()
+            os.environ.update(request["env"])
+            take_nice()
+            become_zygote()
+            code = 0
+        except BaseException:  # said on the pool's output, as a zygote of its own would
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+
+class ZygoteRoot:
+    """``with ZygoteRoot(env) as root``: a root loaded with ``env`` (the variables its zygotes' pools pass them)
+    and this process's directory; processes that find ``root.path`` in ``CHUIXIANG_ZYGOTE_ROOT`` use it. It ends
+    with the block (or with this process): the zygotes it forked live on until their pools close them."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self._env = env
+        self._dir = tempfile.mkdtemp(prefix="cx-zygote-root-")
+        self.path = os.path.join(self._dir, "root.sock")
+
+    def __enter__(self) -> ZygoteRoot:
+        self._proc = subprocess.Popen(  # nosec B603  # sys.executable and our own module
+            [sys.executable, "-m", "chuixiang_local.workers.zygote_root", self.path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=self._env,
+        )
+        assert self._proc.stdout is not None  # nosec B101  # type narrowing (stdout=PIPE)
+        if not self._proc.stdout.readline():  # bound: a pool that asks from now on waits while it loads
+            self._proc.wait()
+            raise RuntimeError(f"the zygote root exited ({self._proc.returncode}) before it listened")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._proc.stdin is not None  # nosec B101  # type narrowing (stdin=PIPE)
+        self._proc.stdin.close()
+        self._proc.wait(30)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+            os.rmdir(self._dir)
+
+
+def main() -> None:
+    # Ctrl-C reaches the whole foreground group: the root's starter ends it (and it does not end its zygotes).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(sys.argv[1])
+    listener.listen(128)
+    print("listening", flush=True)
+    preload()
+    _Root(listener, loading_settings(os.environ)).serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""A zygote the root forks is a fresh zygote: the function sees the same process (environment, directory, path,
+modules, niceness, session, output), a killed one is replaced, a pool whose loading would differ starts its own
+and says why, and a root that ends leaves its zygotes to their pools. Real processes, as the pipeline tier runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess  # nosec B404  # our own interpreter, recording what the loading reads
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import pytest
+from stack_template import FunctionSpec
+
+from chuixiang_local.workers.invoker import WorkerPool, invoke, runner_env
+from chuixiang_local.workers.zygote import IMPORT_ENV
+from chuixiang_local.workers.zygote_root import ROOT_VARIABLE, ForkedZygote, ZygoteRoot, loading_settings
+
+from ..support.waiting import wait_until
+
+ECHO = FunctionSpec(
+    logical_id="EchoFunction",
+    name="echo",
+    code_dir=Path(__file__).parents[1] / "lambdas" / "echo",
+    handler="app.lambda_handler",
+    timeout_s=10,
+    memory_mb=128,
+    env={},
+)
+
+#: Run in a fresh interpreter: every variable the zygote's loading reads, by name.
+RECORD_READS = """
+import json, os
+read = set()
+class Recorded(os._Environ):
+    def __getitem__(self, key): read.add(key); return super().__getitem__(key)
+    def __contains__(self, key): read.add(key); return super().__contains__(key)
+    def get(self, key, default=None): read.add(key); return super().get(key, default)
+env = os.environ
+os.environ = Recorded(env._data, env.encodekey, env.decodekey, env.encodevalue, env.decodevalue)
+from chuixiang_local.workers.zygote import preload
+preload()
+print(json.dumps(sorted(read)))
+"""
+
+
+def test_the_loading_reads_only_what_the_root_compares() -> None:
+    """A fork is a fresh zygote only if the root compares every variable the loading reads: a new import that
+    reads one more (a library upgrade) fails here until it is in ``IMPORT_ENV``."""
+    out = subprocess.run([sys.executable, "-c", RECORD_READS], capture_output=True, text=True, check=True)  # nosec B603
+    read = set(json.loads(out.stdout))
+    assert "HOME" in read  # the recording sees reads
+    compared = {k for k in read if k.startswith(("PYTHON", "_PYTHON"))} | set(IMPORT_ENV)
+    assert read <= compared, sorted(read - compared)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[TextIO]:
+    with open(tmp_path / "workers.log", "w+") as file:
+        yield file
+
+
+def _said(log: TextIO) -> str:
+    log.seek(0)
+    return log.read()
+
+
+def _pool(log: TextIO, env: dict[str, str] | None = None) -> WorkerPool:
+    return WorkerPool(log, env=env or runner_env())
+
+
+def _describe(pool: WorkerPool) -> dict[str, Any]:
+    done = invoke(ECHO, {"describe": True}, pool=pool, layer_dirs=[], extra_env={})
+    assert not done.failed, done.payload
+    process: dict[str, Any] = done.payload["process"]
+    return process
+
+
+def test_a_function_forked_from_the_root_sees_the_process_a_fresh_zygote_gives(
+    log: TextIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forked = _pool(log)
+    try:
+        assert isinstance(forked._zygote, ForkedZygote)
+        from_root = _describe(forked)
+    finally:
+        forked.close()
+    monkeypatch.delenv(ROOT_VARIABLE)
+    fresh = _pool(log)
+    try:
+        assert isinstance(fresh._zygote, subprocess.Popen)
+        own = _describe(fresh)
+    finally:
+        fresh.close()
+    ours = {
+        "chuixiang_local.workers.zygote",
+        "chuixiang_local.workers.zygote_root",
+    }  # the root's code, not the function's
+    from_root["modules"] = sorted(set(from_root["modules"]) - ours)
+    own["modules"] = sorted(set(own["modules"]) - ours)
+    ids = {"CHUIXIANG_ZYGOTE_ID", "CHUIXIANG_WORKER_DIR"}  # each pool's own
+    for process in (from_root, own):
+        process["environ"] = {k: v for k, v in process["environ"].items() if k not in ids}
+    assert from_root == own
+    assert own["session"] == os.getsid(0) and own["stdoutWriteThrough"]
+
+
+def test_a_killed_forked_zygote_is_replaced_by_another_fork(log: TextIO) -> None:
+    pool = _pool(log)
+    try:
+        first = pool._zygote
+        assert isinstance(first, ForkedZygote)
+        assert invoke(ECHO, {"n": 1}, pool=pool, layer_dirs=[], extra_env={}).init_ms is not None
+        os.kill(first.pid, signal.SIGKILL)
+        assert first.wait(10) == -signal.SIGKILL  # the root reaped it and said how it ended
+        assert pool.retire_idle() == 1  # its warm worker too: the next invocation is a cold start
+        cold = invoke(ECHO, {"n": 2}, pool=pool, layer_dirs=[], extra_env={})
+        assert not cold.failed and cold.init_ms is not None
+        assert isinstance(pool._zygote, ForkedZygote) and pool._zygote.pid != first.pid and pool.zygotes_started == 2
+    finally:
+        pool.close()
+    assert f"worker zygote {first.pid} exited (-9); starting another" in _said(log)
+
+
+def test_a_pool_whose_loading_would_differ_starts_its_own_and_says_why(log: TextIO) -> None:
+    pool = _pool(log, {**runner_env(), "AWS_CONFIG_FILE": os.devnull})
+    try:
+        assert isinstance(pool._zygote, subprocess.Popen)
+        assert not invoke(ECHO, {"n": 1}, pool=pool, layer_dirs=[], extra_env={}).failed
+    finally:
+        pool.close()
+    assert "worker zygote: loaded with another AWS_CONFIG_FILE; starting one of our own" in _said(log)
+
+
+def test_a_root_that_ends_leaves_its_zygotes_to_their_pools(log: TextIO, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ZygoteRoot(runner_env()) as root:
+        monkeypatch.setenv(ROOT_VARIABLE, root.path)
+        pool = _pool(log)
+    try:
+        assert isinstance(pool._zygote, ForkedZygote)
+        assert not invoke(ECHO, {"n": 1}, pool=pool, layer_dirs=[], extra_env={}).failed  # forked by a root now gone
+        later = _pool(log)  # no root to answer: one of its own
+        try:
+            assert isinstance(later._zygote, subprocess.Popen)
+        finally:
+            later.close()
+        zygote = pool._zygote
+    finally:
+        pool.close()
+    wait_until(lambda: zygote.poll() is not None, timeout_s=10, what="the zygote ended with its pool")
+    assert "did not answer" in _said(log)
+
+
+def test_the_root_compares_what_it_was_loaded_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settings a request is held to: the interpreter, directory and niceness of the asking process."""
+    settings = loading_settings({"HOME": "/h", "PYTHONUNBUFFERED": "1", "MODEL_API_KEY": "k", "AWS_PROFILE": "p"})
+    assert settings["env"] == {"HOME": "/h", "PYTHONUNBUFFERED": "1", "AWS_PROFILE": "p"}
+    assert (settings["executable"], settings["cwd"]) == (sys.executable, os.getcwd())
