@@ -8,8 +8,8 @@ import re
 from typing import Any
 
 import pytest
+from stack_template import REPO_ROOT
 
-from ..support.serve import ROOT
 from ..support.template_doc import DOC, RESOURCES
 
 
@@ -99,7 +99,9 @@ def test_the_execution_input_is_what_both_definitions_of_a_rollout_read() -> Non
     in the definition (a Choice with IsPresent) before the api sends it, and stay so for one release."""
     from chuixiang.schemas import ExecutionInput
 
-    asl = json.loads((ROOT / "statemachine" / "recipe.asl.json").read_text().replace("${StateMachineTimeout}", "1"))
+    asl = json.loads(
+        (REPO_ROOT / "statemachine" / "recipe.asl.json").read_text().replace("${StateMachineTimeout}", "1")
+    )
     first = asl["States"][asl["StartAt"]]
     read = {m.group(1) for m in re.finditer(r'"\$\.(\w+)"', json.dumps(first["Parameters"]))}
     assert set(ExecutionInput.model_fields) == read == {"jobId", "dish"}
