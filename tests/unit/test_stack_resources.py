@@ -8,8 +8,8 @@ import json
 import re
 
 import pytest
+from stack_template import REPO_ROOT
 
-from ..support.serve import ROOT
 from ..support.template_doc import DOC, RESOURCES, walk
 
 
@@ -69,7 +69,7 @@ def test_a_secret_under_a_customer_key_can_be_decrypted() -> None:
 
 def test_no_partition_is_hard_coded() -> None:
     """China regions (aws-cn) and GovCloud deploy the same template."""
-    asl = (ROOT / "statemachine" / "recipe.asl.json").read_text()
+    asl = (REPO_ROOT / "statemachine" / "recipe.asl.json").read_text()
     resources = re.findall(r'"Resource": "([^"]+)"', asl)
     assert "arn:aws:" not in asl and resources and all(r.startswith("arn:${Partition}:states:::") for r in resources)
     machine = RESOURCES["RecipeStateMachine"]["Properties"]
