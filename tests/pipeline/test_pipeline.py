@@ -186,9 +186,16 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(
     progress interval and a second of that. Nothing is written or cached (before: the execution said
     RUNNING until the stream ended, and the recipe was written and cached)."""
     interval_s = cloud.template.number("ProgressIntervalMs") / 1000
-    earlier = len(module_fake.hung_up)  # the hang-ups of the tests before (each waits for its own)
+    dish = "写到一半的菜"
+
+    def hung_up() -> list[float]:
+        """When the model saw this job's calls closed (an earlier test's call may be closed meanwhile)."""
+        with module_fake.lock:  # the two lists are appended together, under it
+            closed = list(zip(module_fake.hung_up, module_fake.hung_up_asked, strict=True))
+        return [t for (_, t, _), asked in closed if dish in asked]
+
     module_fake.chat_script.append(ChatBehaviour(chunk_delay_s=0.05))  # ~30 s of recipe
-    job_id = api.post_dish("写到一半的菜")[1]["jobId"]
+    job_id = api.post_dish(dish)[1]["jobId"]
     wait_until(
         lambda: (api.get(job_id)[1].get("progress") or {}).get("chars", 0) > 0,
         timeout_s=15,
@@ -197,12 +204,12 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(
     arn = _execution(cloud, job_id)["executionArn"]
     cloud.client("stepfunctions").stop_execution(executionArn=arn, error="Operator", cause="test")
     assert cloud.describe_execution(arn)["status"] == "ABORTED"  # at once, while the recipe task still runs
-    assert module_fake.hung_up[earlier:] == []
+    assert hung_up() == []
     _wait_reconciled(cloud, arn)
     reconciled_at = time.monotonic()
     assert (cloud.job_store().get(job_id) or {}).get("status") == "FAILED"
-    wait_until(lambda: len(module_fake.hung_up) > earlier, timeout_s=interval_s + 5, what="the model call was closed")
-    assert module_fake.hung_up[earlier][1] - reconciled_at < interval_s + 1.0
+    wait_until(hung_up, timeout_s=interval_s + 5, what="the model call was closed")
+    assert hung_up()[0] - reconciled_at < interval_s + 1.0
     doc = api.get(job_id)[1]
     assert doc["status"] == "FAILED" and doc["recipe"] is None and doc["stage"] == "recipe"
     wait_until(
@@ -211,7 +218,7 @@ def test_a_stopped_execution_closes_the_model_call_and_caches_nothing(
         what="the recipe stage recorded its call",
     )
     assert api.get(job_id)[1]["metrics"]["recipe"]["calls"][-1]["outcome"] == "cancelled", api.get(job_id)[1]["metrics"]
-    assert cloud.recipe_cache().get("写到一半的菜") is None
+    assert cloud.recipe_cache().get(dish) is None
 
 
 def test_a_recipe_worker_killed_mid_stream_leaves_the_tokens_it_streamed(

@@ -97,6 +97,8 @@ class FakeModel:
     hung_up: list[tuple[str, float, str]] = field(default_factory=list)
     #: The section of each stream in ``hung_up`` (None: a whole recipe), in the same order.
     hung_up_sections: list[str | None] = field(default_factory=list)
+    #: What each stream in ``hung_up`` asked (its messages, as sent), in the same order: whose call it was.
+    hung_up_asked: list[str] = field(default_factory=list)
     #: Faults played mid-stream: (kind, monotonic time, the request's section).
     faults: list[tuple[str, float, str | None]] = field(default_factory=list)
     #: Each chat answer's section (None: a whole recipe) and the monotonic time its answer ended.
@@ -330,6 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.fake.lock:
             self.fake.hung_up.append((self.path, time.monotonic(), str(body.get("model", ""))))
             self.fake.hung_up_sections.append(self.headers.get("X-Recipe-Section"))
+            self.fake.hung_up_asked.append(json.dumps(body.get("messages"), ensure_ascii=False))
 
     def _count_open(self, change: int) -> None:
         with self.fake.lock:
