@@ -54,7 +54,7 @@ from chuixiang_local.cloud.moto_patches import (
 )
 from chuixiang_local.cloud.moto_server import MotoServer, RequestCounter
 from chuixiang_local.cloud.vended_metrics import VendedMetrics
-from chuixiang_local.workers.invoker import PASSTHROUGH, RUNTIME_ENV, Invocation, WorkerPool, invoke, lambda_env
+from chuixiang_local.workers.invoker import PASSTHROUGH, Invocation, WorkerPool, invoke, lambda_env
 
 #: moto accepts any credentials; these are its documented dummies.
 FAKE_CREDENTIALS = {
@@ -307,7 +307,7 @@ class LocalCloud:
         shared = {
             k: v
             for k, v in lambda_env(spec, self.function_env(spec)).items()
-            if k in glob or k in self.function_env(spec) or k in PASSTHROUGH or k in RUNTIME_ENV
+            if k in glob or k in self.function_env(spec) or k in PASSTHROUGH
         }
         self.pool = WorkerPool(
             self.log,

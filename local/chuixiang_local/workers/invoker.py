@@ -37,8 +37,6 @@ from chuixiang_local.workers.zygote_root import ForkedZygote, RootRefused, fork_
 
 #: Environment a Lambda process inherits from the runner (nothing else leaks in).
 PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "PYENV_VERSION", "MODEL_API_KEY")
-#: Every function's (and so its zygote's, which starts the interpreter its workers inherit): output unbuffered.
-RUNTIME_ENV = {"PYTHONUNBUFFERED": "1"}
 #: Lambda's limit on a function's init phase.
 INIT_LIMIT_S = 10.0
 #: How long a cold start waits for the zygote to load its modules (this emulator's start, not a function's init:
@@ -390,8 +388,8 @@ class InitFailed(Exception):
 
 
 def runner_env() -> dict[str, str]:
-    """What every function's environment has of the runner's: :data:`PASSTHROUGH` and :data:`RUNTIME_ENV`."""
-    return {**{k: os.environ[k] for k in PASSTHROUGH if k in os.environ}, **RUNTIME_ENV}
+    """What every function's environment has of the runner's own (:data:`PASSTHROUGH`)."""
+    return {k: os.environ[k] for k in PASSTHROUGH if k in os.environ}
 
 
 def lambda_env(spec: FunctionSpec, extra_env: dict[str, str]) -> dict[str, str]:
@@ -408,7 +406,7 @@ def lambda_env(spec: FunctionSpec, extra_env: dict[str, str]) -> dict[str, str]:
             "AWS_LAMBDA_FUNCTION_TIMEOUT": str(spec.timeout_s),
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "CHUIXIANG_FUNCTION_ARN": spec.arn,
-            **RUNTIME_ENV,
+            "PYTHONUNBUFFERED": "1",
         }
     )
     return env
