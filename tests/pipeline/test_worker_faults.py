@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stack_template import FunctionSpec
 
 from chuixiang_local import LAMBDA_GC_THRESHOLDS
 from chuixiang_local.cloud.local_cloud import LocalCloud
@@ -26,17 +25,8 @@ from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.workers import invoker
 from chuixiang_local.workers.invoker import Worker, WorkerPool, invoke
 
+from ..support.echo_function import ECHO
 from ..support.waiting import wait_until
-
-ECHO = FunctionSpec(
-    logical_id="EchoFunction",
-    name="echo",
-    code_dir=Path(__file__).parents[1] / "lambdas" / "echo",
-    handler="app.lambda_handler",
-    timeout_s=10,
-    memory_mb=128,
-    env={},
-)
 
 
 @pytest.fixture

@@ -14,23 +14,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
-from stack_template import FunctionSpec
 
 from chuixiang_local.workers.invoker import WorkerPool, invoke, runner_env
 from chuixiang_local.workers.zygote import IMPORT_ENV
 from chuixiang_local.workers.zygote_root import ROOT_VARIABLE, ForkedZygote, ZygoteRoot, loading_settings
 
+from ..support.echo_function import ECHO
 from ..support.waiting import wait_until
-
-ECHO = FunctionSpec(
-    logical_id="EchoFunction",
-    name="echo",
-    code_dir=Path(__file__).parents[1] / "lambdas" / "echo",
-    handler="app.lambda_handler",
-    timeout_s=10,
-    memory_mb=128,
-    env={},
-)
 
 #: Run in a fresh interpreter: every variable the zygote's loading reads, by name.
 RECORD_READS = """
