@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess  # nosec B404  # our own interpreter, recording what the loading reads
 import sys
 from collections.abc import Iterator
@@ -152,3 +153,16 @@ def test_the_root_compares_what_it_was_loaded_with(monkeypatch: pytest.MonkeyPat
     settings = loading_settings({"HOME": "/h", "PYTHONUNBUFFERED": "1", "MODEL_API_KEY": "k", "AWS_PROFILE": "p"})
     assert settings["env"] == {"HOME": "/h", "PYTHONUNBUFFERED": "1", "AWS_PROFILE": "p"}
     assert (settings["executable"], settings["cwd"]) == (sys.executable, os.getcwd())
+
+
+def test_a_request_that_is_not_a_pools_is_refused_and_the_root_lives_on(log: TextIO) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as stranger, open(os.devnull, "rb") as null:
+        stranger.settimeout(30)
+        stranger.connect(os.environ[ROOT_VARIABLE])
+        socket.send_fds(stranger, [b"not json"], [null.fileno()] * 3)
+        assert "refused" in json.loads(stranger.recv(4096))
+    pool = _pool(log)
+    try:
+        assert isinstance(pool._zygote, ForkedZygote)
+    finally:
+        pool.close()

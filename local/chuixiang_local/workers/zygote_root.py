@@ -162,7 +162,10 @@ class _Root:
         except OSError:
             pool.close()
             return
-        request = json.loads(message or b"{}")
+        try:
+            request = json.loads(message or b"{}")
+        except ValueError:  # not a pool's request: refused like any other, the root lives on
+            request = {}
         refused = self._refusal(request, fds)
         if refused:
             with contextlib.suppress(OSError):
