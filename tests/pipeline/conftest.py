@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,12 +21,9 @@ def _zygote_root() -> Iterator[None]:
     """One root per test process: the clouds and ``serve`` processes it starts fork their worker zygotes from it
     (``chuixiang_local.workers.zygote_root``) instead of each loading boto3, Powertools and pydantic again
     (~0.35 s of CPU a zygote, ~150 zygotes a run)."""
-    with ZygoteRoot(runner_env()) as root:
-        os.environ[ROOT_VARIABLE] = root.path
-        try:
-            yield
-        finally:
-            del os.environ[ROOT_VARIABLE]
+    with ZygoteRoot(runner_env()) as root, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ROOT_VARIABLE, root.path)
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -148,7 +148,7 @@ def test_a_root_that_ends_leaves_its_zygotes_to_their_pools(log: TextIO, monkeyp
     assert "did not answer" in _said(log)
 
 
-def test_the_root_compares_what_it_was_loaded_with(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_root_compares_what_it_was_loaded_with() -> None:
     """The settings a request is held to: the interpreter, directory and niceness of the asking process."""
     settings = loading_settings({"HOME": "/h", "PYTHONUNBUFFERED": "1", "MODEL_API_KEY": "k", "AWS_PROFILE": "p"})
     assert settings["env"] == {"HOME": "/h", "PYTHONUNBUFFERED": "1", "AWS_PROFILE": "p"}
