@@ -5,7 +5,6 @@ the account cannot give fails the deploy; the ladder refuses a quota that cannot
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,8 @@ from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
 
+from ..support.commands import run_cli
 from ..support.scaled import SCALED
-from ..support.serve import ROOT
 
 QUOTA = 5
 
@@ -59,13 +58,7 @@ def test_a_reservation_the_account_cannot_give_fails_the_deploy(module_fake: Fak
 
 def test_the_ladder_refuses_a_quota_that_cannot_hold_the_peak() -> None:
     def ladder(quota: int) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "chuixiang_local.commands.cli", "ladder", "--account-concurrency", str(quota)],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=60,
-        )
+        return run_cli("ladder", "--account-concurrency", str(quota), timeout=60)
 
     new_account, default = ladder(10), ladder(1000)
     assert new_account.returncode == 2 and "quota 10 (10 unreserved) cannot hold 132" in new_account.stderr

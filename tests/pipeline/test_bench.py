@@ -3,11 +3,11 @@ offline command with the embedded profiles writes its JSON, CSV and chart."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from ..support.commands import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,12 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
     ],
 )
 def test_bench_bad_usage_exits_2(args: list[str]) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "chuixiang_local.commands.cli", "bench", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_cli("bench", *args, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""

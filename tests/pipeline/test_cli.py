@@ -4,25 +4,23 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
+from ..support.commands import run_cli
 from ..support.scaled import SCALED
-from ..support.serve import Serve
+from ..support.serve import ROOT, Serve
 
 pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (tests/conftest.py)
 
-ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "chuixiang_local.commands.cli"]
 SCALED_ARGS = ["--parameter-overrides", *[f"{k}={v}" for k, v in SCALED.items()]]
 
 
 def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    return run_cli(*args, timeout=timeout)
 
 
 def test_cook_with_exact_scaled_override_set() -> None:

@@ -18,8 +18,6 @@ import ast
 import json
 import os
 import re
-import subprocess  # nosec B404  # the project's own CLI
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -34,6 +32,7 @@ from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, ImageBehaviour
 
 from ..support.api_over_http import api_over_http
+from ..support.commands import run_cli
 from ..support.scaled import SCALED
 from ..support.serve import free_port
 from ..support.waiting import wait_until
@@ -258,12 +257,12 @@ def test_every_widget_of_the_dashboard_has_data_from_the_mix(mix_log: Path, tmp_
     assert [w.title for w in widgets if not w.has_data] == []
     assert len([w for w in widgets if w.kind == "metric"]) >= 15
     png = ROOT / "docs" / "dashboard.png" if os.environ.get("UPDATE_DASHBOARD") else tmp_path / "dashboard.png"
-    cli = [sys.executable, "-m", "chuixiang_local.commands.cli", "dashboard", "--strict"]
-    drawn = subprocess.run([*cli, "--logs", str(mix_log), "--out", str(png)], capture_output=True, text=True)
+    cli = ["dashboard", "--strict"]
+    drawn = run_cli(*cli, "--logs", str(mix_log), "--out", str(png))
     assert drawn.returncode == 0, drawn.stdout + drawn.stderr
     assert png.read_bytes().startswith(b"\x89PNG") and "NO DATA" not in drawn.stdout
     (tmp_path / "empty.log").write_text("")
-    empty = subprocess.run([*cli, "--logs", str(tmp_path / "empty.log")], capture_output=True, text=True)
+    empty = run_cli(*cli, "--logs", str(tmp_path / "empty.log"))
     assert empty.returncode == 1 and "NO DATA" in empty.stdout
 
 

@@ -7,8 +7,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +19,7 @@ from stack_template import Template
 from chuixiang_local.cloud import sam
 from chuixiang_local.gateway.api_client import LocalApi
 
+from ..support.commands import run_cli
 from ..support.scaled import ONE_CALLER, WHOLE
 from ..support.serve import ROOT, Serve, free_port
 from ..support.template_doc import walk
@@ -44,22 +43,7 @@ def test_ladder_account_check_says_when_it_cannot_read_the_quota() -> None:
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_MAX_ATTEMPTS": "1",
     }
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "chuixiang_local.commands.cli",
-            "ladder",
-            "--account",
-            "--parameter-overrides",
-            "RecipeReservedConcurrency=100",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-    )
+    done = run_cli("ladder", "--account", "--parameter-overrides", "RecipeReservedConcurrency=100", env=env)
     assert done.returncode == 0, done.stderr
     assert "could not be read" in done.stderr
 

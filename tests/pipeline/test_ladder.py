@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
+
+from ..support.commands import run_cli
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "chuixiang_local.commands.cli", *args], capture_output=True, text=True, timeout=60
-    )
+    return run_cli(*args, timeout=60)
 
 
 def test_ladder_command_exit_codes() -> None:

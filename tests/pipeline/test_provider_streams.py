@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -18,6 +16,7 @@ from chuixiang.upstream.chat_reader import StreamLimits
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 
+from ..support.commands import run_cli
 from ..support.provider_corpus import (
     RECIPE_CARRIERS,
     Replay,
@@ -27,7 +26,6 @@ from ..support.provider_corpus import (
     recordings,
 )
 from ..support.scaled import WHOLE
-from ..support.serve import ROOT
 
 CORPUS = recordings()
 LIMITS = StreamLimits(first_content_s=5, idle_s=5, max_chunks=10_000)
@@ -40,24 +38,15 @@ def test_cook_against_a_replayed_provider_succeeds() -> None:
     """The first recording through the whole command a user runs, ``chuixiang cook --model-base-url``."""
     name = RECIPE_CARRIERS[0]
     with ReplayServer(Replay(recipe_stream(name), partial(random_cuts, seed=name, pieces=40))) as server:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "chuixiang_local.commands.cli",
-                "cook",
-                "番茄炒蛋",
-                "--json",
-                "--model-base-url",
-                server.base_url,
-                "--parameter-overrides",
-                "RecipeSections=whole",  # the recording is of a whole answer
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
+        done = run_cli(
+            "cook",
+            "番茄炒蛋",
+            "--json",
+            "--model-base-url",
+            server.base_url,
+            "--parameter-overrides",
+            "RecipeSections=whole",  # the recording is of a whole answer
             env={**os.environ, "MODEL_API_KEY": KEY},
-            cwd=ROOT,
         )
     assert done.returncode == 0, done.stderr[-3000:]
     succeeded(json.loads(done.stdout), server)

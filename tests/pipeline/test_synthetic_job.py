@@ -6,8 +6,6 @@ counts; an API that is not there is an ``api_error``, not a crash of the functio
 from __future__ import annotations
 
 import json
-import subprocess  # nosec B404  # the project's own CLI
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,6 +18,7 @@ from chuixiang.settings import get_settings
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 from chuixiang_local.workers.context import LocalContext
 
+from ..support.commands import run_cli
 from ..support.handlers import function_module
 from ..support.scaled import SCALED, WHOLE
 from ..support.serve import Serve, free_port
@@ -106,24 +105,16 @@ def test_an_api_that_is_not_there_is_an_api_error_not_a_crash(
 
 def test_the_cli_runs_it_against_a_running_serve(serve: Serve) -> None:
     """The documented command: ``chuixiang invoke synthetic --api-url <serve>`` cooks a dish through it."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "chuixiang_local.commands.cli",
-            "invoke",
-            "synthetic",
-            "-e",
-            "events/synthetic.json",
-            "--parameter-overrides",
-            *[f"{k}={v}" for k, v in {**SCALED, "CanaryModels": "m"}.items()],
-            "--api-url",
-            serve.base,
-        ],
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "invoke",
+        "synthetic",
+        "-e",
+        "events/synthetic.json",
+        "--parameter-overrides",
+        *[f"{k}={v}" for k, v in {**SCALED, "CanaryModels": "m"}.items()],
+        "--api-url",
+        serve.base,
         cwd=REPO_ROOT,
-        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

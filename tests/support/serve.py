@@ -8,12 +8,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 
 from chuixiang.timeouts import PROGRESS_INTERVAL
-from chuixiang_local.workers.zygote_root import ROOT_VARIABLE
+from chuixiang_local.workers.zygote_root import ROOT_VARIABLE, ForkedZygote, RootRefused, fork_command
 
 from .waiting import wait_until
 
@@ -65,6 +65,14 @@ def one_client(timeout_s: float = 30) -> httpx.Client:
     return httpx.Client(timeout=timeout_s, limits=httpx.Limits(max_keepalive_connections=0))
 
 
+def written(file: IO[bytes]) -> bytes:
+    """What a process writing to ``file`` wrote so far. Read where it is (``pread``), never by moving the offset
+    the writer shares (its descriptor is a copy of ours): a ``seek(0)`` just before it writes would have its line
+    written over the start of the file."""
+    fd = file.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0)
+
+
 class Serve:
     """``chuixiang serve`` in its own process, as a user starts it; ready when it answers."""
 
@@ -78,8 +86,10 @@ class Serve:
         zygote_root: bool = True,
     ) -> None:
         """``own_process_group``: as a terminal starts it, so Ctrl-C (SIGINT to the group) can be sent;
-        ``zygote_root`` False: serve starts its worker zygotes itself, as a developer's does, so every process it
-        runs is its descendant (by default they are forked by the tests' root, ``tests/pipeline/conftest.py``)."""
+        ``zygote_root`` False: serve is started as a developer starts it (a fresh interpreter, ``python -m``) and
+        starts its worker zygotes itself, so every process it runs is its descendant; by default serve is forked by
+        the tests' command root and its zygotes by their zygote root (``tests/pipeline/conftest.py``)."""
+        self._forked = zygote_root and not own_process_group
         self._env = {k: v for k, v in os.environ.items() if zygote_root or k != ROOT_VARIABLE}
         self.http = one_client()
         model = ["--model-base-url", model_base_url] if model_base_url else []
@@ -100,16 +110,9 @@ class Serve:
         port = free_port()
         # A file, not a pipe: a chatty server never blocks on it; it lives as long as the server.
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "chuixiang_local.commands.cli",
-                "serve",
-                "--port",
-                str(port),
-                *args,
-            ],
+        argv = ["serve", "--port", str(port), *args]
+        self.proc: subprocess.Popen[bytes] | ForkedZygote = (self._forked and self._fork(argv)) or subprocess.Popen(
+            [sys.executable, "-m", "chuixiang_local.commands.cli", *argv],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
@@ -118,6 +121,17 @@ class Serve:
         )
         self.base = f"http://127.0.0.1:{port}"
         wait_until(self._answers, timeout_s=60, what="serve answered", interval_s=0.2)
+
+    def _fork(self, argv: list[str]) -> ForkedZygote | None:
+        """Serve forked by the tests' command root, if one was started here and will give a fresh one."""
+        with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as stdout:
+            try:
+                return fork_command(
+                    argv, self._env, [stdin.fileno(), stdout.fileno(), self._stderr.fileno()], str(ROOT)
+                )
+            except RootRefused as refused:
+                print(f"serve not forked: {refused}", file=sys.stderr)
+                return None
 
     def _answers(self) -> bool:
         """Ours answers: serve said it listens on this port (it binds the port itself, so another server that
@@ -172,8 +186,7 @@ class Serve:
 
     def output(self) -> str:
         """What serve printed on stderr so far."""
-        self._stderr.seek(0)
-        return self._stderr.read().decode(errors="replace")
+        return written(self._stderr).decode(errors="replace")
 
     def stop(self) -> None:
         self.http.close()
@@ -181,7 +194,6 @@ class Serve:
         try:
             self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            self._stderr.seek(0)
-            tail = self._stderr.read().decode(errors="replace")[-3000:]
+            tail = self.output()[-3000:]
             self.proc.kill()
             raise AssertionError(f"serve did not stop within 15 s of SIGTERM; its stderr ends:\n{tail}") from None

@@ -85,6 +85,8 @@ class MotoServer:
         self.call_priority: FrontDoorCallsFirst | None = None
         self.endpoint = ""
         self._server: Any = None
+        self._connections: OpenConnections | None = None
+        self._port_before: list[str | None] = []  #: MOTO_PORT before this server set it (empty: not set)
 
     def start(self) -> str:
         from moto.server import ThreadedMotoServer
@@ -108,17 +110,22 @@ class MotoServer:
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
         # The ASL interpreter's own boto clients find moto through MOTO_PORT.
-        self._previous_port = os.environ.get("MOTO_PORT")
+        self._port_before = [os.environ.get("MOTO_PORT")]
         os.environ["MOTO_PORT"] = str(port)
         return self.endpoint
 
     def stop(self) -> None:
+        """Whatever ``start`` got to: Ctrl-C may have stopped it while moto's thread was making its server."""
         if self._server is None:
             return
+        self._server._server_ready_event.wait()  # the thread has its server, or will in a moment: shut it
         stop_server(self._server._server)
         self._server._thread.join()
-        self._connections.close_all()
-        if self._previous_port is None:
-            os.environ.pop("MOTO_PORT", None)
-        else:
-            os.environ["MOTO_PORT"] = self._previous_port
+        if self._connections is not None:
+            self._connections.close_all()
+        for before in self._port_before:
+            if before is None:
+                os.environ.pop("MOTO_PORT", None)
+            else:
+                os.environ["MOTO_PORT"] = before
+        self._port_before = []

@@ -1,4 +1,5 @@
-"""One process that has loaded what every worker zygote loads first, forking a zygote for each pool that asks.
+"""One process that has loaded what every worker zygote (or every ``chuixiang`` command) loads first, forking one
+for each process that asks.
 
 A worker zygote spends ~0.35 s of CPU importing boto3, Powertools, pydantic and httpx and loading boto3's service
 models before it imports the layer; a test run starts ~150 of them (a local cloud has one, ``serve`` two), which
@@ -11,6 +12,10 @@ A fork is a fresh zygote only where what the loading read is the same: the varia
 (:data:`~chuixiang_local.workers.zygote.IMPORT_ENV`), the interpreter's own (``PYTHON*``), the interpreter, the
 directory and the niceness. Where one differs the root refuses, and the pool starts a zygote of its own as it
 does without a root. The root reaps what it forks and tells each pool its zygote's exit status.
+
+A root of kind ``command`` does the same for ``chuixiang`` commands (:mod:`chuixiang_local.commands.preload`): the
+tests start ``serve`` and the other commands through one (:func:`fork_command`), each fork running the CLI as
+``python -m`` would.
 """
 
 from __future__ import annotations
@@ -25,14 +30,17 @@ import subprocess  # nosec B404  # starts the root with fixed arguments
 import sys
 import tempfile
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from chuixiang_local.workers.zygote import IMPORT_ENV, become_zygote, preload, take_nice
+from chuixiang_local.workers import zygote
 
-#: Names the socket of the root the processes started meanwhile ask (unset: each pool starts its own zygote).
+#: Names the sockets of the roots the processes started meanwhile ask, in turn (``os.pathsep`` between two: roots
+#: loaded with other settings, say one unbuffered); unset, each pool starts its own zygote.
 ROOT_VARIABLE = "CHUIXIANG_ZYGOTE_ROOT"
+#: Names the socket of a root of kind ``command`` (unset: :func:`fork_command` has none to ask).
+COMMAND_ROOT_VARIABLE = "CHUIXIANG_COMMAND_ROOT"
 #: How long a pool waits for the root's answer: a root asked while it loads answers once it has loaded.
 ROOT_ANSWER_S = 60.0
 _MESSAGE_BYTES = 1 << 20
@@ -42,22 +50,56 @@ class RootRefused(Exception):
     """The root named in ``CHUIXIANG_ZYGOTE_ROOT`` did not fork a zygote (the reason says why)."""
 
 
-def loading_settings(env: Mapping[str, str]) -> dict[str, Any]:
-    """What a zygote's loading depends on besides its code, for a zygote of ``env`` started from this process."""
+@dataclass(frozen=True)
+class Kind:
+    """What a root loads, the variables that loading reads, and what each fork becomes (given the request)."""
+
+    import_env: Collection[str]
+    preload: Callable[[], None]
+    become: Callable[[dict[str, Any]], None]
+
+
+def _become_zygote(request: dict[str, Any]) -> None:
+    zygote.take_nice()
+    zygote.become_zygote()
+
+
+def _become_command(request: dict[str, Any]) -> None:
+    from chuixiang_local.commands.preload import become_command
+
+    become_command(request["argv"])
+
+
+def kind_of(name: str) -> Kind:
+    """``zygote`` or ``command``; a command root's code is imported only by those that fork or ask for commands
+    (a zygote forked from a root has no module a fresh one lacks but the root's own)."""
+    if name == "command":
+        from chuixiang_local.commands import preload as command
+
+        return Kind(command.IMPORT_ENV, command.preload, _become_command)
+    if name == "zygote":
+        return Kind(zygote.IMPORT_ENV, zygote.preload, _become_zygote)
+    raise ValueError(f"no root of kind {name!r}")
+
+
+def loading_settings(env: Mapping[str, str], kind: str = "zygote") -> dict[str, Any]:
+    """What a fork's loading depends on besides its code, for a fork of ``env`` asked for by this process."""
+    compared = kind_of(kind).import_env
     return {
+        "kind": kind,
         "executable": sys.executable,
-        "cwd": os.getcwd(),
+        "cwd": os.path.realpath(os.getcwd()),
         "nice": os.getpriority(os.PRIO_PROCESS, 0),
-        "env": {k: v for k, v in env.items() if k in IMPORT_ENV or k.startswith(("PYTHON", "_PYTHON"))},
+        "env": {k: v for k, v in env.items() if k in compared or k.startswith(("PYTHON", "_PYTHON"))},
     }
 
 
 class ForkedZygote:
-    """A zygote the root forked, held as a ``subprocess.Popen`` is (``pid``, ``stdin``, ``poll``, ``wait``,
-    ``kill``, ``returncode``): not this process's child, so its exit is seen on a pidfd and its status is the
-    root's word."""
+    """A process the root forked, held as a ``subprocess.Popen`` is (``pid``, ``stdin``, ``poll``, ``wait``,
+    ``send_signal``, ``terminate``, ``kill``, ``returncode``): not this process's child, so its exit is seen on a
+    pidfd and its status is the root's word."""
 
-    def __init__(self, pid: int, pidfd: int, root: socket.socket, stdin: IO[bytes]) -> None:
+    def __init__(self, pid: int, pidfd: int, root: socket.socket, stdin: IO[bytes] | None) -> None:
         self.pid, self.stdin = pid, stdin
         self.returncode: int | None = None
         self._pidfd, self._root = pidfd, root
@@ -75,10 +117,16 @@ class ForkedZygote:
         assert self.returncode is not None  # nosec B101  # set by _ended
         return self.returncode
 
-    def kill(self) -> None:
+    def send_signal(self, sig: int) -> None:
         if self.returncode is None:  # the pidfd is ours until then: never a signal to a pid used again
             with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+                signal.pidfd_send_signal(self._pidfd, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
 
     def _ended(self) -> None:
         """The status the root sends once it has reaped the zygote (-1 if the root is gone)."""
@@ -99,31 +147,57 @@ def _readable(fd: int, timeout: float | None) -> bool:
 
 
 def fork_zygote(env: dict[str, str], out: int, *, new_session: bool) -> ForkedZygote | None:
-    """A zygote of ``env`` (output to ``out``) forked by the root, or None when there is none to ask; raises
-    ``RootRefused`` when the root cannot give one that is a fresh zygote."""
-    path = os.environ.get(ROOT_VARIABLE)
-    if not path:
+    """A zygote of ``env`` (output to ``out``) forked by the first root that can give a fresh one, or None when
+    there is none to ask; raises ``RootRefused`` when none can (saying why each cannot)."""
+    paths = [p for p in os.environ.get(ROOT_VARIABLE, "").split(os.pathsep) if p]
+    if not paths:
         return None
     read_end, write_end = os.pipe()
-    root = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    root.settimeout(ROOT_ANSWER_S)
     request = {"env": env, "new_session": new_session, "settings": loading_settings(env)}
+    refusals = []
     try:
-        root.connect(path)
-        socket.send_fds(root, [json.dumps(request).encode()], [read_end, out, out])
-        message, fds, _, _ = socket.recv_fds(root, _MESSAGE_BYTES, 1)
-    except OSError as exc:
-        os.close(write_end)
-        root.close()
-        raise RootRefused(f"the root at {path} did not answer: {exc}") from exc
+        for path in paths:
+            try:
+                forked = _ask(path, request, [read_end, out, out])
+            except RootRefused as refused:
+                refusals.append(str(refused))
+                continue
+            forked.stdin = os.fdopen(write_end, "wb")
+            return forked
     finally:
         os.close(read_end)
-    answer = json.loads(message) if message else {"refused": "the root closed the connection"}
-    if "pid" not in answer or not fds:
-        os.close(write_end)
+    os.close(write_end)
+    raise RootRefused("; ".join(refusals))
+
+
+def fork_command(argv: Sequence[str], env: dict[str, str], fds: Sequence[int], cwd: str) -> ForkedZygote | None:
+    """``python -m chuixiang_local.commands.cli *argv`` in ``cwd`` forked by the command root, with ``env`` and
+    ``fds`` (its stdin, stdout and stderr), or None when there is none to ask; raises ``RootRefused`` when the
+    root cannot give one that is a fresh command (one started elsewhere than ``cwd``, say)."""
+    path = os.environ.get(COMMAND_ROOT_VARIABLE)
+    if not path:
+        return None
+    settings = {**loading_settings(env, "command"), "cwd": os.path.realpath(cwd)}
+    request = {"env": env, "argv": list(argv), "new_session": False, "settings": settings}
+    return _ask(path, request, list(fds))
+
+
+def _ask(path: str, request: dict[str, Any], fds: list[int]) -> ForkedZygote:
+    """Send the request and the fds (they stay the caller's); the fork, or ``RootRefused`` saying why not."""
+    root = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    root.settimeout(ROOT_ANSWER_S)
+    try:
+        root.connect(path)
+        socket.send_fds(root, [json.dumps(request).encode()], fds)
+        message, pidfds, _, _ = socket.recv_fds(root, _MESSAGE_BYTES, 1)
+    except OSError as exc:
         root.close()
-        raise RootRefused(answer.get("refused", "no zygote"))
-    return ForkedZygote(int(answer["pid"]), fds[0], root, os.fdopen(write_end, "wb"))
+        raise RootRefused(f"the root at {path} did not answer: {exc}") from exc
+    answer = json.loads(message) if message else {"refused": "the root closed the connection"}
+    if "pid" not in answer or not pidfds:
+        root.close()
+        raise RootRefused(answer.get("refused", "no fork"))
+    return ForkedZygote(int(answer["pid"]), pidfds[0], root, None)
 
 
 @dataclass
@@ -139,6 +213,7 @@ class _Root:
 
     listener: socket.socket
     settings: dict[str, Any]
+    become: Callable[[dict[str, Any]], None]
     selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
     forked: dict[int, _Forked] = field(default_factory=dict)  # by pidfd
 
@@ -191,7 +266,7 @@ class _Root:
         if len(fds) != 3 or "settings" not in request:
             return "a request is its settings and three file descriptors (stdin, stdout, stderr)"
         differ = sorted(
-            {k for k in ("executable", "cwd", "nice") if request["settings"][k] != self.settings[k]}
+            {k for k in ("kind", "executable", "cwd", "nice") if request["settings"].get(k) != self.settings[k]}
             | {
                 k
                 for k in {*request["settings"]["env"], *self.settings["env"]}
@@ -225,9 +300,10 @@ class _Root:
                 os.setsid()
             os.environ.clear()
             os.environ.update(request["env"])
-            take_nice()
-            become_zygote()
+            self.become(request)
             code = 0
+        except SystemExit as exc:  # as the interpreter ends on one: its code, or its message and 1
+            code = _exit_code(exc)
         except BaseException:  # said on the pool's output, as a zygote of its own would
             traceback.print_exc()
         finally:
@@ -236,22 +312,32 @@ class _Root:
             os._exit(code)
 
 
+def _exit_code(exc: SystemExit) -> int:
+    if exc.code is None or isinstance(exc.code, int):
+        return exc.code or 0
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
 class ZygoteRoot:
     """``with ZygoteRoot(env) as root``: a root loaded with ``env`` (the variables its zygotes' pools pass them)
     and this process's directory; processes that find ``root.path`` in ``CHUIXIANG_ZYGOTE_ROOT`` use it. It ends
-    with the block (or with this process): the zygotes it forked live on until their pools close them."""
+    with the block (or with this process): the zygotes it forked live on until their pools close them.
+    ``kind="command"``: a root of ``chuixiang`` commands, found in ``CHUIXIANG_COMMAND_ROOT``."""
 
-    def __init__(self, env: dict[str, str]) -> None:
-        self._env = env
+    def __init__(self, env: dict[str, str], kind: str = "zygote", cwd: str | None = None) -> None:
+        """``cwd``: where it is loaded, and where its forks run (this process's directory by default)."""
+        self._env, self._kind, self._cwd = env, kind, cwd
         self._dir = tempfile.mkdtemp(prefix="cx-zygote-root-")
         self.path = os.path.join(self._dir, "root.sock")
 
     def __enter__(self) -> ZygoteRoot:
         self._proc = subprocess.Popen(  # nosec B603  # sys.executable and our own module
-            [sys.executable, "-m", "chuixiang_local.workers.zygote_root", self.path],
+            [sys.executable, "-m", "chuixiang_local.workers.zygote_root", self.path, self._kind],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=self._env,
+            cwd=self._cwd,
         )
         assert self._proc.stdout is not None  # nosec B101  # type narrowing (stdout=PIPE)
         if not self._proc.stdout.readline():  # bound: a pool that asks from now on waits while it loads
@@ -271,12 +357,13 @@ class ZygoteRoot:
 def main() -> None:
     # Ctrl-C reaches the whole foreground group: the root's starter ends it (and it does not end its zygotes).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    path, kind = sys.argv[1], kind_of(sys.argv[2])
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    listener.bind(sys.argv[1])
+    listener.bind(path)
     listener.listen(128)
     print("listening", flush=True)
-    preload()
-    _Root(listener, loading_settings(os.environ)).serve()
+    kind.preload()
+    _Root(listener, loading_settings(os.environ, sys.argv[2]), kind.become).serve()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,127 @@
+"""What a ``chuixiang`` command imports before its first local cloud, loaded once by a root that forks commands.
+
+A command's process spends ~1.8 s of CPU importing the runner, moto (its server and the backends a local cloud
+uses), Flask and boto3 before it does anything; the tests start ~40 of them (``serve`` above all). A root loaded
+with :data:`PRELOAD` (``ZygoteRoot(env, kind="command")``, :mod:`chuixiang_local.workers.zygote_root`) forks a
+process per command that runs as ``python -m chuixiang_local.commands.cli`` would: the CLI's own module is run as
+``__main__`` in the fork (never preloaded), with the caller's arguments, environment and standard streams.
+
+A fork is a fresh command only where what the loading read is the same: :data:`IMPORT_ENV` (what these imports
+read of the environment; ``tests/pipeline/test_command_root.py`` records it), the interpreter's ``PYTHON*``, the
+interpreter and the directory. The random generators the imports made (moto's ids) are seeded again in each fork,
+as a fresh process seeds its own.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import random
+import runpy
+import signal
+import sys
+
+#: The module ``python -m`` runs for a command.
+CLI = "chuixiang_local.commands.cli"
+
+#: The CLI's commands and what a local cloud's start imports (moto's server, the backends the stack uses).
+PRELOAD = (
+    "chuixiang_local.commands.bench_cmd",
+    "chuixiang_local.commands.cloud_cmd",
+    "chuixiang_local.commands.cook_cmd",
+    "chuixiang_local.commands.cost_cmd",
+    "chuixiang_local.commands.dashboard_cmd",
+    "chuixiang_local.commands.invoke_cmd",
+    "chuixiang_local.commands.ladder_cmd",
+    "chuixiang_local.commands.seed_cmd",
+    "chuixiang_local.commands.serve_cmd",
+    "chuixiang_local.cloud.local_cloud",
+    "moto.server",
+    "moto.awslambda_simple.models",
+    "moto.cloudwatch.models",
+    "moto.dynamodb.models",
+    "moto.events.models",
+    "moto.iam.models",
+    "moto.kms.models",
+    "moto.logs.models",
+    "moto.s3.models",
+    "moto.secretsmanager.models",
+    "moto.sqs.models",
+    "moto.stepfunctions.parser.models",
+    "moto.sts.models",
+)
+
+#: What :data:`PRELOAD` reads of the environment as it loads (locale, moto's and Powertools' settings, boto's
+#: configuration): a fork is a fresh command only where these are the same.
+IMPORT_ENV = (
+    "AWS_CONFIG_FILE",
+    "AWS_DATA_PATH",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_EXECUTION_ENV",
+    "AWS_LAMBDA_INITIALIZATION_TYPE",
+    "AWS_LAMBDA_LOG_LEVEL",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "CUSTOM_ACCESS_OVERRIDES_FILE",
+    "DEFAULT_CONTAINER_REGISTRY",
+    "HOME",
+    "INITIAL_NO_AUTH_ACTION_COUNT",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LOG_LEVEL",
+    "MOTO_ACM_VALIDATION_WAIT",
+    "MOTO_AMIS_PATH",
+    "MOTO_DISABLE_GLOBAL_CORS",
+    "MOTO_EC2_ENABLE_INSTANCE_TYPE_VALIDATION",
+    "MOTO_ENABLE_AMI_VALIDATION",
+    "MOTO_ENABLE_KEYPAIR_VALIDATION",
+    "MOTO_ENABLE_RECORDING",
+    "MOTO_LAMBDA_DATA_DIR",
+    "MOTO_MAX_FORM_MEMORY_SIZE",
+    "MOTO_PRETTIFY_RESPONSES",
+    "MOTO_RECORDER_FILEPATH",
+    "POWERTOOLS_DEBUG",
+    "POWERTOOLS_DEV",
+    "POWERTOOLS_LOGGER_SAMPLE_RATE",
+    "POWERTOOLS_LOG_DEDUPLICATION_DISABLED",
+    "POWERTOOLS_LOG_LEVEL",
+    "POWERTOOLS_METRICS_NAMESPACE",
+    "POWERTOOLS_SERVICE_NAME",
+    "PYDANTIC_DISABLE_PLUGINS",
+    "PY_SAX_PARSER",
+    "S3_IGNORE_SUBDOMAIN_BUCKETNAME",
+    "S3_UPLOAD_PART_MIN_SIZE",
+    "TESTS_SKIP_REQUIRES_DOCKER",
+    "TEST_PROXY_MODE",
+    "TEST_SERVER_MODE",
+)
+
+#: The random generators :func:`preload` made (moto's ids among them): each fork seeds them again.
+GENERATORS: list[random.Random] = []
+
+
+def preload() -> None:
+    """Import :data:`PRELOAD`; keep the random generators the imports made."""
+    for name in PRELOAD:
+        importlib.import_module(name)
+    GENERATORS[:] = [o for o in gc.get_objects() if isinstance(o, random.Random)]
+
+
+def reseed() -> None:
+    """Seed what the loading's generators would have been seeded with in a fresh process (the system's entropy):
+    two forks of one root never make the same ids."""
+    for generator in GENERATORS:
+        generator.seed()
+
+
+def become_command(argv: list[str]) -> None:
+    """In a fork of the root: ``python -m chuixiang_local.commands.cli *argv``, from the CLI's first line on (the
+    command ends the process: ``cli.entry`` exits, argparse raises ``SystemExit``)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the root ignores it; a fresh process does not
+    reseed()
+    sys.argv = [sys.argv[0], *argv]  # run_module puts the module's path first, as ``-m`` does
+    sys.orig_argv = [sys.executable, "-m", CLI, *argv]
+    runpy.run_module(CLI, run_name="__main__", alter_sys=True)

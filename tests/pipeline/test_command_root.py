@@ -1,0 +1,101 @@
+"""A command the tests' command root forks is the command a user starts: the same output and exit code (a
+success, a refused ladder, a usage error), Ctrl-C ends it as it ends a fresh one, its random ids are its own, and
+a caller whose loading would differ is refused and starts the command itself. Real processes, as the pipeline
+tier runs them (``tests/pipeline/conftest.py`` starts the root)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess  # nosec B404  # the CLI as a user starts it, to compare
+import sys
+from pathlib import Path
+
+import pytest
+
+from chuixiang_local.commands.preload import CLI, IMPORT_ENV
+from chuixiang_local.workers.zygote_root import RootRefused, fork_command
+
+from ..support.commands import forked_cli, run_cli
+from ..support.env_reads import variables_read_by_preload
+from ..support.serve import ROOT, written
+from ..support.waiting import wait_until
+
+#: Run in a fresh interpreter: moto's id generator is among those reseeded, and reseeding changes what it makes.
+RESEEDED = """
+from chuixiang_local.commands.preload import GENERATORS, preload, reseed
+preload()
+from moto.moto_api._internal import mock_random
+assert any(g is mock_random for g in GENERATORS)
+state = mock_random.getstate()
+reseed()
+assert mock_random.getstate() != state
+"""
+
+
+def _fresh(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # nosec B603  # this interpreter, our own module
+        [sys.executable, "-m", CLI, *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+
+
+def _forked(*args: str, interrupt_when: str | None = None) -> subprocess.CompletedProcess[str]:
+    done = forked_cli(*args, env=os.environ, interrupt_when=interrupt_when)
+    assert done is not None, "no command root: tests/pipeline/conftest.py starts one"
+    return done
+
+
+def test_the_loading_reads_only_what_the_root_compares() -> None:
+    """A fork is a fresh command only if the root compares every variable its loading reads: an import that reads
+    one more (moto upgraded) fails here until it is in ``IMPORT_ENV``."""
+    read = variables_read_by_preload("chuixiang_local.commands.preload")
+    assert {"HOME", "TEST_SERVER_MODE"} <= read  # the recording sees moto's reads
+    compared = {k for k in read if k.startswith(("PYTHON", "_PYTHON"))} | set(IMPORT_ENV)
+    assert read <= compared, sorted(read - compared)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("ladder",),
+        ("ladder", "--parameter-overrides", "RecipeTotalTimeoutMs=150000"),  # refused: exit 2
+        ("cook",),  # no dish: argparse's usage and exit 2
+        ("cook", "x", "--parameter-overrides", "NoSuchParameter=1"),  # a configuration error
+    ],
+)
+def test_a_forked_command_answers_as_a_fresh_one(args: tuple[str, ...]) -> None:
+    forked, fresh = _forked(*args), _fresh(*args)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+
+
+@pytest.mark.parametrize("said", ["embedded fake model", "local cloud up"])
+def test_ctrl_c_ends_a_forked_cook_as_it_ends_a_fresh_one(said: str, tmp_path: Path) -> None:
+    """The root ignores SIGINT (Ctrl-C is its starter's); the command it forks takes it as a fresh one does, while
+    its local cloud starts (moto's server half made) or once it runs: exit 130, nothing but the reason said."""
+    args = ("cook", "番茄炒蛋", "--fake-pace-ms", "500")
+    forked = _forked(*args, interrupt_when=said)
+    with open(tmp_path / "err", "w+b") as err:
+        fresh = subprocess.Popen(  # nosec B603  # this interpreter, our own module
+            [sys.executable, "-m", CLI, *args], stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT
+        )
+        wait_until(lambda: said.encode() in written(err), timeout_s=60, what=said)
+        fresh.send_signal(signal.SIGINT)
+        assert fresh.wait(60) == forked.returncode == 130, forked.stderr
+        assert "Traceback" not in forked.stderr + written(err).decode()
+
+
+def test_each_fork_seeds_the_generators_the_loading_made() -> None:
+    subprocess.run([sys.executable, "-c", RESEEDED], check=True, cwd=ROOT, timeout=60)  # nosec B603
+
+
+def test_a_caller_whose_loading_would_differ_is_refused_and_starts_it_itself(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    other = {**os.environ, "LC_ALL": "C"}
+    with pytest.raises(RootRefused, match="loaded with another LC_ALL"):
+        fork_command(["ladder"], other, [0, 1, 2], str(ROOT))
+    with pytest.raises(RootRefused, match="loaded with another cwd"):
+        fork_command(["ladder"], dict(os.environ), [0, 1, 2], str(ROOT / "docs"))
+    done = run_cli("ladder", env=other)
+    assert done.returncode == 0 and "ladder OK" in done.stdout
+    assert "chuixiang ladder not forked: loaded with another LC_ALL" in capsys.readouterr().err

@@ -1,0 +1,75 @@
+"""``chuixiang <args>`` run to its end, as ``subprocess.run([python, -m, chuixiang_local.commands.cli, ...])`` runs it.
+
+Forked by the tests' command root when there is one (``tests/pipeline/conftest.py``): the same code on the same
+arguments, environment, directory and streams, without ~1.8 s of CPU importing moto and the runner a command. A
+root that would not give a fresh command (another environment where the imports read it) says why, and the command
+is started as a user starts it.
+"""
+
+from __future__ import annotations
+
+import locale
+import os
+import signal
+import subprocess  # nosec B404  # our own CLI, by this interpreter
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO
+
+from chuixiang_local.commands.preload import CLI
+from chuixiang_local.workers.zygote_root import RootRefused, fork_command
+
+from .serve import ROOT, written
+from .waiting import wait_until
+
+
+def run_cli(
+    *args: str, env: Mapping[str, str] | None = None, cwd: Path = ROOT, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """The command's exit code, stdout and stderr (text); ``subprocess.TimeoutExpired`` past ``timeout``."""
+    environment = dict(os.environ if env is None else env)
+    try:
+        done = forked_cli(*args, env=environment, cwd=cwd, timeout=timeout)
+    except RootRefused as refused:
+        print(f"chuixiang {args[0]} not forked: {refused}", file=sys.stderr)
+        done = None
+    return done or subprocess.run(  # nosec B603  # this interpreter, our own module
+        [sys.executable, "-m", CLI, *args], capture_output=True, text=True, env=environment, cwd=cwd, timeout=timeout
+    )
+
+
+def forked_cli(
+    *args: str, env: Mapping[str, str], cwd: Path = ROOT, timeout: float = 120, interrupt_when: str | None = None
+) -> subprocess.CompletedProcess[str] | None:
+    """:func:`run_cli` forked by the command root, or None without one (``RootRefused`` when it refuses);
+    ``interrupt_when``: SIGINT (Ctrl-C) once the command has said this on stderr."""
+    with (
+        open(os.devnull, "rb") as stdin,
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+    ):
+        forked = fork_command(args, dict(env), [stdin.fileno(), out.fileno(), err.fileno()], str(cwd))
+        if forked is None:
+            return None
+        try:
+            if interrupt_when:
+                wait_until(lambda: interrupt_when in _text(err), timeout_s=timeout, what=interrupt_when)
+                forked.send_signal(signal.SIGINT)
+            code = forked.wait(timeout)
+        except subprocess.TimeoutExpired:
+            forked.kill()
+            forked.wait()
+            raise
+        finally:
+            if forked.poll() is None:
+                forked.kill()
+                forked.wait()
+        return subprocess.CompletedProcess([sys.executable, "-m", CLI, *args], code, _text(out), _text(err))
+
+
+def _text(file: IO[bytes]) -> str:
+    """What ``text=True`` makes of a stream: the locale's encoding, universal newlines."""
+    data = written(file).decode(locale.getpreferredencoding(False))
+    return data.replace("\r\n", "\n").replace("\r", "\n")
