@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess  # nosec B404  # the CLI as a user starts it, to compare
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,25 @@ def test_a_caller_whose_loading_would_differ_is_refused_and_starts_it_itself(
     done = run_cli("ladder", env=other)
     assert done.returncode == 0 and "ladder OK" in done.stdout
     assert "chuixiang ladder not forked: loaded with another LC_ALL" in capsys.readouterr().err
+
+
+def test_threads_that_poll_and_wait_at_once_all_see_one_exit_status() -> None:
+    """As a pool's threads do with its zygote: one reads the root's word, every other sees what it read (two that
+    read it at once once failed on the socket the first had closed)."""
+    with open(os.devnull, "r+b") as null:
+        forked = fork_command(["ladder"], dict(os.environ), [null.fileno()] * 3, str(ROOT))
+        assert forked is not None
+        seen: list[int | None] = []
+
+        def poll_until_ended() -> None:
+            while (code := forked.poll()) is None:
+                pass
+            seen.append(code)
+
+        threads = [threading.Thread(target=poll_until_ended) for _ in range(6)]
+        threads += [threading.Thread(target=lambda: seen.append(forked.wait(60))) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert seen == [0] * 8

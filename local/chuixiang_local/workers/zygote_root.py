@@ -29,7 +29,9 @@ import socket
 import subprocess  # nosec B404  # starts the root with fixed arguments
 import sys
 import tempfile
+import threading
 import traceback
+import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -97,12 +99,16 @@ def loading_settings(env: Mapping[str, str], kind: str = "zygote") -> dict[str, 
 class ForkedZygote:
     """A process the root forked, held as a ``subprocess.Popen`` is (``pid``, ``stdin``, ``poll``, ``wait``,
     ``send_signal``, ``terminate``, ``kill``, ``returncode``): not this process's child, so its exit is seen on a
-    pidfd and its status is the root's word."""
+    pidfd and its status is the root's word. Safe from several threads at once, as ``Popen`` is (a pool's
+    threads poll its zygote while another closes it): the pidfd lives as long as this object, so no descriptor
+    it polls or signals is ever another's, and one thread reads the status."""
 
     def __init__(self, pid: int, pidfd: int, root: socket.socket, stdin: IO[bytes] | None) -> None:
         self.pid, self.stdin = pid, stdin
         self.returncode: int | None = None
         self._pidfd, self._root = pidfd, root
+        self._ending = threading.Lock()
+        weakref.finalize(self, os.close, pidfd)
 
     def poll(self) -> int | None:
         if self.returncode is None and _readable(self._pidfd, 0):
@@ -118,9 +124,8 @@ class ForkedZygote:
         return self.returncode
 
     def send_signal(self, sig: int) -> None:
-        if self.returncode is None:  # the pidfd is ours until then: never a signal to a pid used again
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self._pidfd, sig)
+        with contextlib.suppress(ProcessLookupError):  # a pidfd names its process: never a pid used again
+            signal.pidfd_send_signal(self._pidfd, sig)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
@@ -129,15 +134,17 @@ class ForkedZygote:
         self.send_signal(signal.SIGKILL)
 
     def _ended(self) -> None:
-        """The status the root sends once it has reaped the zygote (-1 if the root is gone)."""
-        self._root.settimeout(10)
-        try:
-            message = self._root.recv(_MESSAGE_BYTES)
-        except OSError:
-            message = b""
-        self.returncode = int(json.loads(message)["returncode"]) if message else -1
-        self._root.close()
-        os.close(self._pidfd)
+        """The status the root sends once it has reaped the process (-1 if the root is gone), read once."""
+        with self._ending:
+            if self.returncode is not None:
+                return
+            self._root.settimeout(10)
+            try:
+                message = self._root.recv(_MESSAGE_BYTES)
+            except OSError:
+                message = b""
+            self.returncode = int(json.loads(message)["returncode"]) if message else -1
+            self._root.close()
 
 
 def _readable(fd: int, timeout: float | None) -> bool:
