@@ -4,7 +4,6 @@ checked here as far as it can be without AWS (the template, the ASL, the Makefil
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from collections.abc import Callable
@@ -17,6 +16,7 @@ import pytest
 from stack_template import Template
 
 from chuixiang_local.cloud import sam
+from chuixiang_local.cloud.local_cloud import environment_before_activation
 from chuixiang_local.gateway.api_client import LocalApi
 
 from ..support.commands import run_cli
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (te
 def test_ladder_account_check_says_when_it_cannot_read_the_quota() -> None:
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens: the call fails at once, on loopback
     env = {
-        **os.environ,
+        **environment_before_activation(),
         "AWS_ENDPOINT_URL": closed,
         "AWS_ACCESS_KEY_ID": "x",
         "AWS_SECRET_ACCESS_KEY": "x",

@@ -5,7 +5,6 @@ cases are in ``tests/sockets``)."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from chuixiang.upstream.chat_reader import StreamLimits
-from chuixiang_local.cloud.local_cloud import LocalCloud
+from chuixiang_local.cloud.local_cloud import LocalCloud, environment_before_activation
 from chuixiang_local.gateway.api_client import LocalApi
 
 from ..support.commands import run_cli
@@ -46,7 +45,7 @@ def test_cook_against_a_replayed_provider_succeeds() -> None:
             server.base_url,
             "--parameter-overrides",
             "RecipeSections=whole",  # the recording is of a whole answer
-            env={**os.environ, "MODEL_API_KEY": KEY},
+            env={**environment_before_activation(), "MODEL_API_KEY": KEY},
         )
     assert done.returncode == 0, done.stderr[-3000:]
     succeeded(json.loads(done.stdout), server)

@@ -24,6 +24,7 @@ from stack_template import Template
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.model.fake_model import FakeModel
 
+from ..support.commands import run_cli
 from ..support.serve import ROOT, free_port
 from ..support.waiting import wait_until
 
@@ -186,22 +187,7 @@ def test_each_function_answers_under_sam_as_under_chuixiang_invoke(
     logical_id: str, sam_cloud: dict[str, Any], artifacts: dict[str, Path], invoked: dict[str, Any]
 ) -> None:
     event = ROOT / "events" / CASES[logical_id]
-    seeded = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "chuixiang_local.commands.cli",
-            "seed",
-            "-e",
-            str(event),
-            "--state",
-            str(sam_cloud["state"]),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
+    seeded = run_cli("seed", "-e", str(event), "--state", str(sam_cloud["state"]), timeout=60)
     assert seeded.returncode == 0, seeded.stderr
     under_sam = sam_invoke(logical_id, event, sam_cloud["env"][logical_id], artifacts)
     assert not (isinstance(under_sam, dict) and "errorType" in under_sam), under_sam

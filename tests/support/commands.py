@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
+from chuixiang_local.cloud.local_cloud import environment_before_activation
 from chuixiang_local.commands.preload import CLI
 from chuixiang_local.workers.zygote_root import RootRefused, fork_command
 
@@ -28,8 +29,9 @@ from .waiting import wait_until
 def run_cli(
     *args: str, env: Mapping[str, str] | None = None, cwd: Path = ROOT, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """The command's exit code, stdout and stderr (text); ``subprocess.TimeoutExpired`` past ``timeout``."""
-    environment = dict(os.environ if env is None else env)
+    """The command's exit code, stdout and stderr (text); ``subprocess.TimeoutExpired`` past ``timeout``. Its
+    environment: ``env``, or this process's as from the shell (without an in-process cloud's api settings)."""
+    environment = environment_before_activation() if env is None else dict(env)
     try:
         done = forked_cli(*args, env=environment, cwd=cwd, timeout=timeout)
     except RootRefused as refused:

@@ -13,6 +13,7 @@ from typing import IO, Any
 import httpx
 
 from chuixiang.timeouts import PROGRESS_INTERVAL
+from chuixiang_local.cloud.local_cloud import environment_before_activation
 from chuixiang_local.workers.zygote_root import ROOT_VARIABLE, ForkedZygote, RootRefused, fork_command
 
 from .waiting import wait_until
@@ -90,7 +91,8 @@ class Serve:
         starts its worker zygotes itself, so every process it runs is its descendant; by default serve is forked by
         the tests' command root and its zygotes by their zygote root (``tests/pipeline/conftest.py``)."""
         self._forked = zygote_root and not own_process_group
-        self._env = {k: v for k, v in os.environ.items() if zygote_root or k != ROOT_VARIABLE}
+        env = environment_before_activation()  # as from the shell, even beside a test's in-process cloud
+        self._env = {k: v for k, v in env.items() if zygote_root or k != ROOT_VARIABLE}
         self.http = one_client()
         model = ["--model-base-url", model_base_url] if model_base_url else []
         if fake_pace_ms is not None:

@@ -84,6 +84,18 @@ def seed_job(store: JobStore, event: Any) -> bool:
 _ENV_BEFORE: dict[str, str | None] = {}
 
 
+def environment_before_activation() -> dict[str, str]:
+    """This process's environment as it was before an in-process cloud made it look like the api function: what
+    a command started from here meanwhile is given, as from the shell (not the function's settings)."""
+    env = dict(os.environ)
+    for key, value in _ENV_BEFORE.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
 class LocalCloud:
     """Deploys ``template.yaml`` into moto; use as a context manager."""
 
