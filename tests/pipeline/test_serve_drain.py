@@ -11,8 +11,6 @@ import re
 import selectors
 import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ..support.commands import start_cli
 from ..support.serve import ROOT, Serve, free_port
 from ..support.waiting import wait_until
 
@@ -235,15 +234,11 @@ def test_hostile_requests_at_the_front_door() -> None:
 def test_api_on_is_printed_once_the_port_accepts() -> None:
     """Whoever reads "API on …" can connect at once (it was printed ~1.4 s before the port accepted)."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "chuixiang_local.commands.cli", "serve", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    read_end, write_end = os.pipe()
+    proc = start_cli("serve", "--port", str(port), stderr=write_end)
+    os.close(write_end)  # serve holds it now: the pipe ends when serve does
     try:
-        assert proc.stderr is not None
-        for line in proc.stderr:
+        for line in os.fdopen(read_end, "rb"):
             if b"API on http://" in line:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     break  # one try, no wait: it accepts

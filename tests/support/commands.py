@@ -20,7 +20,7 @@ from typing import IO
 
 from chuixiang_local.cloud.local_cloud import environment_before_activation
 from chuixiang_local.commands.preload import CLI
-from chuixiang_local.workers.zygote_root import RootRefused, fork_command
+from chuixiang_local.workers.zygote_root import ForkedZygote, RootRefused, fork_command
 
 from .serve import ROOT, written
 from .waiting import wait_until
@@ -40,6 +40,21 @@ def run_cli(
     return done or subprocess.run(  # nosec B603  # this interpreter, our own module
         [sys.executable, "-m", CLI, *args], capture_output=True, text=True, env=environment, cwd=cwd, timeout=timeout
     )
+
+
+def start_cli(*args: str, stderr: int) -> subprocess.Popen[bytes] | ForkedZygote:
+    """``chuixiang <args>`` started (forked by the command root if it will), its stderr to ``stderr`` (a descriptor,
+    the caller's to close), stdin and stdout empty; for a command a test watches and stops itself."""
+    environment = environment_before_activation()
+    with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as stdout:
+        try:
+            forked = fork_command(args, environment, [stdin.fileno(), stdout.fileno(), stderr], str(ROOT))
+        except RootRefused as refused:
+            print(f"chuixiang {args[0]} not forked: {refused}", file=sys.stderr)
+            forked = None
+        return forked or subprocess.Popen(  # nosec B603  # this interpreter, our own module
+            [sys.executable, "-m", CLI, *args], stdout=subprocess.DEVNULL, stderr=stderr, env=environment, cwd=ROOT
+        )
 
 
 def forked_cli(
