@@ -221,6 +221,9 @@ class _Root:
     listener: socket.socket
     settings: dict[str, Any]
     become: Callable[[dict[str, Any]], None]
+    #: What the forks inherit, loaded at the first request: a root nobody asks (a test process whose tests start
+    #: no serve) costs nothing, and the first asker waits for it as a fresh process would have loaded it.
+    load: Callable[[], None] | None = None
     selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
     forked: dict[int, _Forked] = field(default_factory=dict)  # by pidfd
 
@@ -233,6 +236,9 @@ class _Root:
                     if not os.read(0, 4096):
                         return  # its starter closed or died: later pools start their own
                 elif key.fileobj is self.listener:
+                    if self.load is not None:
+                        self.load()
+                        self.load = None
                     self._answer(self.listener.accept()[0])
                 else:
                     self._reap(self.forked.pop(key.fd))
@@ -369,8 +375,7 @@ def main() -> None:
     listener.bind(path)
     listener.listen(128)
     print("listening", flush=True)
-    kind.preload()
-    _Root(listener, loading_settings(os.environ, sys.argv[2]), kind.become).serve()
+    _Root(listener, loading_settings(os.environ, sys.argv[2]), kind.become, load=kind.preload).serve()
 
 
 if __name__ == "__main__":
