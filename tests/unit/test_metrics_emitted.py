@@ -12,7 +12,7 @@ import pytest
 from chuixiang import stage_report
 from chuixiang.clock import iso, now_utc
 from chuixiang.job_status import JobStage
-from chuixiang.observability import metrics
+from chuixiang.observability import logger, metrics
 from chuixiang.schemas import RecipeMetrics, UpstreamCall
 from chuixiang.settings import Settings
 
@@ -48,7 +48,7 @@ def test_a_recipe_stage_emits_one_recipe_calls_per_call(capsys: pytest.CaptureFi
 
 
 def test_a_jobs_end_is_counted_once_by_status_and_code_with_what_the_user_waited(
-    capsys: pytest.CaptureFixture[str], table: Any
+    capsys: pytest.CaptureFixture[str], table: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``JobsEnded`` once per job, whoever ends it: the first to claim the count emits it, as the job item says
     it ended (a job an operator stopped stays JOB_STOPPED whatever the stage still running says after it);
@@ -68,10 +68,16 @@ def test_a_jobs_end_is_counted_once_by_status_and_code_with_what_the_user_waited
     assert _named(_emf(capsys.readouterr().out), "JobsEnded") == []
     store.create("stopped", "菜")
     store.fail("stopped", ErrorCode.JOB_STOPPED, "execution ABORTED")
-    stage_report.count_job_end(store, "stopped", "RECIPE_TIMEOUT")  # the stage, cancelled by the stop, ends after it
+    # The stage, cancelled by the stop, reports its model, then counts before the reconciler does.
+    store.update("stopped", only_if_active=False, metrics={"recipe": {"model": "gpt-6-luna"}})
+    said: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(logger, "info", lambda message, extra: said.append((message, extra)))
+    stage_report.count_job_end(store, "stopped", "RECIPE_TIMEOUT")
     assert [(d["Status"], d["Code"]) for d in _named(_emf(capsys.readouterr().out), "JobsEnded")] == [
         ("FAILED", "JOB_STOPPED")
     ]
+    ended = [extra for message, extra in said if message == "job ended"]
+    assert [(e["code"], e["model"]) for e in ended] == [("JOB_STOPPED", None)]  # a stop is never a model's
     store.create("served", "菜")
     stage_report.count_job_end(store, "served", None)  # the image stage: Finalize makes it SUCCEEDED next
     assert [(d["Status"], d["Code"]) for d in _named(_emf(capsys.readouterr().out), "JobsEnded")] == [

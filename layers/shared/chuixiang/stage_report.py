@@ -12,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .clock import now_utc, parse_iso
-from .errors import StageError, clip_detail
+from .errors import ErrorCode, StageError, clip_detail
 from .generation.call_figures import tokens_per_second
 from .job_status import JobStage, JobStatus, is_terminal
 from .observability import dimensioned_metric, logger, metrics, model_metric
@@ -160,6 +160,9 @@ def count_job_end(store: JobStore, job_id: str, code: str | None) -> None:
         dimensioned_metric("JobLatencyMs", MetricUnit.Milliseconds, waited_ms, Status=status.value)
     # The line the saved queries read (failures-by-code-and-model, slowest-jobs): one per job, whoever ended
     # it, with the model that wrote its recipe (not the image model; none when the recipe stage never reported).
+    # A stop is the operator's, never a model's: none either, whether the reconciler counted it or the stage it
+    # cut reported first (it writes its model before it counts; the reconciler marks the job, then counts).
+    stopped = code == ErrorCode.JOB_STOPPED.value
     logger.info(
         "job ended",
         extra={
@@ -167,6 +170,6 @@ def count_job_end(store: JobStore, job_id: str, code: str | None) -> None:
             "status": status.value,
             "code": code or "OK",
             "waitedMs": None if waited_ms is None else int(waited_ms),
-            "model": item.recipe_model,
+            "model": None if stopped else item.recipe_model,
         },
     )
