@@ -21,6 +21,8 @@ import runpy
 import signal
 import sys
 
+from chuixiang_local.workers.zygote import IMPORT_ENV as ZYGOTE_IMPORT_ENV
+
 #: The module ``python -m`` runs for a command.
 CLI = "chuixiang_local.commands.cli"
 
@@ -51,20 +53,14 @@ PRELOAD = (
     "moto.sts.models",
 )
 
-#: What :data:`PRELOAD` reads of the environment as it loads (locale, moto's and Powertools' settings, boto's
-#: configuration): a fork is a fresh command only where these are the same.
+#: What :data:`PRELOAD` reads of the environment as it loads: what a worker zygote's loading reads (boto3's
+#: configuration, Powertools', pydantic's), then the locale, moto's settings and the Powertools settings the
+#: product's ``observability`` module reads at import. A fork is a fresh command only where these are the same.
 IMPORT_ENV = (
-    "AWS_CONFIG_FILE",
-    "AWS_DATA_PATH",
-    "AWS_DEFAULT_PROFILE",
-    "AWS_EXECUTION_ENV",
-    "AWS_LAMBDA_INITIALIZATION_TYPE",
+    *ZYGOTE_IMPORT_ENV,
     "AWS_LAMBDA_LOG_LEVEL",
-    "AWS_PROFILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
     "CUSTOM_ACCESS_OVERRIDES_FILE",
     "DEFAULT_CONTAINER_REGISTRY",
-    "HOME",
     "INITIAL_NO_AUTH_ACTION_COUNT",
     "LANG",
     "LANGUAGE",
@@ -83,14 +79,12 @@ IMPORT_ENV = (
     "MOTO_MAX_FORM_MEMORY_SIZE",
     "MOTO_PRETTIFY_RESPONSES",
     "MOTO_RECORDER_FILEPATH",
-    "POWERTOOLS_DEBUG",
     "POWERTOOLS_DEV",
     "POWERTOOLS_LOGGER_SAMPLE_RATE",
     "POWERTOOLS_LOG_DEDUPLICATION_DISABLED",
     "POWERTOOLS_LOG_LEVEL",
     "POWERTOOLS_METRICS_NAMESPACE",
     "POWERTOOLS_SERVICE_NAME",
-    "PYDANTIC_DISABLE_PLUGINS",
     "PY_SAX_PARSER",
     "S3_IGNORE_SUBDOMAIN_BUCKETNAME",
     "S3_UPLOAD_PART_MIN_SIZE",
