@@ -49,7 +49,8 @@ _MESSAGE_BYTES = 1 << 20
 
 
 class RootRefused(Exception):
-    """The root named in ``CHUIXIANG_ZYGOTE_ROOT`` did not fork a zygote (the reason says why)."""
+    """A root (``CHUIXIANG_ZYGOTE_ROOT``'s, ``CHUIXIANG_COMMAND_ROOT``'s) did not fork a fresh zygote or command:
+    the reason says why."""
 
 
 @dataclass(frozen=True)
