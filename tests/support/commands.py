@@ -20,8 +20,9 @@ from typing import IO
 
 from chuixiang_local.cloud.local_cloud import environment_before_activation
 from chuixiang_local.commands.preload import CLI
-from chuixiang_local.workers.zygote_root import ForkedZygote, RootRefused, fork_command
+from chuixiang_local.workers.zygote_root import ForkedZygote
 
+from .command_root import fork_or_say
 from .serve import ROOT, written
 from .waiting import wait_until
 
@@ -32,11 +33,7 @@ def run_cli(
     """The command's exit code, stdout and stderr (text); ``subprocess.TimeoutExpired`` past ``timeout``. Its
     environment: ``env``, or this process's as from the shell (without an in-process cloud's api settings)."""
     environment = environment_before_activation() if env is None else dict(env)
-    try:
-        done = forked_cli(*args, env=environment, cwd=cwd, timeout=timeout)
-    except RootRefused as refused:
-        print(f"chuixiang {args[0]} not forked: {refused}", file=sys.stderr)
-        done = None
+    done = forked_cli(*args, env=environment, cwd=cwd, timeout=timeout)
     return done or subprocess.run(  # nosec B603  # this interpreter, our own module
         [sys.executable, "-m", CLI, *args], capture_output=True, text=True, env=environment, cwd=cwd, timeout=timeout
     )
@@ -47,11 +44,7 @@ def start_cli(*args: str, stderr: int) -> subprocess.Popen[bytes] | ForkedZygote
     the caller's to close), stdin and stdout empty; for a command a test watches and stops itself."""
     environment = environment_before_activation()
     with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as stdout:
-        try:
-            forked = fork_command(args, environment, [stdin.fileno(), stdout.fileno(), stderr], str(ROOT))
-        except RootRefused as refused:
-            print(f"chuixiang {args[0]} not forked: {refused}", file=sys.stderr)
-            forked = None
+        forked = fork_or_say(args, environment, [stdin.fileno(), stdout.fileno(), stderr], ROOT)
         return forked or subprocess.Popen(  # nosec B603  # this interpreter, our own module
             [sys.executable, "-m", CLI, *args], stdout=subprocess.DEVNULL, stderr=stderr, env=environment, cwd=ROOT
         )
@@ -60,14 +53,14 @@ def start_cli(*args: str, stderr: int) -> subprocess.Popen[bytes] | ForkedZygote
 def forked_cli(
     *args: str, env: Mapping[str, str], cwd: Path = ROOT, timeout: float = 120, interrupt_when: str | None = None
 ) -> subprocess.CompletedProcess[str] | None:
-    """:func:`run_cli` forked by the command root, or None without one (``RootRefused`` when it refuses);
+    """:func:`run_cli` forked by the command root, or None without one or when it refuses (said on stderr);
     ``interrupt_when``: SIGINT (Ctrl-C) once the command has said this on stderr."""
     with (
         open(os.devnull, "rb") as stdin,
         tempfile.TemporaryFile() as out,
         tempfile.TemporaryFile() as err,
     ):
-        forked = fork_command(args, dict(env), [stdin.fileno(), out.fileno(), err.fileno()], str(cwd))
+        forked = fork_or_say(args, env, [stdin.fileno(), out.fileno(), err.fileno()], cwd)
         if forked is None:
             return None
         try:
@@ -75,11 +68,7 @@ def forked_cli(
                 wait_until(lambda: interrupt_when in _text(err), timeout_s=timeout, what=interrupt_when)
                 forked.send_signal(signal.SIGINT)
             code = forked.wait(timeout)
-        except subprocess.TimeoutExpired:
-            forked.kill()
-            forked.wait()
-            raise
-        finally:
+        finally:  # a timeout (or any failure here) leaves no command behind
             if forked.poll() is None:
                 forked.kill()
                 forked.wait()

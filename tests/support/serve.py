@@ -14,8 +14,9 @@ import httpx
 
 from chuixiang.timeouts import PROGRESS_INTERVAL
 from chuixiang_local.cloud.local_cloud import environment_before_activation
-from chuixiang_local.workers.zygote_root import ROOT_VARIABLE, ForkedZygote, RootRefused, fork_command
+from chuixiang_local.workers.zygote_root import ROOT_VARIABLE, ForkedZygote
 
+from .command_root import fork_or_say
 from .waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,13 +128,7 @@ class Serve:
     def _fork(self, argv: list[str]) -> ForkedZygote | None:
         """Serve forked by the tests' command root, if one was started here and will give a fresh one."""
         with open(os.devnull, "rb") as stdin, open(os.devnull, "wb") as stdout:
-            try:
-                return fork_command(
-                    argv, self._env, [stdin.fileno(), stdout.fileno(), self._stderr.fileno()], str(ROOT)
-                )
-            except RootRefused as refused:
-                print(f"serve not forked: {refused}", file=sys.stderr)
-                return None
+            return fork_or_say(argv, self._env, [stdin.fileno(), stdout.fileno(), self._stderr.fileno()], ROOT)
 
     def _answers(self) -> bool:
         """Ours answers: serve said it listens on this port (it binds the port itself, so another server that
