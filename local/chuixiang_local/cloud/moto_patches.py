@@ -23,8 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
-
 MOTO_VERSION = "5.2.5"  #: every patch below is verified against this version (and its drift test's hashes)
 
 #: A function's route: (name, request body, qualifier: the version or alias invoked) -> (payload, error).
@@ -228,6 +226,7 @@ def _share_interpreter_clients() -> None:
     CPU each, loading service models); with dozens of executions at once that starves the moto
     server. Clients are thread-safe: build one per (region, service, endpoint) and share it. They sign
     with the state machine's access key, so the IAM gate judges each task against the state machine's role."""
+    import boto3
     from botocore.config import Config
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (

@@ -145,9 +145,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import uvicorn
-    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-    from chuixiang.api import build_app
     from chuixiang.api_gate import cors_config, handle
     from chuixiang_local.gateway.asgi import LambdaAsgi
     from chuixiang_local.gateway.http_protocol import JsonErrorH11Protocol
@@ -168,12 +166,18 @@ def main() -> None:
     def run(event: dict[str, Any]) -> dict[str, Any]:
         return as_proxy_response(invoke(spec, event, pool=pool, layer_dirs=layer_dirs, extra_env=extra_env))
 
-    swagger_app = build_app(APIGatewayHttpResolver, swagger=True)
+    swagger_apps: list[Any] = []  # built at the first request for it: the API's own requests never need it
     swagger_lock = threading.Lock()  # the resolver is one request at a time (see above)
 
     def swagger(event: dict[str, Any]) -> dict[str, Any]:
         with swagger_lock:
-            return handle(swagger_app, event, None)
+            if not swagger_apps:
+                from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+
+                from chuixiang.api import build_app
+
+                swagger_apps.append(build_app(APIGatewayHttpResolver, swagger=True))
+            return handle(swagger_apps[0], event, None)
 
     cors = cors_config(env.get("CORS_ALLOW_ORIGINS", ""))
     asgi = LambdaAsgi(

@@ -127,13 +127,13 @@ def worker(request: dict[str, Any]) -> None:
 SERVICE_MODELS = ("dynamodb", "s3", "stepfunctions", "secretsmanager", "sts")
 
 
-def _load_service_models() -> None:
+def load_service_models(services: tuple[str, ...] = SERVICE_MODELS) -> None:
     """Load the service models into boto3's default session, which every worker inherits: its
     clients then build from memory. No client is created here (they read the function's env)."""
     import boto3
 
     loader = boto3._get_default_session()._loader
-    for service in SERVICE_MODELS:
+    for service in services:
         loader.load_service_model(service, "service-2")
         loader.load_service_model(service, "endpoint-rule-set-1")
     loader.load_service_model("dynamodb", "resources-1")
@@ -163,7 +163,7 @@ def preload() -> None:
     """What every zygote imports first, whatever its environment (only :data:`IMPORT_ENV` is read meanwhile)."""
     for name in PRELOAD:
         importlib.import_module(name)
-    _load_service_models()
+    load_service_models()
 
 
 def become_zygote() -> None:

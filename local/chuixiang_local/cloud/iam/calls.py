@@ -78,6 +78,15 @@ def _routes(service: str) -> list[_Route]:
     return routes
 
 
+def read_routes(services: tuple[str, ...]) -> None:
+    """Read the REST services' routes among these now (the others' calls name their operation in a header): a
+    root that forks commands reads them once for all its forks, where a fresh process reads them at its first
+    request."""
+    for service in services:
+        if _model(service).protocol.startswith("rest"):
+            _routes(service)
+
+
 def _rest_call(
     service: str, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], body: bytes
 ) -> tuple[str, dict[str, Any]] | None:
