@@ -221,6 +221,25 @@ def _cache_module_list() -> None:
     replace(backends, "list_of_moto_modules", lambda: modules)
 
 
+def _list_handler_methods_once() -> None:
+    """moto lists a response class's functions (``inspect.getmembers``) on every request to find the one its action
+    names: ~3 % of a busy local cloud's server. A class's functions stay what they were (a patch replaces, never
+    adds), so each class's list is made once."""
+    from moto.core import responses
+
+    replace(responses, "method_names_from_class", functools.cache(responses.method_names_from_class))
+
+
+def _parse_update_expressions_once() -> None:
+    """moto parses an UpdateItem's expression twice a call (its handler, then its backend): ~5 % of a busy local
+    cloud's server, for the product's handful of expressions. A parsed expression is only read (``find_clauses``)
+    or deep-copied before anything changes it (the validator's first step), so one parse serves every call."""
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+
+    parse = functools.lru_cache(maxsize=1024)(UpdateExpressionParser.make)
+    replace(UpdateExpressionParser, "make", classmethod(lambda _cls, expression_str: parse(expression_str)))
+
+
 def _share_interpreter_clients() -> None:
     """The ASL interpreter builds a new boto3 client for every Lambda and DynamoDB task (tens of ms of
     CPU each, loading service models); with dozens of executions at once that starves the moto
@@ -527,6 +546,27 @@ PATCHES: tuple[Patch, ...] = (
             "moto.dynamodb.models.dynamo_type:DynamoType.to_regular_json": "bbd91a5bf1787f3e",
         },
         _convert_items_in_one_pass,
+    ),
+    Patch(
+        "method-names",
+        "list a response class's methods once, not on every request",
+        {
+            "moto.core.utils:method_names_from_class": "9dbac89d082b655f",
+            "moto.core.responses:BaseResponse.call_action": "34a17a4a36ddf8af",
+        },
+        _list_handler_methods_once,
+    ),
+    Patch(
+        "update-expressions",
+        "parse each UpdateItem expression once (moto parses it twice a call)",
+        {
+            "moto.dynamodb.parsing.expressions:UpdateExpressionParser.make": "7bda627b702e588f",
+            "moto.dynamodb.parsing.validators:Validator.__init__": "68516c2da4600116",
+            "moto.dynamodb.responses:DynamoHandler.update_item": "20632da862bdd2e2",
+            "moto.dynamodb.responses:DynamoHandler.transact_write_items": "b9f060594221b40c",
+            "moto.dynamodb.models:DynamoDBBackend.update_item": "f1d5d4acae8ed91c",
+        },
+        _parse_update_expressions_once,
     ),
     Patch(
         "debug-mode",
