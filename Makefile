@@ -121,14 +121,18 @@ test-sockets: $(STAMP)
 test-pipeline: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 	$(BIN)/python -m pytest tests/pipeline
 
+# The Node tiers' `serve`s fork their pools' zygotes from two roots loaded once (chuixiang_local/workers/with_roots.py),
+# not each loading boto3, Powertools and pydantic again (~0.35 s of CPU a zygote, four or five a serve).
+WITH_ROOTS := $(BIN)/python -m chuixiang_local.workers.with_roots
+
 # The JavaScript client against `chuixiang serve`, with Node's own test runner (Node 20+; no dependencies).
 test-js: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP)
 	node_modules/.bin/tsc -p clients/js
-	node --test clients/js/test/*.test.js
+	$(WITH_ROOTS) node --test clients/js/test/*.test.js
 
 # The demo page in headless Chromium (Debian's, driven by playwright-core from npm), against `serve --demo-port`.
 test-browser: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
-	node --test --test-concurrency=1 tests/browser/*.test.js
+	$(WITH_ROOTS) node --test --test-concurrency=1 tests/browser/*.test.js
 
 # docs/demo.png: the finished demo page, as the browser tier sees it.
 screenshot: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)

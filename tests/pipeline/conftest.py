@@ -11,7 +11,7 @@ import pytest
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
-from chuixiang_local.workers.invoker import runner_env
+from chuixiang_local.workers.with_roots import worker_roots
 from chuixiang_local.workers.zygote_root import COMMAND_ROOT_VARIABLE, ROOT_VARIABLE, ZygoteRoot
 
 from ..support.scaled import SCALED, WHOLE
@@ -21,16 +21,11 @@ from ..support.serve import ROOT
 @pytest.fixture(scope="session", autouse=True)
 def _zygote_root() -> Iterator[None]:
     """Roots per test process: the clouds and ``serve`` processes it starts fork their worker zygotes from them
-    (``chuixiang_local.workers.zygote_root``: one loaded as a local cloud's pools load, one unbuffered as serve's
-    API process's) instead of each loading boto3, Powertools and pydantic again (~0.35 s of CPU a zygote, ~150
-    zygotes a run). And one of commands: ``serve`` (``tests/support/serve.py``) is
+    (``chuixiang_local.workers.with_roots``) instead of each loading boto3, Powertools and pydantic again (~0.35 s
+    of CPU a zygote, ~150 zygotes a run). And one of commands: ``serve`` (``tests/support/serve.py``) is
     forked from it instead of importing moto, Flask and the runner again (~1.8 s of CPU a command, ~25 a run)."""
-    with (
-        ZygoteRoot(runner_env()) as root,
-        ZygoteRoot({**runner_env(), "PYTHONUNBUFFERED": "1"}) as unbuffered,  # serve's API process's pool
-        pytest.MonkeyPatch.context() as patch,
-    ):
-        patch.setenv(ROOT_VARIABLE, os.pathsep.join([root.path, unbuffered.path]))
+    with worker_roots() as roots, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ROOT_VARIABLE, roots)
         with ZygoteRoot(dict(os.environ), kind="command", cwd=str(ROOT)) as commands:
             patch.setenv(COMMAND_ROOT_VARIABLE, commands.path)
             yield

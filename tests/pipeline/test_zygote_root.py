@@ -155,3 +155,22 @@ def test_a_request_that_is_not_a_pools_is_refused_and_the_root_lives_on(log: Tex
         assert isinstance(pool._zygote, ForkedZygote)
     finally:
         pool.close()
+
+
+def test_a_command_run_with_the_roots_finds_them_live_and_ends_as_it_ended() -> None:
+    """``python -m chuixiang_local.workers.with_roots CMD``: CMD finds both roots listening in the variable, its exit
+    code is the wrapper's, and nothing of the roots is left once it ends (the Node tiers run under it)."""
+    command = (
+        "import os, stat, sys; paths = os.environ[sys.argv[1]].split(os.pathsep); print(*paths, sep='\\n'); "
+        "sys.exit(3 if all(stat.S_ISSOCK(os.stat(p).st_mode) for p in paths) else 1)"
+    )
+    ran = subprocess.run(  # nosec B603  # our own interpreter
+        [sys.executable, "-m", "chuixiang_local.workers.with_roots", sys.executable, "-c", command, ROOT_VARIABLE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    paths = ran.stdout.split()
+    assert ran.returncode == 3, ran.stderr
+    assert len(paths) == 2 and not any(os.path.exists(p) for p in paths)

@@ -226,18 +226,18 @@ def _list_handler_methods_once() -> None:
     names: ~3 % of a busy local cloud's server. A class's functions stay what they were (a patch replaces, never
     adds), so each class's list is made once."""
     from moto.core import responses
+    from moto.core.utils import method_names_from_class
 
-    replace(responses, "method_names_from_class", functools.cache(responses.method_names_from_class))
+    replace(responses, "method_names_from_class", functools.cache(method_names_from_class))
 
 
 def _parse_update_expressions_once() -> None:
     """moto parses an UpdateItem's expression twice a call (its handler, then its backend): ~5 % of a busy local
     cloud's server, for the product's handful of expressions. A parsed expression is only read (``find_clauses``)
     or deep-copied before anything changes it (the validator's first step), so one parse serves every call."""
-    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
-
-    parse = functools.lru_cache(maxsize=1024)(UpdateExpressionParser.make)
-    replace(UpdateExpressionParser, "make", classmethod(lambda _cls, expression_str: parse(expression_str)))
+    parser = resolve("moto.dynamodb.parsing.expressions:UpdateExpressionParser")  # a module mypy is told to skip
+    parse = functools.lru_cache(maxsize=1024)(parser.make)
+    replace(parser, "make", classmethod(lambda _cls, expression_str: parse(expression_str)))
 
 
 def _share_interpreter_clients() -> None:
