@@ -55,8 +55,9 @@ PRELOAD = (
 )
 
 #: The services of a local cloud, by botocore's names for their models, read once by the root rather than by every
-#: fork at its first calls (~0.25 s of CPU a ``serve``): moto reads a service's model to parse and serialize its
-#: requests, the IAM gate a REST service's routes, the cloud's own clients boto3's default session's.
+#: fork at its first calls (~0.35 s of CPU a ``serve``): moto reads a service's model to parse and serialize its
+#: requests and its regions to make its backend, the IAM gate a REST service's routes, the cloud's own clients
+#: boto3's default session's.
 SERVICES = (
     "cloudwatch",
     "dynamodb",
@@ -127,6 +128,7 @@ def preload() -> None:
 def read_models() -> None:
     """Read :data:`SERVICES`' models where a local cloud's first calls would (each cache lives as long as the
     process, so a fork reads what a fresh process would have read)."""
+    from moto.core.base_backend import AccountSpecificBackend
     from moto.core.utils import get_service_model
 
     from chuixiang_local.cloud.iam.calls import read_routes
@@ -135,6 +137,10 @@ def read_models() -> None:
         get_service_model(service)
     read_routes(SERVICES)
     load_service_models(SERVICES)
+    regions = AccountSpecificBackend.get_session()  # the regions each backend lists as it is made (~0.1 s a serve)
+    for partition in regions.get_available_partitions():
+        for service in SERVICES:
+            regions.get_available_regions(service, partition_name=partition)
 
 
 def reseed() -> None:
