@@ -18,6 +18,7 @@ from chuixiang_local.commands import (
     cloud_cmd,
     cook_cmd,
     cost_cmd,
+    ctrl_c,
     dashboard_cmd,
     invoke_cmd,
     ladder_cmd,
@@ -65,6 +66,7 @@ def entry() -> None:
     """The ``chuixiang`` command: ``main``, then exit without tearing the interpreter down. Every local
     resource is stopped by then (workers killed, servers shut, logs flushed); what is left is
     collecting moto's and botocore's millions of objects, about a second for nothing."""
+    ctrl_c.install()
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()
