@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from pathlib import Path
 
 from chuixiang.limit_rules import STATE_TIMEOUT_MARGIN_S
 from chuixiang_local.cloud.front_door import FrontDoorPriority, SharedCount
@@ -70,9 +70,10 @@ def test_the_hold_is_bounded_so_the_state_timeout_is_never_what_fires() -> None:
     assert FrontDoorPriority(OpenRequests()).max_hold_s == STATE_TIMEOUT_MARGIN_S / 2
 
 
-def test_the_api_process_count_is_what_the_gate_reads(tmp_path: Path) -> None:
-    count = SharedCount.create(tmp_path / "open")
-    written_by_the_api = SharedCount(count.path)  # the other process's mapping of the same file
+def test_the_api_process_count_is_what_the_gate_reads() -> None:
+    count = SharedCount.create()
+    assert os.fstat(count.fd).st_nlink == 0  # no name: a serve killed with SIGKILL leaves nothing in /tmp
+    written_by_the_api = SharedCount(os.dup(count.fd))  # the other process's mapping of the same file
     reads = [0]
 
     def read() -> int:

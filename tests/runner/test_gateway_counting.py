@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from pathlib import Path
 from typing import Any
 
 from chuixiang_local.cloud.front_door import SharedCount
 from chuixiang_local.gateway.api_server import counting_open_requests
 
 
-def test_a_request_counts_from_its_last_body_byte_to_its_answer(tmp_path: Path) -> None:
-    count = SharedCount.create(tmp_path / "open")
+def test_a_request_counts_from_its_last_body_byte_to_its_answer() -> None:
+    count = SharedCount.create()
     seen: list[tuple[str, int]] = []
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -42,8 +41,8 @@ def test_a_request_counts_from_its_last_body_byte_to_its_answer(tmp_path: Path) 
     assert count.value() == 0
 
 
-def test_a_request_that_never_finishes_its_body_is_never_counted(tmp_path: Path) -> None:
-    count = SharedCount.create(tmp_path / "open")
+def test_a_request_that_never_finishes_its_body_is_never_counted() -> None:
+    count = SharedCount.create()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await receive()

@@ -26,10 +26,10 @@ import collections
 import mmap
 import os
 import struct
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from chuixiang.limit_rules import STATE_TIMEOUT_MARGIN_S
@@ -38,21 +38,24 @@ _COUNT = struct.Struct("q")
 
 
 class SharedCount:
-    """One integer in a memory-mapped file: the API process writes it, serve's moto process reads it.
-    One writer (the API's event loop), and an aligned 8-byte store is atomic on the CPUs we run on."""
+    """One integer in a memory-mapped file without a name: the API process writes it, serve's moto process reads
+    it, serve handing the API process its descriptor (``fd``). A named file was left in /tmp by every ``serve``
+    killed with SIGKILL. One writer (the API's event loop), and an aligned 8-byte store is atomic on our CPUs."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        fd = os.open(path, os.O_RDWR)
-        try:
-            self._map = mmap.mmap(fd, _COUNT.size)
-        finally:
-            os.close(fd)
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._map = mmap.mmap(fd, _COUNT.size)
 
     @classmethod
-    def create(cls, path: Path) -> SharedCount:
-        path.write_bytes(bytes(_COUNT.size))
-        return cls(path)
+    def create(cls) -> SharedCount:
+        fd, path = tempfile.mkstemp(prefix="chuixiang-api-requests-")
+        os.unlink(path)  # nameless from here on: nothing is left behind, however its processes end
+        os.ftruncate(fd, _COUNT.size)
+        return cls(fd)
+
+    def close(self) -> None:
+        """Let go of the descriptor (the mapping lives on while it is read)."""
+        os.close(self.fd)
 
     def add(self, delta: int) -> None:
         _COUNT.pack_into(self._map, 0, self.value() + delta)

@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -171,9 +170,7 @@ class LocalCloud:
 
     def start(self) -> None:
         if self.front_door_first:
-            fd, path = tempfile.mkstemp(prefix="chuixiang-api-requests-")
-            os.close(fd)
-            self.api_requests = SharedCount.create(Path(path))
+            self.api_requests = SharedCount.create()
             self.front_door = FrontDoorPriority(self.api_requests.value)
         self.endpoint = self.server.start()
         self.call_priority = self.server.call_priority
@@ -205,7 +202,7 @@ class LocalCloud:
         if getattr(self, "pool", None) is not None:
             self.pool.close()
         if self.api_requests is not None:
-            self.api_requests.path.unlink(missing_ok=True)
+            self.api_requests.close()
         self._deactivate_api_environment()
         self.server.stop()
 

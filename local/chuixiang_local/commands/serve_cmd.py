@@ -93,7 +93,7 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
             cloud.template.parameters["JwtIssuer"],
             "--jwt-audience",
             cloud.template.parameters["JwtAudience"],
-            *(["--requests-file", str(cloud.api_requests.path)] if cloud.api_requests else []),
+            *(["--requests-fd", str(cloud.api_requests.fd)] if cloud.api_requests else []),
             *(["--log-file", log_name] if (log_name := _file_name(cloud.log)) else []),
         ],
         # stdin: it exits with this process (see exit_with_parent); a session of its own: Ctrl-C is
@@ -101,7 +101,7 @@ def _serve(args: argparse.Namespace, cloud: LocalCloud) -> int:
         env=env,
         stdin=subprocess.PIPE,
         start_new_session=True,
-        pass_fds=(listener.fileno(),),
+        pass_fds=(listener.fileno(), *([cloud.api_requests.fd] if cloud.api_requests else [])),
     )
     listener.close()  # the API process holds it now
     draining = threading.Event()

@@ -141,7 +141,9 @@ def main() -> None:
         "--body-total-seconds", type=float, default=30.0, help="a request whose body takes longer is answered 408"
     )
     ap.add_argument("--log-file", help="append the api function's output here (the functions' log), not to stderr")
-    ap.add_argument("--requests-file", help="keep the count of open requests here (serve's front door first)")
+    ap.add_argument(
+        "--requests-fd", type=int, help="keep the count of open requests in this file (serve's front door first)"
+    )
     args = ap.parse_args()
 
     import uvicorn
@@ -189,7 +191,7 @@ def main() -> None:
         body_total_s=args.body_total_seconds,
         authorizer=JwtAuthorizer(args.jwt_issuer, args.jwt_audience.split(",")) if args.jwt_issuer else None,
     )
-    app: Any = counting_open_requests(asgi, SharedCount(Path(args.requests_file))) if args.requests_file else asgi
+    app: Any = counting_open_requests(asgi, SharedCount(args.requests_fd)) if args.requests_fd is not None else asgi
     exit_with_parent(lambda: os.kill(os.getpid(), signal.SIGTERM))  # uvicorn stops gracefully on it
 
     def drain(signum: int, _frame: object) -> None:  # serve is stopping: no new jobs, polls still answered
