@@ -91,3 +91,7 @@ def test_the_api_process_count_is_what_the_gate_reads() -> None:
     written_by_the_api.add(-1)
     waiter.join(timeout=10)
     assert released and count.value() == 0
+    count.close()
+    count.close()  # a second close does nothing (a descriptor number may be another file's by then)
+    written_by_the_api.close()
+    assert count.value() == 0  # the mapping outlives the descriptor

@@ -54,8 +54,10 @@ class SharedCount:
         return cls(fd)
 
     def close(self) -> None:
-        """Let go of the descriptor (the mapping lives on while it is read)."""
-        os.close(self.fd)
+        """Let go of the descriptor, once (the mapping lives on while it is read)."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
 
     def add(self, delta: int) -> None:
         _COUNT.pack_into(self._map, 0, self.value() + delta)
