@@ -174,3 +174,16 @@ def test_a_command_run_with_the_roots_finds_them_live_and_ends_as_it_ended() -> 
     paths = ran.stdout.split()
     assert ran.returncode == 3, ran.stderr
     assert len(paths) == 2 and not any(os.path.exists(p) for p in paths)
+
+
+def test_a_command_killed_by_a_signal_ends_the_wrapper_as_a_shell_says_it() -> None:
+    """A command killed by SIGTERM: the wrapper exits 143 (128 + 15), as a shell reports it, not Python's -15."""
+    suicide = "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"
+    ran = subprocess.run(  # nosec B603  # our own interpreter
+        [sys.executable, "-m", "chuixiang_local.workers.with_roots", sys.executable, "-c", suicide],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 128 + signal.SIGTERM, ran.stderr

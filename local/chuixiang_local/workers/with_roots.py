@@ -37,7 +37,7 @@ def main() -> None:
             code = command.wait()
         except KeyboardInterrupt:  # Ctrl-C reached the command too (one foreground group): its own end is ours
             code = command.wait()
-    sys.exit(code)
+    sys.exit(code if code >= 0 else 128 - code)  # killed by a signal: a shell's 128 + its number
 
 
 if __name__ == "__main__":
