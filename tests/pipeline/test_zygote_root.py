@@ -157,6 +157,17 @@ def test_a_request_that_is_not_a_pools_is_refused_and_the_root_lives_on(log: Tex
         pool.close()
 
 
+def _python_with_roots(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m chuixiang_local.workers.with_roots python ARGS...``, as the Makefile runs the Node tiers."""
+    return subprocess.run(  # nosec B603  # our own interpreter
+        [sys.executable, "-m", "chuixiang_local.workers.with_roots", sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 def test_a_command_run_with_the_roots_finds_them_live_and_ends_as_it_ended() -> None:
     """``python -m chuixiang_local.workers.with_roots CMD``: CMD finds both roots listening in the variable, its exit
     code is the wrapper's, and nothing of the roots is left once it ends (the Node tiers run under it)."""
@@ -164,13 +175,7 @@ def test_a_command_run_with_the_roots_finds_them_live_and_ends_as_it_ended() -> 
         "import os, stat, sys; paths = os.environ[sys.argv[1]].split(os.pathsep); print(*paths, sep='\\n'); "
         "sys.exit(3 if all(stat.S_ISSOCK(os.stat(p).st_mode) for p in paths) else 1)"
     )
-    ran = subprocess.run(  # nosec B603  # our own interpreter
-        [sys.executable, "-m", "chuixiang_local.workers.with_roots", sys.executable, "-c", command, ROOT_VARIABLE],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    ran = _python_with_roots("-c", command, ROOT_VARIABLE)
     paths = ran.stdout.split()
     assert ran.returncode == 3, ran.stderr
     assert len(paths) == 2 and not any(os.path.exists(p) for p in paths)
@@ -178,12 +183,5 @@ def test_a_command_run_with_the_roots_finds_them_live_and_ends_as_it_ended() -> 
 
 def test_a_command_killed_by_a_signal_ends_the_wrapper_as_a_shell_says_it() -> None:
     """A command killed by SIGTERM: the wrapper exits 143 (128 + 15), as a shell reports it, not Python's -15."""
-    suicide = "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"
-    ran = subprocess.run(  # nosec B603  # our own interpreter
-        [sys.executable, "-m", "chuixiang_local.workers.with_roots", sys.executable, "-c", suicide],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    ran = _python_with_roots("-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
     assert ran.returncode == 128 + signal.SIGTERM, ran.stderr
