@@ -95,7 +95,7 @@ test-waiting: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 # the JS tier's files two or three at once) they finished sooner, but with two suites on one machine the first jobs'
 # cold starts overran the submit function's 10 s and failed INTERNAL; pytest is the longer lane anyway.
 test-node: $(STAMP) $(TRANSLATOR_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
-	$(MAKE) --no-print-directory test-js test-browser
+	$(WITH_ROOTS) $(MAKE) --no-print-directory test-js test-browser
 
 #: pytest workers: one per core. One more is faster on an idle machine (2 cores 61 % -> 85 % busy, pytest 365 s ->
 #: 277 s beside the Node tiers) but failed five tests and every browser test with two suites at once, where one per
@@ -121,8 +121,10 @@ test-sockets: $(STAMP)
 test-pipeline: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 	$(BIN)/python -m pytest tests/pipeline
 
-# The Node tiers' `serve`s fork their pools' zygotes from two roots loaded once (chuixiang_local/workers/with_roots.py),
-# not each loading boto3, Powertools and pydantic again (~0.35 s of CPU a zygote, four or five a serve).
+# The Node tiers' `serve`s are forked from a command root and fork their pools' zygotes from two worker roots, all
+# loaded once (chuixiang_local/workers/with_roots.py; clients/js/test/serve.js starts serve through
+# chuixiang_local.commands.launch), not each loading moto, boto3, Powertools and pydantic again (~1.5 s of CPU a
+# serve, ~0.35 s a zygote, four or five a serve). `test-node` runs both tiers under one set of roots.
 WITH_ROOTS := $(BIN)/python -m chuixiang_local.workers.with_roots
 
 # The JavaScript client against `chuixiang serve`, with Node's own test runner (Node 20+; no dependencies).

@@ -11,8 +11,8 @@ import pytest
 from chuixiang_local.cloud.local_cloud import LocalCloud
 from chuixiang_local.gateway.api_client import LocalApi
 from chuixiang_local.model.fake_model import FakeModel
-from chuixiang_local.workers.with_roots import worker_roots
-from chuixiang_local.workers.zygote_root import COMMAND_ROOT_VARIABLE, ROOT_VARIABLE, ZygoteRoot
+from chuixiang_local.workers.with_roots import all_roots
+from chuixiang_local.workers.zygote_root import COMMAND_ROOT_VARIABLE, ROOT_VARIABLE
 
 from ..support.scaled import SCALED, WHOLE
 from ..support.serve import ROOT
@@ -24,11 +24,10 @@ def _zygote_root() -> Iterator[None]:
     (``chuixiang_local.workers.with_roots``) instead of each loading boto3, Powertools and pydantic again (~0.35 s
     of CPU a zygote, ~150 zygotes a run). And one of commands: ``serve`` (``tests/support/serve.py``) is
     forked from it instead of importing moto, Flask and the runner again (~1.8 s of CPU a command, ~25 a run)."""
-    with worker_roots() as roots, pytest.MonkeyPatch.context() as patch:
-        patch.setenv(ROOT_VARIABLE, roots)
-        with ZygoteRoot(dict(os.environ), kind="command", cwd=str(ROOT)) as commands:
-            patch.setenv(COMMAND_ROOT_VARIABLE, commands.path)
-            yield
+    with all_roots(os.environ, cwd=str(ROOT)) as env, pytest.MonkeyPatch.context() as patch:
+        for name in (ROOT_VARIABLE, COMMAND_ROOT_VARIABLE):
+            patch.setenv(name, env[name])
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,13 @@ import pytest
 
 from chuixiang_local.workers.invoker import WorkerPool, invoke, runner_env
 from chuixiang_local.workers.zygote import IMPORT_ENV
-from chuixiang_local.workers.zygote_root import ROOT_VARIABLE, ForkedZygote, ZygoteRoot, loading_settings
+from chuixiang_local.workers.zygote_root import (
+    COMMAND_ROOT_VARIABLE,
+    ROOT_VARIABLE,
+    ForkedZygote,
+    ZygoteRoot,
+    loading_settings,
+)
 
 from ..support.echo_function import ECHO
 from ..support.env_reads import variables_read_by_preload
@@ -158,27 +164,47 @@ def test_a_request_that_is_not_a_pools_is_refused_and_the_root_lives_on(log: Tex
 
 
 def _python_with_roots(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m chuixiang_local.workers.with_roots python ARGS...``, as the Makefile runs the Node tiers."""
+    """``python -m chuixiang_local.workers.with_roots python ARGS...``, as the Makefile runs the Node tiers (from a
+    shell: no roots named yet)."""
     return subprocess.run(  # nosec B603  # our own interpreter
         [sys.executable, "-m", "chuixiang_local.workers.with_roots", sys.executable, *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env={k: v for k, v in os.environ.items() if k not in (ROOT_VARIABLE, COMMAND_ROOT_VARIABLE)},
     )
 
 
 def test_a_command_run_with_the_roots_finds_them_live_and_ends_as_it_ended() -> None:
-    """``python -m chuixiang_local.workers.with_roots CMD``: CMD finds both roots listening in the variable, its exit
-    code is the wrapper's, and nothing of the roots is left once it ends (the Node tiers run under it)."""
-    command = (
-        "import os, stat, sys; paths = os.environ[sys.argv[1]].split(os.pathsep); print(*paths, sep='\\n'); "
-        "sys.exit(3 if all(stat.S_ISSOCK(os.stat(p).st_mode) for p in paths) else 1)"
-    )
-    ran = _python_with_roots("-c", command, ROOT_VARIABLE)
+    """``python -m chuixiang_local.workers.with_roots CMD``: CMD finds the worker roots and the command root listening
+    in their variables, its exit code is the wrapper's, and nothing of the roots is left once it ends (the Node
+    tiers run under it)."""
+    ran = _python_with_roots("-c", _PRINT_ROOTS, ROOT_VARIABLE, COMMAND_ROOT_VARIABLE)
     paths = ran.stdout.split()
     assert ran.returncode == 3, ran.stderr
-    assert len(paths) == 2 and not any(os.path.exists(p) for p in paths)
+    assert len(paths) == 3 and not any(os.path.exists(p) for p in paths)
+
+
+def test_a_command_run_with_the_roots_under_roots_runs_under_the_same_ones() -> None:
+    """The Makefile's Node lane runs both tiers under one set of roots, each tier's command wrapped again."""
+    wrapped = [sys.executable, "-c", _PRINT_ROOTS, ROOT_VARIABLE, COMMAND_ROOT_VARIABLE]
+    ran = subprocess.run(  # nosec B603  # our own interpreter
+        [sys.executable, "-m", "chuixiang_local.workers.with_roots", *wrapped],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == 3, ran.stderr
+    assert ran.stdout.split() == [*os.environ[ROOT_VARIABLE].split(os.pathsep), os.environ[COMMAND_ROOT_VARIABLE]]
+
+
+#: Prints the sockets the variables named in its arguments name; exits 3 if every one is a socket.
+_PRINT_ROOTS = (
+    "import os, stat, sys; paths = [p for v in sys.argv[1:] for p in os.environ[v].split(os.pathsep)]; "
+    "print(*paths, sep='\\n'); sys.exit(3 if all(stat.S_ISSOCK(os.stat(p).st_mode) for p in paths) else 1)"
+)
 
 
 def test_a_command_killed_by_a_signal_ends_the_wrapper_as_a_shell_says_it() -> None:

@@ -14,8 +14,9 @@ directory and the niceness. Where one differs the root refuses, and the pool sta
 does without a root. The root reaps what it forks and tells each pool its zygote's exit status.
 
 A root of kind ``command`` does the same for ``chuixiang`` commands (:mod:`chuixiang_local.commands.preload`): the
-tests start ``serve`` and the other commands through one (:func:`fork_command`), each fork running the CLI as
-``python -m`` would.
+tests start ``serve`` and the other commands through one (:func:`fork_command`; a caller that is not Python through
+:mod:`chuixiang_local.commands.launch`), each fork running the CLI as ``python -m`` would. A command whose asker is
+gone (its connection closed before the command ended) is killed, as a fresh one would have ended with its starter.
 """
 
 from __future__ import annotations
@@ -227,6 +228,9 @@ class _Root:
     load: Callable[[], None] | None = None
     selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
     forked: dict[int, _Forked] = field(default_factory=dict)  # by pidfd
+    #: A command's asker, by its connection: a command whose asker is gone (killed, say) is ended, as the fresh one
+    #: the asker would have started ends with it. A zygote's pool ends its zygote itself (its stdin).
+    askers: dict[int, _Forked] = field(default_factory=dict)
 
     def serve(self) -> None:
         self.selector.register(self.listener, selectors.EVENT_READ)
@@ -241,7 +245,9 @@ class _Root:
                         self.load()
                         self.load = None
                     self._answer(self.listener.accept()[0])
-                else:
+                elif key.fd in self.askers:
+                    self._asker_gone(self.askers.pop(key.fd))
+                elif key.fd in self.forked:  # not a key this round's reaping unregistered already
                     self._reap(self.forked.pop(key.fd))
 
     def _answer(self, pool: socket.socket) -> None:
@@ -273,8 +279,18 @@ class _Root:
         pidfd = os.pidfd_open(pid)  # unreaped until its pidfd says it exited: the pid is its own till then
         with contextlib.suppress(OSError):
             socket.send_fds(pool, [json.dumps({"pid": pid}).encode()], [pidfd])
-        self.forked[pidfd] = _Forked(pid, pidfd, pool)
+        self.forked[pidfd] = forked = _Forked(pid, pidfd, pool)
         self.selector.register(pidfd, selectors.EVENT_READ)
+        if self.settings["kind"] == "command":
+            self.askers[pool.fileno()] = forked
+            self.selector.register(pool, selectors.EVENT_READ)
+
+    def _asker_gone(self, forked: _Forked) -> None:
+        """The asker's end of the connection is readable: it closed (nothing else is sent on it). SIGKILL, as the
+        asker's own end came."""
+        self.selector.unregister(forked.pool)
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(forked.pidfd, signal.SIGKILL)
 
     def _refusal(self, request: dict[str, Any], fds: list[int]) -> str | None:
         if len(fds) != 3 or "settings" not in request:
@@ -291,6 +307,8 @@ class _Root:
 
     def _reap(self, forked: _Forked) -> None:
         self.selector.unregister(forked.pidfd)
+        if self.askers.pop(forked.pool.fileno(), None) is not None:
+            self.selector.unregister(forked.pool)
         _, status = os.waitpid(forked.pid, 0)
         with contextlib.suppress(OSError):
             forked.pool.send(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}).encode())
