@@ -133,11 +133,12 @@ def test_sixty_clients_at_once_all_answered_and_every_job_ends(serve: Serve) -> 
 def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
     # SIGTERM may reach any thread of serve; with executions running it once was ignored (2 runs in 3).
     # A server of its own: stopping the module's would leave the other tests of this file a dead port.
-    # Its drain bounded (jobs in flight get 5 s): this test is about the stop, test_serve_drain about the drain.
+    # Every job still writing when the signal comes (a model at 200 ms a chunk) and its drain bounded to 1 s: this
+    # test is about the stop, test_serve_drain about the drain (thirty jobs written to the end cost ~9 s of CPU).
     with Serve(
         {"RecipeConcurrency": str(CLIENTS), **ONE_CALLER, **WHOLE},
-        fake_pace_ms=0.5,
-        serve_args=["--drain-seconds", "5"],
+        fake_pace_ms=200,
+        serve_args=["--drain-seconds", "1"],
     ) as serve:
 
         def post(i: int) -> None:
@@ -150,6 +151,8 @@ def test_stops_cleanly_on_sigterm_with_jobs_in_flight() -> None:
             t.join()
         serve.proc.send_signal(signal.SIGTERM)
         assert serve.proc.wait(timeout=20) == 0  # 1: it hung and the 10 s stop limit ended it
+        drained = re.search(r"drained: (\d+) finished, (\d+) cut", serve.output())
+        assert drained and (int(drained[1]), int(drained[2])) == (0, len(threads)), serve.output()[-2000:]
         # The API process's open requests reached the gate: some invocation found them and waited.
         held = re.search(r"front door first: (\d+) of (\d+) invocations held", serve.output())
         assert held and int(held[1]) >= 1, serve.output()[-2000:]
