@@ -111,6 +111,71 @@ def test_items_are_answered_as_moto_itself_answers_them(monkeypatch: pytest.Monk
     assert fast[0]["Item"] == _wire(ITEM)
 
 
+#: Update expressions of every kind the validator's walkers process: paths nested and named, arithmetic, functions,
+#: ADD, DELETE and REMOVE, and the ones it refuses (a path that does not exist, an empty string for the key).
+UPDATES: list[tuple[str, dict[str, str], dict[str, Any]]] = [
+    (
+        "SET #r.#name = :s, n = n + :one REMOVE #none",
+        {"#r": "recipe", "#name": "name", "#none": "none"},
+        {":s": {"S": "宫保鸡丁"}, ":one": {"N": "1"}},
+    ),
+    (
+        "SET l = list_append(if_not_exists(l, :empty), :l), m = if_not_exists(m, :s)",
+        {},
+        {":empty": {"L": []}, ":l": {"L": [{"S": "x"}]}, ":s": {"S": "y"}},
+    ),
+    ("ADD ss :ss, tally :one DELETE ns :ns", {}, {":ss": {"SS": ["c"]}, ":one": {"N": "2"}, ":ns": {"NS": ["1"]}}),
+    (
+        "SET #r.#steps[0].#t = :s, n = :n - n",
+        {"#r": "recipe", "#steps": "steps", "#t": "text"},
+        {":s": {"S": "搅匀"}, ":n": {"N": "20"}},
+    ),
+    ("SET nowhere.deeper = :s", {}, {":s": {"S": "x"}}),
+    ("SET pk = :empty", {}, {":empty": {"S": ""}}),
+]
+
+
+def test_updates_are_validated_and_applied_as_moto_itself_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.server import DomainDispatcherApplication, create_backend_app  # type: ignore[attr-defined]
+
+    from chuixiang_local.cloud.moto_patches import resolve
+
+    def applied() -> list[Any]:
+        client = Client(DomainDispatcherApplication(create_backend_app))
+        table = {"TableName": "walkers", "BillingMode": "PAY_PER_REQUEST"}
+        keys = {"KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}]}
+        _dynamodb(
+            client,
+            "CreateTable",
+            {**table, **keys, "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}]},
+        )
+        answers = []
+        for expression, names, values in UPDATES:
+            _dynamodb(client, "PutItem", {"TableName": "walkers", "Item": _wire(ITEM)})
+            body = {"TableName": "walkers", "Key": {"pk": {"S": "JOB#1"}}, "ReturnValues": "ALL_NEW"}
+            body |= {"UpdateExpression": expression, "ExpressionAttributeValues": values}
+            answer = client.post(
+                "/",
+                data=json.dumps(body | ({"ExpressionAttributeNames": names} if names else {})),
+                headers={
+                    "X-Amz-Target": "DynamoDB_20120810.UpdateItem",
+                    "Content-Type": "application/x-amz-json-1.0",
+                    "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261201/us-east-1/dynamodb/aws4_request, "
+                    "SignedHeaders=host, Signature=0",
+                },
+            )
+            answers.append((answer.status_code, json.loads(answer.text)))
+        _dynamodb(client, "DeleteTable", {"TableName": "walkers"})
+        return answers
+
+    fast = applied()
+    assert [status for status, _ in fast] == [200, 200, 200, 200, 400, 400], fast
+    walker = "moto.dynamodb.parsing.ast_nodes:DepthFirstTraverser"
+    for name in ("nodes_to_be_processed", "process"):
+        monkeypatch.setattr(resolve(walker), name, resolve(f"{walker}.{name}"))
+    assert fast == applied()
+
+
 def test_only_what_is_held_as_the_wire_has_it_is_written_directly() -> None:
     assert wire_attribute_value(ITEM["recipe"]) == ITEM["recipe"]
     assert wire_attribute_value({"SS": ["a"]}) == {"SS": ["a"]}
