@@ -166,8 +166,15 @@ class Timeline:
         props = self._props(alarm)
         periods, period = int(props["EvaluationPeriods"]), _period(props)
         needed = int(props.get("DatapointsToAlarm", periods))
-        values = [self._value(alarm, props, series, now - k * period, period) for k in range(periods + EXTRA_RANGE)]
-        existing = [self.rules.breaches_value(alarm, v) for v in values if v is not None]
+        # The most recent existing points, newest first, and no more than are evaluated: a period further back is
+        # read only while fewer have data (at 60 jobs an hour, rarely).
+        existing: list[bool] = []
+        for k in range(periods + EXTRA_RANGE):
+            value = self._value(alarm, props, series, now - k * period, period)
+            if value is not None:
+                existing.append(self.rules.breaches_value(alarm, value))
+                if len(existing) == periods:
+                    break
         treat = props.get("TreatMissingData", "missing")
         if not existing and treat in ("ignore", "missing"):
             return self.states[alarm] if treat == "ignore" else "INSUFFICIENT_DATA"
@@ -175,7 +182,7 @@ class Timeline:
             if treat not in ("breaching", "notBreaching"):
                 raise ValueError(f"{alarm}: TreatMissingData {treat} with some points missing is not modelled")
             existing += [treat == "breaching"] * (periods - len(existing))
-        return "ALARM" if sum(existing[:periods]) >= needed else "OK"
+        return "ALARM" if sum(existing) >= needed else "OK"
 
     def _value(self, alarm: str, props: Mapping[str, Any], series: Series, end: float, period: int) -> float | None:
         key = (self._same_as[alarm], end)
