@@ -157,8 +157,13 @@ class Timeline:
         if alarm not in self._changes:
             props = self._props(alarm)
             period, kept = _period(props), int(props["EvaluationPeriods"]) + EXTRA_RANGE
-            points = [t for name in set(self._sources(alarm).values()) for t in series.times(name)]
-            self._changes[alarm] = sorted(t + k * period for t in points for k in range(kept + 1))
+            points = sorted(t for name in set(self._sources(alarm).values()) for t in series.times(name))
+            changes: list[float] = []
+            for k in range(kept + 1):  # each shift a sorted run, which the sort merges (not ten million items sorted)
+                offset = k * period
+                changes += [t + offset for t in points]
+            changes.sort()
+            self._changes[alarm] = changes
         changes = self._changes[alarm]
         return bisect.bisect_right(changes, last) < bisect.bisect_right(changes, now)
 
