@@ -187,7 +187,7 @@ openapi: $(STAMP)
 	$(BIN)/python -c "from aws_lambda_powertools.event_handler import APIGatewayHttpResolver; from chuixiang.api import build_app, openapi_json; print(openapi_json(build_app(APIGatewayHttpResolver)))" > docs/openapi.json
 
 # The burn-rate alarms: written into observability/template.yaml from their declaration (layers/shared/chuixiang/slo.py),
-# and the runbook's "What pages, measured" from the simulation (~20 s); a test fails when either is stale.
+# and the runbook's "What pages, measured" from the simulation (~8 s of CPU); a test fails when either is stale.
 alarms: $(STAMP)
 	$(BIN)/python -m chuixiang_local.burn_alarms
 alarms-table: $(STAMP)

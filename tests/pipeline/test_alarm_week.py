@@ -1,7 +1,7 @@
 """What pages, measured over simulated weeks and incidents (``chuixiang_local.alarm_scenarios``): the runbook's
 table is the simulation's (``make alarms-table`` rewrites it), and what it says holds - a quiet week pages
 nobody, a model down pages once and stays in ALARM, the trickle after an incident pages nobody, a 5x burn
-usually pages nobody and a 10x burn pages. About 20 s."""
+usually pages nobody and a 10x burn pages. About 8 s of CPU."""
 
 from __future__ import annotations
 
