@@ -1,6 +1,8 @@
 // What the browser tier shares: Debian's chromium through playwright-core, a stand-in model that fails for some
 // dishes, a recording proxy, and a page on an origin the API does not allow.
 import http from "node:http";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { chromium } from "playwright-core";
@@ -18,8 +20,25 @@ export function launch() {
   return chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync", "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup"],
+      "--disable-component-update", "--disable-sync",
+      `--disable-features=${[...playwrightDisabledFeatures(), "WebUIOmniboxPopup", "WebUIOmniboxAimPopup"].join(",")}`],
   });
+}
+
+/**
+ * The features playwright-core disables itself (HttpsUpgrades, Translate, PaintHolding...), which ours are added to:
+ * Chromium takes the last `--disable-features` only, so a second one of ours would turn all of them back on. Read
+ * from its bundle, as its `chromiumSwitches` declares them; a version that declares them otherwise fails here.
+ * @returns {string[]}
+ */
+export function playwrightDisabledFeatures() {
+  const bundle = readFileSync(createRequire(import.meta.url).resolve("playwright-core/lib/coreBundle"), "utf8");
+  const list = bundle.match(/disabledFeatures = \[([^\]]*)\]/);
+  const names = list ? [...list[1].replace(/\/\/.*$/gm, "").matchAll(/"(\w+)"/g)].map((m) => m[1]) : [];
+  if (!names.includes("HttpsUpgrades")) {
+    throw new Error("playwright-core's own disabled features not found in lib/coreBundle: see how this version passes them");
+  }
+  return names;
 }
 
 /** @param {http.Server} server @returns {Promise<number>} */
