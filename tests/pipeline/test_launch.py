@@ -88,3 +88,12 @@ def test_a_killed_launcher_leaves_no_serve_behind() -> None:
         launcher.kill()
         launcher.wait()
         wait_until(lambda: not _answers(http, base), timeout_s=15, what="the root ended the launcher's serve")
+
+
+@pytest.mark.parametrize(("status", "returncode"), [(3, 3), (-signal.SIGTERM, -signal.SIGTERM)])
+def test_the_launcher_ends_as_its_command_ended(status: int, returncode: int) -> None:
+    """A command's exit code is the launcher's; a command killed by a signal: the launcher dies of the same one."""
+    ended = subprocess.run(  # nosec B603  # this interpreter, our own module
+        [sys.executable, "-c", f"from {LAUNCH} import end_as; end_as({status})"], cwd=ROOT, timeout=60, check=False
+    )
+    assert ended.returncode == returncode
