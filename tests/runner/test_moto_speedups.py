@@ -59,7 +59,8 @@ def _wire(value: Any) -> Any:
     return value
 
 
-def _dynamodb(client: Client, action: str, body: dict[str, Any]) -> Any:
+def _answer(client: Client, action: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """The status and JSON body of one DynamoDB call."""
     answer = client.post(
         "/",
         data=json.dumps(body),
@@ -70,8 +71,13 @@ def _dynamodb(client: Client, action: str, body: dict[str, Any]) -> Any:
             "SignedHeaders=host, Signature=0",
         },
     )
-    assert answer.status_code == 200, answer.text
-    return json.loads(answer.text)
+    return answer.status_code, json.loads(answer.text)
+
+
+def _dynamodb(client: Client, action: str, body: dict[str, Any]) -> Any:
+    status, answer = _answer(client, action, body)
+    assert status == 200, answer
+    return answer
 
 
 def test_items_are_answered_as_moto_itself_answers_them(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,17 +160,7 @@ def test_updates_are_validated_and_applied_as_moto_itself_does(monkeypatch: pyte
             _dynamodb(client, "PutItem", {"TableName": "walkers", "Item": _wire(ITEM)})
             body = {"TableName": "walkers", "Key": {"pk": {"S": "JOB#1"}}, "ReturnValues": "ALL_NEW"}
             body |= {"UpdateExpression": expression, "ExpressionAttributeValues": values}
-            answer = client.post(
-                "/",
-                data=json.dumps(body | ({"ExpressionAttributeNames": names} if names else {})),
-                headers={
-                    "X-Amz-Target": "DynamoDB_20120810.UpdateItem",
-                    "Content-Type": "application/x-amz-json-1.0",
-                    "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261201/us-east-1/dynamodb/aws4_request, "
-                    "SignedHeaders=host, Signature=0",
-                },
-            )
-            answers.append((answer.status_code, json.loads(answer.text)))
+            answers.append(_answer(client, "UpdateItem", body | ({"ExpressionAttributeNames": names} if names else {})))
         _dynamodb(client, "DeleteTable", {"TableName": "walkers"})
         return answers
 
