@@ -71,10 +71,11 @@ run: $(RUN_STAMP) $(TRANSLATOR_STAMP)
 # other, whose installs (npm, apt's chromium) run in their lane while pytest's run. A `waiting` test (every sockets
 # test, and the pipeline modules marked so) waits on its scaled limits far more than it computes: beside the
 # workers, these overlap their work instead of taking the workers' turns. Each lane's output is printed whole when
-# it ends.
+# it ends. The lanes share one set of zygote and command roots (WITH_ROOTS, below): each pytest process and the
+# Node lane would load a set of their own otherwise (~4 s of CPU each).
 test:
 	$(MAKE) --no-print-directory -j4 $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
-	$(MAKE) --no-print-directory -j4 --output-sync=target test-template test-python test-waiting test-node
+	$(WITH_ROOTS) $(MAKE) --no-print-directory -j4 --output-sync=target test-template test-python test-waiting test-node
 
 # What every tier needs, installed side by side (each venv, npm and apt are independent of one another).
 test-deps: $(STAMP) $(SAM_STAMP) $(CLI_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)

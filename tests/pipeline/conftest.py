@@ -23,7 +23,12 @@ def _zygote_root() -> Iterator[None]:
     """Roots per test process: the clouds and ``serve`` processes it starts fork their worker zygotes from them
     (``chuixiang_local.workers.with_roots``) instead of each loading boto3, Powertools and pydantic again (~0.35 s
     of CPU a zygote, ~150 zygotes a run). And one of commands: ``serve`` (``tests/support/serve.py``) is
-    forked from it instead of importing moto, Flask and the runner again (~1.8 s of CPU a command, ~25 a run)."""
+    forked from it instead of importing moto, Flask and the runner again (~1.8 s of CPU a command, ~25 a run).
+    Run under roots already (``make test`` starts one set for all its lanes), the same ones: each set costs
+    ~4 s of CPU to load."""
+    if ROOT_VARIABLE in os.environ and COMMAND_ROOT_VARIABLE in os.environ:
+        yield
+        return
     with all_roots(os.environ, cwd=str(ROOT)) as env, pytest.MonkeyPatch.context() as patch:
         for name in (ROOT_VARIABLE, COMMAND_ROOT_VARIABLE):
             patch.setenv(name, env[name])
