@@ -19,6 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from chuixiang_local.loopback import loopback_client
+
 from ..support.commands import start_cli
 from ..support.serve import ROOT, Serve, free_port
 from ..support.waiting import wait_until
@@ -224,7 +226,7 @@ def test_hostile_requests_at_the_front_door() -> None:
         assert answer.split()[1] == b"413" and json.loads(answer.partition(b"\r\n\r\n")[2]) == {
             "message": "Request Entity Too Large"
         }
-        with httpx.Client(base_url=serve.base, timeout=30) as client:
+        with loopback_client(base_url=serve.base, timeout=30) as client:
             first = client.post("/recipes", json={"dish": "第一道菜"}, headers={"X-Forwarded-For": "203.0.113.1"})
             second = client.post("/recipes", json={"dish": "第二道菜"}, headers={"X-Forwarded-For": "203.0.113.2"})
         assert first.status_code == 202, first.text

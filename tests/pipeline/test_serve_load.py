@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from chuixiang.timeouts import PROGRESS_INTERVAL
+from chuixiang_local.loopback import loopback_client
 
 from ..support.scaled import ONE_CALLER, WHOLE
 from ..support.serve import Serve
@@ -100,7 +101,7 @@ def test_sixty_clients_at_once_all_answered_and_every_job_ends(serve: Serve) -> 
     start = threading.Barrier(CLIENTS)
 
     def client(i: int) -> None:
-        with httpx.Client(base_url=serve.base, timeout=60) as http:
+        with loopback_client(base_url=serve.base, timeout=60) as http:
             start.wait()
             created = http.post("/recipes", json={"dish": f"并发菜{i}号"})
             results[i]["post"] = created.status_code

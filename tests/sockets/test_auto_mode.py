@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from stack_template import Template
 
@@ -21,6 +20,7 @@ from chuixiang.stores.key_streams import KeyLender
 from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.commands.routing_bench import limits
+from chuixiang_local.loopback import loopback_client
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel, FakeModelProcess
 from chuixiang_local.model.memory_health import MemoryHealth
 from chuixiang_local.model.profiles import REAL_MS_PER_TOKEN
@@ -49,7 +49,7 @@ def job(base_url: str, model: str, health: MemoryHealth, lender: Lender | None =
     """One job of a stack whose model health is ``health`` (the template's defaults, the ladder scaled), borrowing
     from its key through ``lender`` when given."""
     function_ms = BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE
-    with httpx.Client() as client:
+    with loopback_client() as client:
         endpoint, routes = ModelEndpoint(base_url, model, None), Routes((model,), health_for=lambda _: health)
         return write_recipe(
             RecipeJob(client, endpoint, limits(SCALE), "红烧肉", Budget(function_ms, None), routes),
@@ -150,7 +150,7 @@ def test_a_job_admitted_with_one_stream_is_written_whole(profiles: str) -> None:
     from chuixiang.generation.mode_choice import ONE_STREAM
 
     health = MemoryHealth(SCALE)
-    with httpx.Client() as client:
+    with loopback_client() as client:
         endpoint = ModelEndpoint(profiles, "fake-evening", None)
         routes = Routes(("fake-evening",), health_for=lambda _: health)
         budget = Budget(BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE, None)

@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from functools import partial
 
-import httpx
 import pytest
 from stack_template import Template
 
@@ -24,6 +23,7 @@ from chuixiang.generation.stage import code_for
 from chuixiang.upstream.chat import ChatRequest, read_chat_completion
 from chuixiang.upstream.chat_reader import Completion, Follow, SSEReader, StreamLimits
 from chuixiang.upstream.failures import UpstreamError
+from chuixiang_local.loopback import loopback_client
 
 from ..support.provider_corpus import (
     RECIPE_CARRIERS,
@@ -75,7 +75,7 @@ def test_the_corpus_is_real_and_broad() -> None:
 
 def read_through(server: ReplayServer, replay: Replay) -> Completion:
     server.replay = replay
-    with httpx.Client() as client:
+    with loopback_client() as client:
         deadline = Deadline(at=time.monotonic() + 10, bound_by="total", budget_ms=10_000)
         request = ChatRequest(f"{server.base_url}/chat/completions", {"stream": True}, LIMITS)
         return read_chat_completion(client, request, deadline)
@@ -155,7 +155,7 @@ def test_the_reader_sees_text_as_it_arrives_not_at_the_end(server: ReplayServer)
         reader.text_arrived = text_arrived
 
     server.replay = Replay(recording.body, slow, "application/json")
-    with httpx.Client() as client:
+    with loopback_client() as client:
         deadline = Deadline(at=time.monotonic() + 10, bound_by="total", budget_ms=10_000)
         request = ChatRequest(f"{server.base_url}/chat/completions", {}, LIMITS)
         out = read_chat_completion(client, request, deadline, observer=Follow(watch))

@@ -6,6 +6,7 @@ import httpx
 import pytest
 from stack_template import Template
 
+from chuixiang_local.loopback import loopback_client
 from chuixiang_local.model.fake_model import ChatBehaviour, FakeModel
 
 from ..support.scenarios import SCENARIOS, Scenario, assert_give_up
@@ -43,7 +44,7 @@ def test_api_key_is_sent_as_bearer(fake: FakeModel, scaled_template: Template) -
         fake.base_url,
         5000,
         api_key="sk-test-key",
-        client=httpx.Client(event_hooks={"request": [hook]}),
+        client=loopback_client(event_hooks={"request": [hook]}),
     )
     assert seen == ["Bearer sk-test-key"] and not original
 

@@ -14,6 +14,7 @@ import httpx
 
 from chuixiang.timeouts import PROGRESS_INTERVAL
 from chuixiang_local.cloud.local_cloud import environment_before_activation
+from chuixiang_local.loopback import loopback_client
 from chuixiang_local.workers.zygote_root import ROOT_VARIABLE, ForkedZygote
 
 from .command_root import fork_or_say
@@ -64,7 +65,7 @@ def one_client(timeout_s: float = 30) -> httpx.Client:
     """An HTTP client for many requests, each on a connection of its own as ``httpx.get`` opens one: a
     module-level ``httpx.get`` builds a client, and its TLS context, per request (~20 ms of CPU; a job polled
     every 0.1 s spent more on that than serve spent answering)."""
-    return httpx.Client(timeout=timeout_s, limits=httpx.Limits(max_keepalive_connections=0))
+    return loopback_client(timeout=timeout_s, limits=httpx.Limits(max_keepalive_connections=0))
 
 
 def written(file: IO[bytes]) -> bytes:

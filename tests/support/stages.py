@@ -21,6 +21,7 @@ from chuixiang.resilience.health import HealthStore
 from chuixiang.resilience.hedge import Hedge
 from chuixiang.settings import Settings
 from chuixiang.upstream.endpoint import ModelEndpoint
+from chuixiang_local.loopback import loopback_client
 
 
 def function_settings(template: Template, function: str, base_url: str) -> Settings:
@@ -57,7 +58,7 @@ def run_recipe(
     settings = settings or function_settings(template, "recipe", base_url)
     endpoint = ModelEndpoint(settings.model_base_url, settings.recipe_model, api_key)
     limits = RecipeLimits.from_settings(settings)
-    with client or httpx.Client() as c:
+    with client or loopback_client() as c:
         started = time.monotonic()
         routes = Routes(
             settings.recipe_models,
@@ -87,7 +88,7 @@ def run_image(
     settings = settings or function_settings(template, "image", base_url)
     endpoint = ModelEndpoint(settings.model_base_url, settings.image_model, None)
     limits = ImageLimits.from_settings(settings)
-    with httpx.Client() as client:
+    with loopback_client() as client:
         started = time.monotonic()
         routes = Routes(settings.image_models, breaker_for=breaker_for or _none)
         outcome = generate_image(client, endpoint, limits, "a dish", Budget(budget_ms, None), routes)

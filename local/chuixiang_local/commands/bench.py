@@ -43,6 +43,7 @@ from chuixiang.timeouts import (
     RECIPE_TOTAL,
 )
 from chuixiang.upstream.endpoint import ModelEndpoint
+from chuixiang_local.loopback import loopback_client
 from chuixiang_local.model.profiles import PROFILES
 
 DEFAULT_DISHES = ("番茄炒蛋", "红烧肉")
@@ -124,7 +125,7 @@ def run_bench(
     jobs = [(model, dish, run) for run in range(1, runs + 1) for model in models for dish in dishes]
     limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency)
     calls: list[BenchCall] = []
-    with httpx.Client(limits=limits) as client, ThreadPoolExecutor(max_workers=concurrency) as pool:
+    with loopback_client(limits=limits) as client, ThreadPoolExecutor(max_workers=concurrency) as pool:
         futures = [pool.submit(one_call, client, settings, m, d, r, api_key, function_ms) for m, d, r in jobs]
         for future in as_completed(futures):
             call = future.result()

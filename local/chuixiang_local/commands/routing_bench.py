@@ -23,8 +23,6 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-import httpx
-
 from chuixiang.deadline import Budget
 from chuixiang.generation.recipe import generate_recipe
 from chuixiang.generation.recipe_call import RecipeLimits
@@ -38,6 +36,7 @@ from chuixiang.timeouts import BY_PARAMETER
 from chuixiang.upstream.chat_reader import StreamLimits
 from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.commands.charts import pyplot
+from chuixiang_local.loopback import loopback_client
 from chuixiang_local.model.fake_model import FakeModel
 from chuixiang_local.model.memory_health import MemoryHealth
 from chuixiang_local.model.profiles import PROFILES, REAL_MS_PER_TOKEN, ModelProfile
@@ -104,7 +103,7 @@ def run(strategy: str, models: tuple[str, ...], fake: FakeModel, jobs: int) -> R
     budget_ms = BY_PARAMETER["RecipeFunctionTimeout"].default * 1000 / SCALE
     hedge_budget = HedgeBudget()
     out = Result()
-    with httpx.Client() as client:
+    with loopback_client() as client:
         for model in models * 3:  # the canary's probes: every model measured before the first job
             endpoint = ModelEndpoint(fake.base_url, model, None)
             probe = Routes((model,), health_for=health.get)

@@ -58,6 +58,7 @@ from chuixiang.upstream.endpoint import ModelEndpoint
 from chuixiang_local.commands.bench import percentile
 from chuixiang_local.commands.charts import pyplot
 from chuixiang_local.commands.routing_bench import limits as scaled_limits
+from chuixiang_local.loopback import loopback_client
 from chuixiang_local.model.fake_model import FakeModelProcess
 from chuixiang_local.model.key_quota import KeyQuota
 from chuixiang_local.model.memory_health import MemoryHealth
@@ -226,7 +227,7 @@ def run_scenario(
         return (time.monotonic() - started) * scale
 
     def go(mode: str, run: int) -> None:
-        with httpx.Client() as client:  # each call sets its own timeouts (the stream reader)
+        with loopback_client() as client:  # each call sets its own timeouts (the stream reader)
             dish = DISHES[run % len(DISHES)]
             mine = health if mode == "auto" else None
             lender = None
