@@ -17,6 +17,9 @@ from chuixiang_local.model.fake_model import FakeModel
 from ..support.commands import run_cli
 from ..support.scaled import SCALED
 
+# Waits on its scaled limits more than it computes (~2.4 s of CPU in ~4.0 s alone): the waiting lane's.
+pytestmark = pytest.mark.waiting
+
 QUOTA = 5
 
 
