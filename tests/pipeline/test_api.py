@@ -10,9 +10,6 @@ import pytest
 from chuixiang_local.gateway.api_client import API_POLL_S, LocalApi
 from chuixiang_local.model.fake_model import FakeModel, ImageBehaviour
 
-# Waits on its scaled limits more than it computes (~3.1 s of CPU in ~6.6 s alone): the waiting lane's.
-pytestmark = pytest.mark.waiting
-
 
 def test_a_body_over_8_kib_is_413_before_it_is_read(api: LocalApi) -> None:
     status, doc = api.request("POST", "/recipes", '{"dish": "' + "菜" * 5000 + '"}')  # 15 KB

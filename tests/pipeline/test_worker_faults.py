@@ -28,9 +28,6 @@ from chuixiang_local.workers.invoker import Worker, WorkerPool, invoke
 from ..support.echo_function import ECHO
 from ..support.waiting import wait_until
 
-# Waits on its scaled limits more than it computes (~4.4 s of CPU in ~9.3 s alone): the waiting lane's.
-pytestmark = pytest.mark.waiting
-
 
 @pytest.fixture
 def pool(tmp_path: Path) -> Iterator[WorkerPool]:
