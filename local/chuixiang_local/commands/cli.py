@@ -49,7 +49,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    code = _run(parser().parse_args(argv))
+    return 130 if ctrl_c.pressed() else code  # a Ctrl-C that something caught and made another ending is still one
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except ConfigError as exc:

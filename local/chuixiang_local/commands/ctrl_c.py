@@ -5,7 +5,9 @@ callback the import machinery runs for itself (a module lock's, as the import en
 exception there ("Exception ignored in: … KeyboardInterrupt") and drops it, and the command runs on as if no key
 had been pressed. ``chuixiang cook`` imports the api function's app right after the local cloud is up (~0.5 s), so
 a Ctrl-C then was lost once in a dozen test runs. Here a Ctrl-C that lands inside an import is sent again a moment
-later, once the import is done.
+later, once the import is done. And one that something catches as an ``Exception`` (pydantic's serializer, in Rust,
+turns it into a ``PydanticSerializationError``, which the api function cook runs in-process answers as a 500) still
+ends the command as interrupted: :func:`pressed` says it came.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from types import FrameType
 #: How soon a Ctrl-C that landed inside an import is sent again (an import takes milliseconds to a second).
 RESEND_AFTER_S = 0.05
 
+_PRESSED = threading.Event()
+
 
 def install() -> None:
     """Take Ctrl-C where Python's default handler has it (not where it is ignored: a command started in the
@@ -27,6 +31,7 @@ def install() -> None:
 
 
 def on_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    _PRESSED.set()
     if importing(frame):
         resend_later()
         return
@@ -46,3 +51,8 @@ def resend_later() -> None:
     timer = threading.Timer(RESEND_AFTER_S, os.kill, (os.getpid(), signal.SIGINT))
     timer.daemon = True
     timer.start()
+
+
+def pressed() -> bool:
+    """Whether Ctrl-C reached this command (through :func:`on_ctrl_c`), whatever became of its ``KeyboardInterrupt``."""
+    return _PRESSED.is_set()
