@@ -58,7 +58,7 @@ PRELOAD = (
     "botocore.client",
     "botocore.loaders",
     "httpx",
-    # What the functions' inits import beyond the above (each init ~40 ms of CPU less): httpx's transport
+    # What the functions' inits import beyond the above (~20 ms of CPU less a recipe or image init): httpx's transport
     # (httpcore, h11, anyio, imported when a client is made), boto3's table and S3 resources, the API's validation.
     "httpcore",
     "encodings.idna",
