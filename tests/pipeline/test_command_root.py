@@ -9,6 +9,7 @@ import os
 import subprocess  # nosec B404  # the CLI as a user starts it, to compare
 import sys
 import threading
+from typing import Any
 
 import pytest
 
@@ -16,20 +17,26 @@ from chuixiang_local.commands.preload import CLI, IMPORT_ENV
 from chuixiang_local.workers.zygote_root import RootRefused, fork_command
 
 from ..support.commands import forked_cli, run_cli
-from ..support.env_reads import variables_read_by_preload
+from ..support.env_reads import fresh_preload
 from ..support.serve import ROOT
 
-#: Run in a fresh interpreter, as a root loads (not in a test process: what its collector froze, ``gc.get_objects``
-#: does not list): moto's id generator is among those reseeded, and reseeding changes what it makes.
+#: Run in a fresh interpreter once it has loaded, as a root loads (not in a test process: what its collector froze,
+#: ``gc.get_objects`` does not list): is moto's id generator among those reseeded, and does reseeding change it.
 RESEEDED = """
-from chuixiang_local.commands.preload import GENERATORS, preload, reseed
-preload()
+from chuixiang_local.commands.preload import GENERATORS, reseed
 from moto.moto_api._internal import mock_random
-assert any(g is mock_random for g in GENERATORS)
+report["moto_generator_listed"] = any(g is mock_random for g in GENERATORS)
 state = mock_random.getstate()
 reseed()
-assert mock_random.getstate() != state
+report["reseeding_changed_it"] = mock_random.getstate() != state
 """
+
+
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, Any]:
+    """One fresh loading of the command root's modules (~3.5 s of CPU) for the two tests that read one: what it read
+    of the environment, then what reseeding did."""
+    return fresh_preload("chuixiang_local.commands.preload", after=RESEEDED)
 
 
 def _fresh(*args: str) -> subprocess.CompletedProcess[str]:
@@ -44,10 +51,10 @@ def _forked(*args: str, interrupt_when: str | None = None) -> subprocess.Complet
     return done
 
 
-def test_the_loading_reads_only_what_the_root_compares() -> None:
+def test_the_loading_reads_only_what_the_root_compares(loaded: dict[str, Any]) -> None:
     """A fork is a fresh command only if the root compares every variable its loading reads: an import that reads
     one more (moto upgraded) fails here until it is in ``IMPORT_ENV``."""
-    read = variables_read_by_preload("chuixiang_local.commands.preload")
+    read = set(loaded["read"])
     assert {"HOME", "TEST_SERVER_MODE"} <= read  # the recording sees moto's reads
     compared = {k for k in read if k.startswith(("PYTHON", "_PYTHON"))} | set(IMPORT_ENV)
     assert read <= compared, sorted(read - compared)
@@ -74,8 +81,8 @@ def test_ctrl_c_ends_a_forked_cook_as_a_fresh_one_ends() -> None:
     assert forked.returncode == 130 and "Traceback" not in forked.stderr, forked.stderr
 
 
-def test_each_fork_seeds_the_generators_the_loading_made() -> None:
-    subprocess.run([sys.executable, "-c", RESEEDED], check=True, cwd=ROOT, timeout=60)  # nosec B603
+def test_each_fork_seeds_the_generators_the_loading_made(loaded: dict[str, Any]) -> None:
+    assert loaded["moto_generator_listed"] and loaded["reseeding_changed_it"], loaded
 
 
 def test_a_caller_whose_loading_would_differ_is_refused_and_starts_it_itself(
