@@ -1,13 +1,15 @@
 """The template reader reads every CloudFormation short-form tag as cfn-lint's decoder does (here, not in the
-unit tier: importing cfn-lint alone takes ~0.8 s)."""
+unit tier: importing cfn-lint alone takes ~0.6-0.8 s, which is also why it is imported by a fixture: each pytest
+process collects this module, one runs it)."""
 
 from __future__ import annotations
 
+import importlib
 import json
+from types import ModuleType
 
 import pytest
 import yaml
-from cfnlint.decode import cfn_yaml
 from stack_template import REPO_ROOT, CfnLoader
 
 EVERY_TAG = """
@@ -30,15 +32,21 @@ P: !Or [!Equals [a, b], !Condition C]
 """
 
 
+@pytest.fixture(scope="module")
+def cfn_yaml() -> ModuleType:
+    """cfn-lint's YAML decoder (``cfnlint.decode.cfn_yaml``)."""
+    return importlib.import_module("cfnlint.decode.cfn_yaml")
+
+
 def _plain(value: object) -> object:
     return json.loads(json.dumps(value))
 
 
-def test_every_short_form_tag_as_cfn_lint_reads_it() -> None:
+def test_every_short_form_tag_as_cfn_lint_reads_it(cfn_yaml: ModuleType) -> None:
     assert _plain(yaml.load(EVERY_TAG, Loader=CfnLoader)) == _plain(cfn_yaml.loads(EVERY_TAG, "tags"))  # nosec B506
 
 
 @pytest.mark.parametrize("path", ["template.yaml", "observability/template.yaml"])
-def test_the_templates_as_cfn_lint_reads_them(path: str) -> None:
+def test_the_templates_as_cfn_lint_reads_them(path: str, cfn_yaml: ModuleType) -> None:
     text = (REPO_ROOT / path).read_text()
     assert _plain(yaml.load(text, Loader=CfnLoader)) == _plain(cfn_yaml.loads(text, path))  # nosec B506
