@@ -29,6 +29,8 @@ pytestmark = pytest.mark.long_module  # 15 s or more in all: scheduled first (te
 #: of CPU each on two busy cores).
 BURST = 16
 ROOMY = {"RecipeIdleTimeoutMs": "2000", "RecipeFirstContentTimeoutMs": "2500"}
+#: How a job of the burst may end besides SUCCEEDED: cut by a scaled limit on a loaded machine (never by admission).
+CUT_BY_LOAD = {"RECIPE_TIMEOUT", "RECIPE_UPSTREAM_ERROR", "JOB_TIMED_OUT"}
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +63,18 @@ def test_a_burst_of_recipe_concurrency_callers_is_all_admitted(cloud: LocalCloud
     ended = [api.wait(doc["jobId"], give_up_s=120) for _, doc in answers]
     codes = {(d.get("error") or {}).get("code") for d in ended if d["status"] == "FAILED"}
     assert all(d["status"] in ("SUCCEEDED", "FAILED") for d in ended)
-    assert codes <= {"RECIPE_TIMEOUT", "RECIPE_UPSTREAM_ERROR", "JOB_TIMED_OUT"}, codes
-    status, after = api.post_dish("突发之后的菜", source_ip="10.0.2.200")
-    assert status == 202 and api.wait(after["jobId"], give_up_s=60)["status"] == "SUCCEEDED"
+    assert codes <= CUT_BY_LOAD, codes
+    # The next job is admitted (every slot was taken) and written. A scaled limit may cut it as it cut the burst's
+    # on a loaded machine (a full CI run: FAILED once), so it is asked again then: a stack the burst left broken
+    # fails both.
+    for attempt in range(2):
+        status, after = api.post_dish(f"突发之后的菜{attempt}", source_ip="10.0.2.200")
+        assert status == 202, after
+        doc = api.wait(after["jobId"], give_up_s=60)
+        if doc["status"] == "SUCCEEDED":
+            break
+        assert (doc.get("error") or {}).get("code") in CUT_BY_LOAD, doc
+    assert doc["status"] == "SUCCEEDED", doc
 
 
 def test_a_job_in_sections_counts_once_in_its_callers_share_for_its_whole_life(
