@@ -22,15 +22,26 @@ import boto3
 boto3.resource("dynamodb", endpoint_url="http://127.0.0.1:9")  # the init's table, made first
 t = time.process_time()
 """
-OWN_SESSION = SETUP + """
+OWN_SESSION = (
+    SETUP
+    + """
 boto3.session.Session().client("secretsmanager", endpoint_url="http://127.0.0.1:9")
 print((time.process_time() - t) * 1000)
 """
-SHARED_SESSION = SETUP + """
+)
+SHARED_SESSION = (
+    SETUP
+    + """
 boto3.client("secretsmanager", endpoint_url="http://127.0.0.1:9")
 print((time.process_time() - t) * 1000)
 """
-ENV = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y"}
+)
+ENV = {
+    "PATH": "/usr/bin:/bin",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "x",
+    "AWS_SECRET_ACCESS_KEY": "y",
+}
 
 
 def median_ms(code: str) -> float:
