@@ -11,9 +11,7 @@ median is printed. Nothing is sent: a client is created, not used (its first cal
 
 from __future__ import annotations
 
-import statistics
-import subprocess  # nosec B404  # this interpreter, fixed code
-import sys
+from fresh_interpreters import median_ms
 
 RUNS = 15
 SETUP = """
@@ -44,22 +42,8 @@ ENV = {
 }
 
 
-def median_ms(code: str) -> float:
-    runs = []
-    for _ in range(RUNS):
-        out = subprocess.run(  # nosec B603  # this interpreter
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={**ENV, "PYTHONPATH": ":".join(sys.path)},
-        )
-        runs.append(float(out.stdout.strip().splitlines()[-1]))
-    return statistics.median(runs)
-
-
 def main() -> None:
-    own, shared = median_ms(OWN_SESSION), median_ms(SHARED_SESSION)
+    own, shared = median_ms(OWN_SESSION, ENV, RUNS), median_ms(SHARED_SESSION, ENV, RUNS)
     print(f"Secrets Manager client at a cold start, CPU, median of {RUNS} fresh interpreters:")
     print(f"  in a session of its own (Powertools' default provider)   {own:6.1f} ms")
     print(f"  in the session the DynamoDB resource was made in          {shared:6.1f} ms")

@@ -10,12 +10,16 @@ nobody reads (the daemon's place), with a sampled trace header.
 
 from __future__ import annotations
 
-import statistics
-import subprocess  # nosec B404  # this interpreter, fixed code
-import sys
+import subprocess  # nosec B404  # its error, raised by a fresh interpreter
+
+from fresh_interpreters import median_ms
 
 RUNS = 15
-ENV = {"_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"}
+ENV = {
+    "PATH": "/usr/bin:/bin",
+    "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:9",
+    "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+}
 OURS = """
 import time
 import boto3  # every function imports it anyway: not counted
@@ -35,30 +39,11 @@ print((time.perf_counter() - t) * 1000)
 """
 
 
-def median_ms(code: str) -> float:
-    runs = []
-    for _ in range(RUNS):
-        out = subprocess.run(  # nosec B603  # this interpreter
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={
-                "PATH": "/usr/bin:/bin",
-                "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:9",
-                **ENV,
-                "PYTHONPATH": ":".join(sys.path),
-            },
-        )
-        runs.append(float(out.stdout.strip().splitlines()[-1]))
-    return statistics.median(runs)
-
-
 def main() -> None:
     print(f"cold start cost, median of {RUNS} fresh interpreters:")
-    print(f"  chuixiang.tracing: import + first subsegment sent   {median_ms(OURS):7.1f} ms")
+    print(f"  chuixiang.tracing: import + first subsegment sent   {median_ms(OURS, ENV, RUNS):7.1f} ms")
     try:
-        print(f"  aws_xray_sdk: import + patch(['botocore'])          {median_ms(SDK):7.1f} ms")
+        print(f"  aws_xray_sdk: import + patch(['botocore'])          {median_ms(SDK, ENV, RUNS):7.1f} ms")
     except subprocess.CalledProcessError as exc:
         print(f"  aws_xray_sdk: not measured ({exc.stderr.strip().splitlines()[-1]})")
 
