@@ -91,9 +91,11 @@ test-template: $(STAMP)
 test-python: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not waiting" --ignore=tests/sockets
 
-# Only the folders that hold `waiting` tests are collected (tests/pipeline/test_lanes.py checks both selections).
+# Only the folders that hold `waiting` tests are collected (tests/pipeline/test_lanes.py checks both selections), over
+# WAITING_WORKERS processes: these tests compute a sixth of their time, so two overlap their waits (one alone: 196 s).
+WAITING_WORKERS ?= 2
 test-waiting: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
-	$(BIN)/python -m pytest -m waiting tests/sockets tests/pipeline
+	$(BIN)/python -m pytest -n $(WAITING_WORKERS) --dist loadfile -m waiting tests/sockets tests/pipeline
 
 # The JS tier, then the browser tier: one `chuixiang serve` cold-starting at a time beside pytest. Side by side (and
 # the JS tier's files two or three at once) they finished sooner, but with two suites on one machine the first jobs'

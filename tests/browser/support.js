@@ -123,25 +123,3 @@ export async function foreignOrigin() {
   return { origin: `http://127.0.0.1:${port}`, stop() { server.closeAllConnections(); server.close(); } };
 }
 
-/**
- * One dish cooked through the API before the page's tests, so that they meet warm Lambda sandboxes, as a deployed
- * stack's users mostly do. The first job's cold starts (each function's zygote importing the layer) took over 30 s
- * once on a 2-core machine busy with every tier starting at the same moment, and the first test's partial recipe
- * came after its wait: the page was not what was slow. Its outcome is not this tier's subject (a starved machine
- * may fail it at a cold start): it has warmed the sandboxes either way.
- * @param {string} base
- */
-export async function warmUp(base) {
-  const created = await fetch(`${base}/recipes`, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ dish: "预热的菜" }),
-  });
-  if (created.status !== 202) throw new Error(`warm-up: ${created.status} ${await created.text()}`);
-  const { jobId } = await created.json();
-  const until = Date.now() + 180_000;
-  for (;;) {
-    const doc = await (await fetch(`${base}/recipes/${jobId}`)).json();
-    if (doc.pollAfterMs === null) return doc;
-    if (Date.now() > until) throw new Error(`warm-up job ${jobId} did not end: ${JSON.stringify(doc)}`);
-    await new Promise((resolve) => setTimeout(resolve, doc.pollAfterMs));
-  }
-}
