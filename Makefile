@@ -69,17 +69,16 @@ run: $(RUN_STAMP) $(TRANSLATOR_STAMP)
 	$(BIN)/chuixiang cook "$(DISH)" --json
 
 # The tests check the template after SAM's transform too, with the pinned aws-sam-cli's translator.
-# What pytest needs is installed first, side by side, then five lanes: the template's lint, pytest's tests (their
-# files over TEST_WORKERS), pytest's `waiting` tests in two processes of their own (the sockets tier; the pipeline's
-# modules marked so), and the two Node tiers one after the other, whose installs (npm, apt's chromium) run in their
-# lane while pytest's run. A `waiting` test waits on its scaled limits far more than it computes (a sixth of its
-# time): beside the workers, these overlap their work instead of taking the workers' turns, and in two lanes their
-# waits overlap too (in one they were the longest lane, 196 s alone). Each lane's output is printed whole when it
-# ends. The lanes share one set of zygote and command roots (WITH_ROOTS, below): each pytest process and the
+# What pytest needs is installed first, side by side, then four lanes: the template's lint, pytest's tests (their
+# files over TEST_WORKERS), pytest's `waiting` tests in a process of their own, and the two Node tiers one after the
+# other, whose installs (npm, apt's chromium) run in their lane while pytest's run. A `waiting` test (every sockets
+# test, and the pipeline modules marked so) waits on its scaled limits far more than it computes: beside the
+# workers, these overlap their work instead of taking the workers' turns. Each lane's output is printed whole when
+# it ends. The lanes share one set of zygote and command roots (WITH_ROOTS, below): each pytest process and the
 # Node lane would load a set of their own otherwise (~4 s of CPU each).
 test:
 	$(MAKE) --no-print-directory -j4 $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
-	$(WITH_ROOTS) $(MAKE) --no-print-directory -j5 --output-sync=target test-template test-python test-sockets test-waiting test-node
+	$(WITH_ROOTS) $(MAKE) --no-print-directory -j4 --output-sync=target test-template test-python test-waiting test-node
 
 # What every tier needs, installed side by side (each venv, npm and apt are independent of one another).
 test-deps: $(STAMP) $(SAM_STAMP) $(CLI_STAMP) $(NODE_STAMP) $(BROWSER_STAMP)
@@ -92,10 +91,9 @@ test-template: $(STAMP)
 test-python: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not waiting" --ignore=tests/sockets
 
-# The pipeline's `waiting` modules (the sockets tier, all `waiting`, is a lane of its own: test-sockets).
-# tests/pipeline/test_lanes.py checks that the lanes run every test once.
+# Only the folders that hold `waiting` tests are collected (tests/pipeline/test_lanes.py checks both selections).
 test-waiting: $(STAMP) $(SAM_STAMP) $(CLI_STAMP)
-	$(BIN)/python -m pytest -m waiting tests/pipeline
+	$(BIN)/python -m pytest -m waiting tests/sockets tests/pipeline
 
 # The JS tier, then the browser tier: one `chuixiang serve` cold-starting at a time beside pytest. Side by side (and
 # the JS tier's files two or three at once) they finished sooner, but with two suites on one machine the first jobs'
