@@ -5,8 +5,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
 
-import { MEASURED_AFTER_JOBS, ROOT, freePort, warmUp } from "../../clients/js/test/serve.js";
-import { failingModel, foreignOrigin, launch, recordingProxy, startServe } from "./support.js";
+import { MEASURED_AFTER_JOBS, ROOT, freePort, startServe, warmUp } from "../../clients/js/test/serve.js";
+import { failingModel, foreignOrigin, launch, recordingProxy } from "./support.js";
 
 let serve, model, browser, demoPort;
 

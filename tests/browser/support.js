@@ -9,8 +9,6 @@ import { chromium } from "playwright-core";
 
 import { ROOT, freePort } from "../../clients/js/test/serve.js";
 
-export { startServe } from "../../clients/js/test/serve.js";
-
 /**
  * Debian's chromium, as this machine runs it: its connections to Google's hosts are refused here. Without the
  * address bar's two WebUI popups: headless, every page's window still rendered them in a renderer of their own
