@@ -5,7 +5,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import path from "node:path";
 
-import { MEASURED_AFTER_JOBS, ROOT, freePort, startServe, warmUp } from "../../clients/js/test/serve.js";
+import { ROOT, freePort, startServe, warmUp } from "../../clients/js/test/serve.js";
 import { failingModel, foreignOrigin, launch, recordingProxy } from "./support.js";
 
 let serve, model, browser, demoPort;
@@ -19,7 +19,7 @@ before(async () => {
     overrides: { RecipeConcurrency: "1", RecipeConcurrencyPerCaller: "0", BreakerFailureThreshold: "100" },
     args: ["--model-base-url", model.url, "--demo-port", String(demoPort)],
   });
-  await Promise.all([warmUp(serve.base, MEASURED_AFTER_JOBS), launch().then((b) => (browser = b))]);
+  await Promise.all([warmUp(serve.base), launch().then((b) => (browser = b))]);
 });
 after(async () => {
   await browser?.close();

@@ -120,4 +120,3 @@ export async function foreignOrigin() {
   const port = await listen(server);
   return { origin: `http://127.0.0.1:${port}`, stop() { server.closeAllConnections(); server.close(); } };
 }
-

@@ -106,22 +106,21 @@ export function recording(request) {
  * The jobs that must end before admission's `Retry-After` is a typical job's measured length rather than its
  * default (120 s, advertised as at most 30 s): `MIN_SAMPLES` of layers/shared/chuixiang/stores/job_times.py, read there.
  */
-export const MEASURED_AFTER_JOBS = Number(
+const MEASURED_AFTER_JOBS = Number(
   /^MIN_SAMPLES = (\d+)$/m.exec(readFileSync(path.join(ROOT, "layers/shared/chuixiang/stores/job_times.py"), "utf8"))[1],
 );
 
 /**
- * `jobs` dishes cooked through the API one after another, each to its end, before a file's tests: they meet warm
- * Lambda sandboxes and an admission that has measured its jobs, as a deployed stack's users mostly do. The first
+ * `MEASURED_AFTER_JOBS` dishes cooked through the API one after another, each to its end, before a file's tests: they
+ * meet warm Lambda sandboxes and an admission that has measured its jobs, as a deployed stack's users mostly do. The first
  * job's cold starts (each function's zygote importing the layer) took over 30 s once on a 2-core machine busy with
  * every tier starting at the same moment; and before `MEASURED_AFTER_JOBS` jobs had ended, a refused client was told
  * to come back in 30 s for a slot freed in three (the 429 tests waited that out: ~60 s of the Node lane). Their
  * outcome is not the tests' subject (a starved machine may fail one at a cold start; then a 429 is only told later).
  * @param {string} base
- * @param {number} [jobs]
  */
-export async function warmUp(base, jobs = 1) {
-  for (let i = 0; i < jobs; i++) {
+export async function warmUp(base) {
+  for (let i = 0; i < MEASURED_AFTER_JOBS; i++) {
     const created = await fetch(`${base}/recipes`, {
       method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ dish: `预热的菜${i + 1}` }),
     });

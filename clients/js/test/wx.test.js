@@ -4,7 +4,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 
-import { MEASURED_AFTER_JOBS, startServe, warmUp } from "./serve.js";
+import { startServe, warmUp } from "./serve.js";
 import { loadClient, miniProgramContext, wxStub } from "./wx-runtime.js";
 
 const OVERRIDES = { RecipeConcurrency: "1", RecipeConcurrencyPerCaller: "0", RecipeSections: "whole" };
@@ -12,7 +12,7 @@ let serve;
 
 before(async () => {
   serve = await startServe({ overrides: OVERRIDES, args: ["--fake-pace-ms", "5"] });
-  await warmUp(serve.base, MEASURED_AFTER_JOBS);  // the 429's Retry-After: a measured job's length, not 30 s
+  await warmUp(serve.base); // the 429's Retry-After: a measured job's length, not 30 s
 });
 after(async () => {
   await serve?.stop();
