@@ -25,6 +25,17 @@ def covered(sections: list[str]) -> list[int]:
 
 
 @pytest.fixture(scope="module")
+def module_fake() -> Iterator[FakeModel]:
+    """A model whose streams wait between chunks rather than compute: ``auto`` measures how many streams' worth
+    of writing the key gives a job in sections, and six streams at the shared fake's 1 ms a chunk are bound by
+    this process's CPU (its interpreter lock, and after a thousand tests its collector's pauses): a serial run
+    measured "0.8 streams' worth at once", rightly sending the next jobs ``whole``. At 4 ms a chunk the six
+    streams need a tenth of a core, so each writes at its own speed, as a hosted model's do."""
+    with FakeModel(pace_s=0.004) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
 def cloud(module_fake: FakeModel, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCloud]:
     work = tmp_path_factory.mktemp("sections")
     # The defaults (auto, fastest), on the scaled ladder; the first content may take the whole total limit: a test
@@ -76,7 +87,9 @@ def test_a_dropped_section_is_served_degraded_and_not_cached(api: LocalApi, modu
     del module_fake.chat_by_section["extras"]
     again = cook(api, "鱼香茄子")
     assert again["status"] == "SUCCEEDED" and again["degraded"] is None
-    assert again["metrics"]["recipe"]["sections"], "written again, not served from the cache"
+    # Written again (a cached dish's job has no recipe metrics): by the model, whichever mode the measured
+    # health now predicts faster.
+    assert (again.get("metrics") or {}).get("recipe", {}).get("calls"), "written again, not served from the cache"
 
 
 def test_the_outline_is_readable_while_the_steps_are_written(api: LocalApi, module_fake: FakeModel) -> None:
